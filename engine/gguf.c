@@ -1,0 +1,921 @@
+/* GGUF reader and writer. The reader trusts nothing in the file: it walks
+ * the header with a bounds-checked cursor, caps every count by what the
+ * remaining bytes could hold (so no allocation exceeds a small multiple
+ * of the file size), and checks every tensor's shape, type, size and
+ * placement before anyone sees it. */
+#include "gguf.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef _WIN32
+#include <unistd.h>
+#endif
+
+#include "mapfile.h"
+#include "simd.h"
+
+#define MAX_KEY_LEN 65535u
+#define MAX_NAME_LEN 4096u
+#define MAX_ALIGN 65536u
+
+typedef struct kv {
+    char *key;
+    enum eng_gguf_vtype type;
+    const uint8_t *val;          /* value bytes (for arrays: the elements) */
+    enum eng_gguf_vtype arr_type;
+    uint64_t arr_count;
+    eng_str *strs;               /* string value (1) or string-array elements */
+} kv;
+
+struct eng_gguf {
+    eng_map map;
+    const uint8_t *base;
+    uint64_t size;
+    uint32_t version;
+    uint64_t n_kv, n_tensors;
+    kv *kvs;
+    eng_gguf_tensor *tensors;
+    uint64_t alignment, data_offset;
+};
+
+/* ---- bounds-checked cursor ---- */
+
+typedef struct cursor {
+    const uint8_t *p;
+    uint64_t pos, size;
+    eng_err *e;
+} cursor;
+
+static uint64_t left(const cursor *c) { return c->size - c->pos; }
+
+static int need(cursor *c, uint64_t n, const char *what)
+{
+    if (n > left(c))
+        return eng_errf(c->e, ENG_EFORMAT, "truncated file: %s at byte %llu needs %llu bytes, %llu left", what,
+                        (unsigned long long)c->pos, (unsigned long long)n, (unsigned long long)left(c));
+    return 0;
+}
+
+static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+
+static int get32(cursor *c, uint32_t *v, const char *what)
+{
+    int r = need(c, 4, what);
+    if (r) return r;
+    *v = rd32(c->p + c->pos);
+    c->pos += 4;
+    return 0;
+}
+
+static int get64(cursor *c, uint64_t *v, const char *what)
+{
+    int r = need(c, 8, what);
+    if (r) return r;
+    *v = rd64(c->p + c->pos);
+    c->pos += 8;
+    return 0;
+}
+
+static int getstr(cursor *c, eng_str *s, uint64_t maxlen, const char *what)
+{
+    uint64_t len;
+    int r = get64(c, &len, what);
+    if (r) return r;
+    if (len > maxlen)
+        return eng_errf(c->e, ENG_EFORMAT, "%s: string length %llu is over the limit %llu", what,
+                        (unsigned long long)len, (unsigned long long)maxlen);
+    if ((r = need(c, len, what))) return r;
+    s->ptr = (const char *)c->p + c->pos;
+    s->len = len;
+    c->pos += len;
+    return 0;
+}
+
+static const size_t vsize[GGUF_VTYPE_COUNT] = {
+    [GGUF_U8] = 1, [GGUF_I8] = 1, [GGUF_U16] = 2, [GGUF_I16] = 2, [GGUF_U32] = 4, [GGUF_I32] = 4,
+    [GGUF_F32] = 4, [GGUF_BOOL] = 1, [GGUF_U64] = 8, [GGUF_I64] = 8, [GGUF_F64] = 8,
+};
+
+static const char *const vname[GGUF_VTYPE_COUNT] = {
+    "u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64",
+};
+
+const char *eng_gguf_vtype_name(int t) { return t >= 0 && t < GGUF_VTYPE_COUNT ? vname[t] : "?"; }
+
+static char *dupn(const char *s, uint64_t n)
+{
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = 0;
+    }
+    return d;
+}
+
+/* A printable copy of an untrusted name for messages. */
+static void safe_name(char *dst, size_t cap, const char *s)
+{
+    size_t j = 0;
+    for (size_t i = 0; s[i] && j + 1 < cap; i++)
+        dst[j++] = (s[i] >= 32 && s[i] < 127) ? s[i] : '?';
+    dst[j] = 0;
+}
+
+static int parse_kv(cursor *c, kv *k, uint64_t idx)
+{
+    char what[160];
+    eng_str key;
+    snprintf(what, sizeof what, "metadata key #%llu", (unsigned long long)idx);
+    int r = getstr(c, &key, MAX_KEY_LEN, what);
+    if (r) return r;
+    if (key.len == 0)
+        return eng_errf(c->e, ENG_EFORMAT, "%s: empty key", what);
+    if (memchr(key.ptr, 0, key.len))
+        return eng_errf(c->e, ENG_EFORMAT, "%s: key contains a NUL byte", what);
+    if (!(k->key = dupn(key.ptr, key.len)))
+        return eng_errf(c->e, ENG_ENOMEM, "out of memory");
+    char kn[80];
+    safe_name(kn, sizeof kn, k->key);
+    uint32_t t;
+    snprintf(what, sizeof what, "type of metadata key '%s'", kn);
+    if ((r = get32(c, &t, what))) return r;
+    if (t >= GGUF_VTYPE_COUNT)
+        return eng_errf(c->e, ENG_EFORMAT, "metadata key '%s': unknown value type %u", kn, t);
+    k->type = (enum eng_gguf_vtype)t;
+    snprintf(what, sizeof what, "value of metadata key '%s'", kn);
+    if (t == GGUF_STRING) {
+        if (!(k->strs = malloc(sizeof *k->strs)))
+            return eng_errf(c->e, ENG_ENOMEM, "out of memory");
+        k->val = c->p + c->pos;
+        return getstr(c, k->strs, UINT64_MAX, what);
+    }
+    if (t != GGUF_ARRAY) {
+        k->val = c->p + c->pos;
+        if ((r = need(c, vsize[t], what))) return r;
+        if (t == GGUF_BOOL && k->val[0] > 1)
+            return eng_errf(c->e, ENG_EFORMAT, "metadata key '%s': bool value %u is neither 0 nor 1", kn, k->val[0]);
+        c->pos += vsize[t];
+        return 0;
+    }
+    uint32_t at;
+    uint64_t n;
+    if ((r = get32(c, &at, what))) return r;
+    if (at >= GGUF_VTYPE_COUNT)
+        return eng_errf(c->e, ENG_EFORMAT, "metadata key '%s': unknown array element type %u", kn, at);
+    if (at == GGUF_ARRAY)
+        return eng_errf(c->e, ENG_EFORMAT, "metadata key '%s': nested arrays are not supported", kn);
+    if ((r = get64(c, &n, what))) return r;
+    k->arr_type = (enum eng_gguf_vtype)at;
+    k->arr_count = n;
+    k->val = c->p + c->pos;
+    if (at == GGUF_STRING) {
+        /* every element takes at least its 8-byte length */
+        if (n > left(c) / 8)
+            return eng_errf(c->e, ENG_EFORMAT, "metadata key '%s': array count %llu is larger than the file can hold",
+                            kn, (unsigned long long)n);
+        if (n && !(k->strs = malloc(n * sizeof *k->strs)))
+            return eng_errf(c->e, ENG_ENOMEM, "out of memory");
+        for (uint64_t j = 0; j < n; j++)
+            if ((r = getstr(c, &k->strs[j], UINT64_MAX, what))) return r;
+        return 0;
+    }
+    if (n > left(c) / vsize[at])
+        return eng_errf(c->e, ENG_EFORMAT, "metadata key '%s': array count %llu is larger than the file can hold", kn,
+                        (unsigned long long)n);
+    c->pos += n * vsize[at];
+    return 0;
+}
+
+static int cmp_off(const void *a, const void *b)
+{
+    const eng_gguf_tensor *x = *(const eng_gguf_tensor *const *)a, *y = *(const eng_gguf_tensor *const *)b;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static int parse_tensor(eng_gguf *g, cursor *c, eng_gguf_tensor *t, uint64_t idx)
+{
+    char what[160];
+    eng_str name;
+    snprintf(what, sizeof what, "name of tensor #%llu", (unsigned long long)idx);
+    int r = getstr(c, &name, MAX_NAME_LEN, what);
+    if (r) return r;
+    if (name.len == 0 || memchr(name.ptr, 0, name.len))
+        return eng_errf(c->e, ENG_EFORMAT, "tensor #%llu: empty name or a NUL byte in it", (unsigned long long)idx);
+    if (!(t->name = dupn(name.ptr, name.len)))
+        return eng_errf(c->e, ENG_ENOMEM, "out of memory");
+    char tn[80];
+    safe_name(tn, sizeof tn, t->name);
+    snprintf(what, sizeof what, "tensor '%s'", tn);
+    if ((r = get32(c, &t->n_dims, what))) return r;
+    if (t->n_dims == 0 || t->n_dims > ENG_GGUF_MAX_DIMS)
+        return eng_errf(c->e, ENG_EFORMAT, "tensor '%s': n_dims %u is outside 1..%d", tn, t->n_dims, ENG_GGUF_MAX_DIMS);
+    uint64_t count = 1;
+    for (uint32_t d = 0; d < ENG_GGUF_MAX_DIMS; d++)
+        t->ne[d] = 1;
+    for (uint32_t d = 0; d < t->n_dims; d++) {
+        if ((r = get64(c, &t->ne[d], what))) return r;
+        if (t->ne[d] == 0)
+            return eng_errf(c->e, ENG_EFORMAT, "tensor '%s': dimension %u is zero", tn, d);
+        if (t->ne[d] > (uint64_t)INT64_MAX / count)
+            return eng_errf(c->e, ENG_EFORMAT, "tensor '%s': dimensions overflow (dimension %u = %llu)", tn, d,
+                            (unsigned long long)t->ne[d]);
+        count *= t->ne[d];
+    }
+    uint32_t type;
+    if ((r = get32(c, &type, what))) return r;
+    const simd_traits *tr = simd_type_traits((int)type);
+    if (!tr)
+        return eng_errf(c->e, ENG_EFORMAT, "tensor '%s': unknown tensor type %u", tn, type);
+    t->type = (int)type;
+    if (t->ne[0] % tr->block)
+        return eng_errf(c->e, ENG_EFORMAT, "tensor '%s': row length %llu is not a multiple of the %s block (%u)", tn,
+                        (unsigned long long)t->ne[0], tr->name, tr->block);
+    uint64_t blocks = count / tr->block;
+    if (blocks > (uint64_t)INT64_MAX / tr->bytes)
+        return eng_errf(c->e, ENG_EFORMAT, "tensor '%s': size overflows", tn);
+    t->size = blocks * tr->bytes;
+    if ((r = get64(c, &t->offset, what))) return r;
+    (void)g;
+    return 0;
+}
+
+static int parse(eng_gguf *g, eng_err *e)
+{
+    cursor c = {g->base, 0, g->size, e};
+    int r;
+    if (g->size < 4 || memcmp(g->base, "GGUF", 4) != 0)
+        return eng_errf(e, ENG_EFORMAT, "not a GGUF file (bad magic: the file does not start with \"GGUF\")");
+    c.pos = 4;
+    if ((r = get32(&c, &g->version, "version"))) return r;
+    if (g->version == 1)
+        return eng_errf(e, ENG_EUNSUP, "GGUF version 1 is not supported (only 2 and 3); convert the file again");
+    if (g->version != 2 && g->version != 3) {
+        if (g->version == 0x02000000u || g->version == 0x03000000u)
+            return eng_errf(e, ENG_EUNSUP, "big-endian GGUF files are not supported");
+        return eng_errf(e, ENG_EUNSUP, "GGUF version %u is not supported (only 2 and 3)", g->version);
+    }
+    if ((r = get64(&c, &g->n_tensors, "tensor count"))) return r;
+    if ((r = get64(&c, &g->n_kv, "metadata count"))) return r;
+    /* smallest key/value: 8-byte key length, 1-byte key, 4-byte type, 1 byte */
+    if (g->n_kv > left(&c) / 14)
+        return eng_errf(e, ENG_EFORMAT, "metadata count %llu is larger than the file can hold",
+                        (unsigned long long)g->n_kv);
+    /* smallest tensor info: name length 8 + 1, n_dims 4, one dim 8, type 4, offset 8 */
+    if (g->n_tensors > left(&c) / 33)
+        return eng_errf(e, ENG_EFORMAT, "tensor count %llu is larger than the file can hold",
+                        (unsigned long long)g->n_tensors);
+    if (g->n_kv && !(g->kvs = calloc(g->n_kv, sizeof *g->kvs)))
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        if ((r = parse_kv(&c, &g->kvs[i], i))) return r;
+        for (uint64_t j = 0; j < i; j++)
+            if (strcmp(g->kvs[j].key, g->kvs[i].key) == 0) {
+                char kn[80];
+                safe_name(kn, sizeof kn, g->kvs[i].key);
+                return eng_errf(e, ENG_EFORMAT, "metadata key '%s' appears twice", kn);
+            }
+    }
+    g->alignment = ENG_GGUF_DEFAULT_ALIGN;
+    int64_t ai = eng_gguf_find(g, "general.alignment");
+    if (ai >= 0) {
+        uint32_t a = 0;
+        if ((r = eng_gguf_get_u32(g, "general.alignment", &a, e)) != 0) return r < 0 ? r : ENG_EFORMAT;
+        if (a == 0 || (a & (a - 1)) || a > MAX_ALIGN)
+            return eng_errf(e, ENG_EFORMAT, "general.alignment %u is not a power of two in 1..%u", a, MAX_ALIGN);
+        g->alignment = a;
+    }
+    if (g->n_tensors && !(g->tensors = calloc(g->n_tensors, sizeof *g->tensors)))
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        if ((r = parse_tensor(g, &c, &g->tensors[i], i))) return r;
+    uint64_t off = c.pos;
+    off = (off + g->alignment - 1) / g->alignment * g->alignment;
+    g->data_offset = off;
+    if (g->n_tensors == 0)
+        return 0;
+    if (off > g->size)
+        return eng_errf(e, ENG_EFORMAT, "truncated file: the tensor data section would start at byte %llu of %llu",
+                        (unsigned long long)off, (unsigned long long)g->size);
+    uint64_t avail = g->size - off;
+    eng_gguf_tensor **order = malloc(g->n_tensors * sizeof *order);
+    if (!order)
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    r = 0;
+    for (uint64_t i = 0; i < g->n_tensors && !r; i++) {
+        eng_gguf_tensor *t = &g->tensors[i];
+        char tn[80];
+        safe_name(tn, sizeof tn, t->name);
+        order[i] = t;
+        if (t->offset % g->alignment)
+            r = eng_errf(e, ENG_EFORMAT, "tensor '%s': data offset %llu is not aligned to %llu", tn,
+                         (unsigned long long)t->offset, (unsigned long long)g->alignment);
+        else if (t->offset > avail || t->size > avail - t->offset)
+            r = eng_errf(e, ENG_EFORMAT, "tensor '%s': data (offset %llu, %llu bytes) runs past the end of the file", tn,
+                         (unsigned long long)t->offset, (unsigned long long)t->size);
+        else
+            t->data = g->base + off + t->offset;
+        for (uint64_t j = 0; j < i && !r; j++)
+            if (strcmp(g->tensors[j].name, t->name) == 0)
+                r = eng_errf(e, ENG_EFORMAT, "tensor name '%s' appears twice", tn);
+    }
+    if (!r) {
+        qsort(order, g->n_tensors, sizeof *order, cmp_off);
+        for (uint64_t i = 1; i < g->n_tensors && !r; i++)
+            if (order[i - 1]->offset + order[i - 1]->size > order[i]->offset) {
+                char a[80], b[80];
+                safe_name(a, sizeof a, order[i - 1]->name);
+                safe_name(b, sizeof b, order[i]->name);
+                r = eng_errf(e, ENG_EFORMAT, "tensors '%s' and '%s' overlap in the file", a, b);
+            }
+    }
+    free(order);
+    return r;
+}
+
+static int finish_open(eng_gguf *g, eng_gguf **out, eng_err *e)
+{
+    int r = parse(g, e);
+    if (r) {
+        eng_gguf_close(g);
+        return r;
+    }
+    *out = g;
+    return 0;
+}
+
+int eng_gguf_open(const char *path, eng_gguf **out, eng_err *e)
+{
+    *out = NULL;
+    eng_gguf *g = calloc(1, sizeof *g);
+    if (!g)
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    int r = eng_map_open(&g->map, path, e);
+    if (r) {
+        free(g);
+        return r;
+    }
+    g->base = g->map.data;
+    g->size = g->map.size;
+    r = finish_open(g, out, e);
+    if (r && e) {
+        /* prefix the path, keeping the reason */
+        char tmp[sizeof e->msg];
+        memcpy(tmp, e->msg, sizeof tmp);
+        int n = snprintf(e->msg, sizeof e->msg, "%.200s: ", path);
+        if (n > 0 && (size_t)n < sizeof e->msg)
+            snprintf(e->msg + n, sizeof e->msg - (size_t)n, "%.300s", tmp);
+    }
+    return r;
+}
+
+int eng_gguf_open_memory(const void *data, size_t size, eng_gguf **out, eng_err *e)
+{
+    *out = NULL;
+    eng_gguf *g = calloc(1, sizeof *g);
+    if (!g)
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    g->base = data;
+    g->size = size;
+    return finish_open(g, out, e);
+}
+
+void eng_gguf_close(eng_gguf *g)
+{
+    if (!g)
+        return;
+    for (uint64_t i = 0; g->kvs && i < g->n_kv; i++) {
+        free(g->kvs[i].key);
+        free(g->kvs[i].strs);
+    }
+    free(g->kvs);
+    for (uint64_t i = 0; g->tensors && i < g->n_tensors; i++)
+        free((char *)g->tensors[i].name);
+    free(g->tensors);
+    eng_map_close(&g->map);
+    free(g);
+}
+
+uint32_t eng_gguf_version(const eng_gguf *g) { return g->version; }
+uint64_t eng_gguf_file_size(const eng_gguf *g) { return g->size; }
+uint64_t eng_gguf_alignment(const eng_gguf *g) { return g->alignment; }
+uint64_t eng_gguf_data_offset(const eng_gguf *g) { return g->data_offset; }
+uint64_t eng_gguf_n_kv(const eng_gguf *g) { return g->n_kv; }
+const char *eng_gguf_kv_key(const eng_gguf *g, uint64_t i) { return i < g->n_kv ? g->kvs[i].key : NULL; }
+enum eng_gguf_vtype eng_gguf_kv_type(const eng_gguf *g, uint64_t i) { return g->kvs[i].type; }
+uint64_t eng_gguf_n_tensors(const eng_gguf *g) { return g->n_tensors; }
+
+const eng_gguf_tensor *eng_gguf_tensor_at(const eng_gguf *g, uint64_t i)
+{
+    return i < g->n_tensors ? &g->tensors[i] : NULL;
+}
+
+const eng_gguf_tensor *eng_gguf_tensor_find(const eng_gguf *g, const char *name)
+{
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        if (strcmp(g->tensors[i].name, name) == 0)
+            return &g->tensors[i];
+    return NULL;
+}
+
+int64_t eng_gguf_find(const eng_gguf *g, const char *key)
+{
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        if (strcmp(g->kvs[i].key, key) == 0)
+            return (int64_t)i;
+    return -1;
+}
+
+/* ---- typed access ---- */
+
+static int is_int(enum eng_gguf_vtype t)
+{
+    return t == GGUF_U8 || t == GGUF_I8 || t == GGUF_U16 || t == GGUF_I16 || t == GGUF_U32 || t == GGUF_I32 ||
+           t == GGUF_U64 || t == GGUF_I64;
+}
+
+int64_t eng_gguf_arr_i64(enum eng_gguf_vtype t, const void *data, uint64_t j)
+{
+    const uint8_t *p = (const uint8_t *)data + j * vsize[t];
+    switch (t) {
+    case GGUF_U8: case GGUF_BOOL: return p[0];
+    case GGUF_I8: return (int8_t)p[0];
+    case GGUF_U16: return (uint16_t)(p[0] | p[1] << 8);
+    case GGUF_I16: return (int16_t)(uint16_t)(p[0] | p[1] << 8);
+    case GGUF_U32: return rd32(p);
+    case GGUF_I32: return (int32_t)rd32(p);
+    case GGUF_U64: { uint64_t v = rd64(p); return v > INT64_MAX ? INT64_MAX : (int64_t)v; }
+    case GGUF_I64: return (int64_t)rd64(p);
+    case GGUF_F32: case GGUF_F64: return (int64_t)eng_gguf_arr_f64(t, data, j);
+    default: return 0;
+    }
+}
+
+double eng_gguf_arr_f64(enum eng_gguf_vtype t, const void *data, uint64_t j)
+{
+    const uint8_t *p = (const uint8_t *)data + j * vsize[t];
+    if (t == GGUF_F32) {
+        uint32_t u = rd32(p);
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    if (t == GGUF_F64) {
+        uint64_t u = rd64(p);
+        double d;
+        memcpy(&d, &u, 8);
+        return d;
+    }
+    if (t == GGUF_U64)
+        return (double)rd64(p);
+    return (double)eng_gguf_arr_i64(t, data, j);
+}
+
+static int lookup(const eng_gguf *g, const char *key, const kv **k)
+{
+    int64_t i = eng_gguf_find(g, key);
+    if (i < 0)
+        return 1;
+    *k = &g->kvs[i];
+    return 0;
+}
+
+static int wrong(eng_err *e, const char *key, const char *want, const kv *k)
+{
+    char kn[80];
+    safe_name(kn, sizeof kn, key);
+    return eng_errf(e, ENG_EFORMAT, "metadata key '%s' has type %s%s%s, expected %s", kn, vname[k->type],
+                    k->type == GGUF_ARRAY ? " of " : "", k->type == GGUF_ARRAY ? vname[k->arr_type] : "", want);
+}
+
+int eng_gguf_get_i64(const eng_gguf *g, const char *key, int64_t *out, eng_err *e)
+{
+    const kv *k;
+    if (lookup(g, key, &k))
+        return 1;
+    if (!is_int(k->type))
+        return wrong(e, key, "an integer", k);
+    if (k->type == GGUF_U64 && rd64(k->val) > INT64_MAX)
+        return eng_errf(e, ENG_EFORMAT, "metadata key '%s': value too large", key);
+    *out = eng_gguf_arr_i64(k->type, k->val, 0);
+    return 0;
+}
+
+int eng_gguf_get_u32(const eng_gguf *g, const char *key, uint32_t *out, eng_err *e)
+{
+    int64_t v;
+    int r = eng_gguf_get_i64(g, key, &v, e);
+    if (r)
+        return r;
+    if (v < 0 || v > UINT32_MAX)
+        return eng_errf(e, ENG_EFORMAT, "metadata key '%s': value %lld is out of range", key, (long long)v);
+    *out = (uint32_t)v;
+    return 0;
+}
+
+int eng_gguf_get_f32(const eng_gguf *g, const char *key, float *out, eng_err *e)
+{
+    const kv *k;
+    if (lookup(g, key, &k))
+        return 1;
+    if (k->type != GGUF_F32 && k->type != GGUF_F64 && !is_int(k->type))
+        return wrong(e, key, "a number", k);
+    double v = eng_gguf_arr_f64(k->type, k->val, 0);
+    if (!isfinite(v))
+        return eng_errf(e, ENG_EFORMAT, "metadata key '%s': value is not finite", key);
+    *out = (float)v;
+    return 0;
+}
+
+int eng_gguf_get_bool(const eng_gguf *g, const char *key, int *out, eng_err *e)
+{
+    const kv *k;
+    if (lookup(g, key, &k))
+        return 1;
+    if (k->type == GGUF_BOOL)
+        *out = k->val[0] != 0;
+    else if (is_int(k->type))
+        *out = eng_gguf_arr_i64(k->type, k->val, 0) != 0;
+    else
+        return wrong(e, key, "bool", k);
+    return 0;
+}
+
+int eng_gguf_get_str(const eng_gguf *g, const char *key, eng_str *out, eng_err *e)
+{
+    const kv *k;
+    if (lookup(g, key, &k))
+        return 1;
+    if (k->type != GGUF_STRING)
+        return wrong(e, key, "string", k);
+    *out = k->strs[0];
+    return 0;
+}
+
+int eng_gguf_get_arr(const eng_gguf *g, const char *key, int want, enum eng_gguf_vtype *type, uint64_t *count,
+                     const void **data, eng_err *e)
+{
+    const kv *k;
+    if (lookup(g, key, &k))
+        return 1;
+    if (k->type != GGUF_ARRAY || (want >= 0 && (int)k->arr_type != want)) {
+        char w[40];
+        snprintf(w, sizeof w, "array of %s", want >= 0 ? eng_gguf_vtype_name(want) : "any");
+        return wrong(e, key, w, k);
+    }
+    if (type) *type = k->arr_type;
+    if (count) *count = k->arr_count;
+    if (data) *data = k->val;
+    return 0;
+}
+
+eng_str eng_gguf_arr_str(const eng_gguf *g, const char *key, uint64_t j)
+{
+    eng_str none = {"", 0};
+    const kv *k;
+    if (lookup(g, key, &k) || k->type != GGUF_ARRAY || k->arr_type != GGUF_STRING || j >= k->arr_count)
+        return none;
+    return k->strs[j];
+}
+
+static void fmt_scalar(enum eng_gguf_vtype t, const void *p, char *buf, size_t n)
+{
+    if (t == GGUF_F32 || t == GGUF_F64)
+        snprintf(buf, n, "%g", eng_gguf_arr_f64(t, p, 0));
+    else if (t == GGUF_BOOL)
+        snprintf(buf, n, "%s", *(const uint8_t *)p ? "true" : "false");
+    else if (t == GGUF_U64)
+        snprintf(buf, n, "%llu", (unsigned long long)rd64(p));
+    else
+        snprintf(buf, n, "%lld", (long long)eng_gguf_arr_i64(t, p, 0));
+}
+
+static void fmt_str(eng_str s, char *buf, size_t n, size_t maxshow)
+{
+    size_t j = 0;
+    if (n < 8)
+        return;
+    buf[j++] = '"';
+    for (uint64_t i = 0; i < s.len && j + 6 < n; i++) {
+        if (i >= maxshow) {
+            memcpy(buf + j, "...", 3);
+            j += 3;
+            break;
+        }
+        unsigned char ch = (unsigned char)s.ptr[i];
+        if (ch == '\n') { buf[j++] = '\\'; buf[j++] = 'n'; }
+        else if (ch < 32 || ch == 127) buf[j++] = '?';
+        else buf[j++] = (char)ch;
+    }
+    buf[j++] = '"';
+    buf[j] = 0;
+}
+
+void eng_gguf_kv_format(const eng_gguf *g, uint64_t i, char *buf, size_t n)
+{
+    const kv *k = &g->kvs[i];
+    if (k->type == GGUF_STRING) {
+        fmt_str(k->strs[0], buf, n, 60);
+    } else if (k->type == GGUF_ARRAY) {
+        size_t used = (size_t)snprintf(buf, n, "[%s x %llu]", vname[k->arr_type], (unsigned long long)k->arr_count);
+        for (uint64_t j = 0; j < k->arr_count && j < 4 && used + 24 < n; j++) {
+            char el[64];
+            if (k->arr_type == GGUF_STRING)
+                fmt_str(k->strs[j], el, sizeof el, 16);
+            else
+                fmt_scalar(k->arr_type, k->val + j * vsize[k->arr_type], el, sizeof el);
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", j ? ", " : " ", el);
+        }
+        if (k->arr_count > 4 && used + 5 < n)
+            snprintf(buf + used, n - used, ", ...");
+    } else {
+        fmt_scalar(k->type, k->val, buf, n);
+    }
+}
+
+/* ---- writer ---- */
+
+typedef struct wbuf {
+    uint8_t *p;
+    size_t len, cap;
+    int failed;
+} wbuf;
+
+static void wput(wbuf *b, const void *src, size_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 4096;
+        while (cap < b->len + n)
+            cap *= 2;
+        uint8_t *p = realloc(b->p, cap);
+        if (!p) {
+            b->failed = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, src, n);
+    b->len += n;
+}
+
+static void w32(wbuf *b, uint32_t v)
+{
+    uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    wput(b, x, 4);
+}
+
+static void w64(wbuf *b, uint64_t v)
+{
+    w32(b, (uint32_t)v);
+    w32(b, (uint32_t)(v >> 32));
+}
+
+static void wstr(wbuf *b, const char *s, uint64_t n)
+{
+    w64(b, n);
+    wput(b, s, (size_t)n);
+}
+
+typedef struct wtensor {
+    char *name;
+    int type;
+    uint32_t n_dims;
+    uint64_t ne[ENG_GGUF_MAX_DIMS];
+    const void *data;
+    uint64_t size, offset;
+} wtensor;
+
+struct eng_gguf_writer {
+    wbuf kv;
+    uint64_t n_kv;
+    wtensor *t;
+    uint64_t n_t, cap_t;
+};
+
+eng_gguf_writer *eng_gguf_writer_new(void) { return calloc(1, sizeof(eng_gguf_writer)); }
+
+void eng_gguf_writer_free(eng_gguf_writer *w)
+{
+    if (!w)
+        return;
+    free(w->kv.p);
+    for (uint64_t i = 0; i < w->n_t; i++)
+        free(w->t[i].name);
+    free(w->t);
+    free(w);
+}
+
+static int kv_head(eng_gguf_writer *w, const char *key, enum eng_gguf_vtype t)
+{
+    wstr(&w->kv, key, strlen(key));
+    w32(&w->kv, (uint32_t)t);
+    w->n_kv++;
+    return w->kv.failed ? ENG_ENOMEM : 0;
+}
+
+int eng_gguf_writer_u32(eng_gguf_writer *w, const char *key, uint32_t v)
+{
+    kv_head(w, key, GGUF_U32);
+    w32(&w->kv, v);
+    return w->kv.failed ? ENG_ENOMEM : 0;
+}
+
+int eng_gguf_writer_i32(eng_gguf_writer *w, const char *key, int32_t v)
+{
+    kv_head(w, key, GGUF_I32);
+    w32(&w->kv, (uint32_t)v);
+    return w->kv.failed ? ENG_ENOMEM : 0;
+}
+
+int eng_gguf_writer_f32(eng_gguf_writer *w, const char *key, float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    kv_head(w, key, GGUF_F32);
+    w32(&w->kv, u);
+    return w->kv.failed ? ENG_ENOMEM : 0;
+}
+
+int eng_gguf_writer_bool(eng_gguf_writer *w, const char *key, int v)
+{
+    uint8_t b = v ? 1 : 0;
+    kv_head(w, key, GGUF_BOOL);
+    wput(&w->kv, &b, 1);
+    return w->kv.failed ? ENG_ENOMEM : 0;
+}
+
+int eng_gguf_writer_str(eng_gguf_writer *w, const char *key, const char *v)
+{
+    kv_head(w, key, GGUF_STRING);
+    wstr(&w->kv, v, strlen(v));
+    return w->kv.failed ? ENG_ENOMEM : 0;
+}
+
+static void put_elems(wbuf *b, enum eng_gguf_vtype t, const void *data, uint64_t n)
+{
+    /* host values to little-endian, element by element */
+    const uint8_t *p = data;
+    for (uint64_t j = 0; j < n; j++, p += vsize[t]) {
+        switch (vsize[t]) {
+        case 1: wput(b, p, 1); break;
+        case 2: { uint16_t v; memcpy(&v, p, 2); uint8_t x[2] = {(uint8_t)v, (uint8_t)(v >> 8)}; wput(b, x, 2); break; }
+        case 4: { uint32_t v; memcpy(&v, p, 4); w32(b, v); break; }
+        default: { uint64_t v; memcpy(&v, p, 8); w64(b, v); break; }
+        }
+    }
+}
+
+int eng_gguf_writer_arr(eng_gguf_writer *w, const char *key, enum eng_gguf_vtype t, const void *data, uint64_t n)
+{
+    if (t >= GGUF_VTYPE_COUNT || t == GGUF_STRING || t == GGUF_ARRAY)
+        return ENG_EINVAL;
+    kv_head(w, key, GGUF_ARRAY);
+    w32(&w->kv, (uint32_t)t);
+    w64(&w->kv, n);
+    put_elems(&w->kv, t, data, n);
+    return w->kv.failed ? ENG_ENOMEM : 0;
+}
+
+int eng_gguf_writer_arr_str(eng_gguf_writer *w, const char *key, const char *const *v, uint64_t n)
+{
+    kv_head(w, key, GGUF_ARRAY);
+    w32(&w->kv, GGUF_STRING);
+    w64(&w->kv, n);
+    for (uint64_t j = 0; j < n; j++)
+        wstr(&w->kv, v[j], strlen(v[j]));
+    return w->kv.failed ? ENG_ENOMEM : 0;
+}
+
+int eng_gguf_writer_copy_kv(eng_gguf_writer *w, const eng_gguf *g, uint64_t i)
+{
+    const kv *k = &g->kvs[i];
+    kv_head(w, k->key, k->type);
+    if (k->type == GGUF_STRING) {
+        wstr(&w->kv, k->strs[0].ptr, k->strs[0].len);
+    } else if (k->type == GGUF_ARRAY) {
+        w32(&w->kv, (uint32_t)k->arr_type);
+        w64(&w->kv, k->arr_count);
+        if (k->arr_type == GGUF_STRING)
+            for (uint64_t j = 0; j < k->arr_count; j++)
+                wstr(&w->kv, k->strs[j].ptr, k->strs[j].len);
+        else
+            wput(&w->kv, k->val, (size_t)(k->arr_count * vsize[k->arr_type]));
+    } else {
+        wput(&w->kv, k->val, vsize[k->type]);
+    }
+    return w->kv.failed ? ENG_ENOMEM : 0;
+}
+
+int eng_gguf_writer_tensor(eng_gguf_writer *w, const char *name, int type, uint32_t n_dims, const uint64_t *ne,
+                           const void *data)
+{
+    if (n_dims == 0 || n_dims > ENG_GGUF_MAX_DIMS || !simd_type_traits(type))
+        return ENG_EINVAL;
+    if (w->n_t == w->cap_t) {
+        uint64_t cap = w->cap_t ? w->cap_t * 2 : 16;
+        wtensor *t = realloc(w->t, cap * sizeof *t);
+        if (!t)
+            return ENG_ENOMEM;
+        w->t = t;
+        w->cap_t = cap;
+    }
+    wtensor *t = &w->t[w->n_t];
+    memset(t, 0, sizeof *t);
+    if (!(t->name = dupn(name, strlen(name))))
+        return ENG_ENOMEM;
+    t->type = type;
+    t->n_dims = n_dims;
+    uint64_t rows = 1;
+    for (uint32_t d = 0; d < ENG_GGUF_MAX_DIMS; d++) {
+        t->ne[d] = d < n_dims ? ne[d] : 1;
+        if (d > 0)
+            rows *= t->ne[d];
+    }
+    size_t rb = simd_row_bytes(type, t->ne[0]);
+    if (!rb) {
+        free(t->name);
+        return ENG_EINVAL;
+    }
+    t->size = rb * rows;
+    t->data = data;
+    w->n_t++;
+    return 0;
+}
+
+#define WRITE_ALIGN 64
+
+int eng_gguf_writer_save(eng_gguf_writer *w, const char *path, eng_err *e)
+{
+    wbuf h = {0};
+    wput(&h, "GGUF", 4);
+    w32(&h, 3);
+    w64(&h, w->n_t);
+    w64(&h, w->n_kv + 1);
+    wstr(&h, "general.alignment", strlen("general.alignment"));
+    w32(&h, GGUF_U32);
+    w32(&h, WRITE_ALIGN);
+    wput(&h, w->kv.p, w->kv.len);
+    uint64_t off = 0;
+    for (uint64_t i = 0; i < w->n_t; i++) {
+        wtensor *t = &w->t[i];
+        wstr(&h, t->name, strlen(t->name));
+        w32(&h, t->n_dims);
+        for (uint32_t d = 0; d < t->n_dims; d++)
+            w64(&h, t->ne[d]);
+        w32(&h, (uint32_t)t->type);
+        t->offset = off;
+        w64(&h, off);
+        off += (t->size + WRITE_ALIGN - 1) / WRITE_ALIGN * WRITE_ALIGN;
+    }
+    static const uint8_t zeros[WRITE_ALIGN];
+    wput(&h, zeros, (WRITE_ALIGN - h.len % WRITE_ALIGN) % WRITE_ALIGN);
+    if (h.failed || w->kv.failed) {
+        free(h.p);
+        return eng_errf(e, ENG_ENOMEM, "out of memory while writing %s", path);
+    }
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 16);
+    if (!tmp) {
+        free(h.p);
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    }
+    snprintf(tmp, plen + 16, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        free(h.p);
+        free(tmp);
+        return eng_errf(e, ENG_EIO, "%s: cannot write: %s", path, strerror(errno));
+    }
+    int ok = fwrite(h.p, 1, h.len, f) == h.len;
+    for (uint64_t i = 0; ok && i < w->n_t; i++) {
+        const wtensor *t = &w->t[i];
+        ok = fwrite(t->data, 1, (size_t)t->size, f) == t->size;
+        size_t pad = (size_t)((WRITE_ALIGN - t->size % WRITE_ALIGN) % WRITE_ALIGN);
+        if (ok && pad)
+            ok = fwrite(zeros, 1, pad, f) == pad;
+    }
+    ok = ok && fflush(f) == 0;
+#ifndef _WIN32
+    ok = ok && fsync(fileno(f)) == 0;
+#endif
+    int saved = errno;
+    ok = (fclose(f) == 0) && ok;
+    free(h.p);
+    if (!ok || rename(tmp, path) != 0) {
+        if (ok)
+            saved = errno;
+        remove(tmp);
+        free(tmp);
+        return eng_errf(e, ENG_EIO, "%s: cannot write: %s", path, strerror(saved));
+    }
+    free(tmp);
+    return 0;
+}

@@ -1,0 +1,97 @@
+#include "mapfile.h"
+
+#include <errno.h>
+#include <string.h>
+
+#ifdef _WIN32
+#include <windows.h>
+
+int eng_map_open(eng_map *m, const char *path, eng_err *e)
+{
+    memset(m, 0, sizeof *m);
+    DWORD attr = GetFileAttributesA(path);
+    if (attr == INVALID_FILE_ATTRIBUTES)
+        return eng_errf(e, ENG_EIO, "%s: no such file", path);
+    if (attr & FILE_ATTRIBUTE_DIRECTORY)
+        return eng_errf(e, ENG_EIO, "%s: is a directory, not a model file", path);
+    HANDLE f = CreateFileA(path, GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
+    if (f == INVALID_HANDLE_VALUE)
+        return eng_errf(e, ENG_EIO, "%s: cannot open", path);
+    LARGE_INTEGER sz;
+    if (!GetFileSizeEx(f, &sz)) {
+        CloseHandle(f);
+        return eng_errf(e, ENG_EIO, "%s: cannot read its size", path);
+    }
+    m->size = (size_t)sz.QuadPart;
+    if (m->size == 0) {
+        CloseHandle(f);
+        return 0;
+    }
+    HANDLE map = CreateFileMappingA(f, NULL, PAGE_READONLY, 0, 0, NULL);
+    CloseHandle(f);
+    if (!map)
+        return eng_errf(e, ENG_EIO, "%s: cannot map", path);
+    m->data = MapViewOfFile(map, FILE_MAP_READ, 0, 0, 0);
+    if (!m->data) {
+        CloseHandle(map);
+        return eng_errf(e, ENG_EIO, "%s: cannot map", path);
+    }
+    m->handle = map;
+    return 0;
+}
+
+void eng_map_close(eng_map *m)
+{
+    if (m->data)
+        UnmapViewOfFile(m->data);
+    if (m->handle)
+        CloseHandle(m->handle);
+    memset(m, 0, sizeof *m);
+}
+
+#else
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int eng_map_open(eng_map *m, const char *path, eng_err *e)
+{
+    memset(m, 0, sizeof *m);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return eng_errf(e, ENG_EIO, "%s: %s", path, errno == ENOENT ? "no such file" : strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int err = errno;
+        close(fd);
+        return eng_errf(e, ENG_EIO, "%s: %s", path, strerror(err));
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        return eng_errf(e, ENG_EIO, "%s: is a directory, not a model file", path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return eng_errf(e, ENG_EIO, "%s: not a regular file", path);
+    }
+    m->size = (size_t)st.st_size;
+    if (m->size == 0) {
+        close(fd);
+        return 0;
+    }
+    void *p = mmap(NULL, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        return eng_errf(e, ENG_EIO, "%s: cannot map: %s", path, strerror(errno));
+    m->data = p;
+    return 0;
+}
+
+void eng_map_close(eng_map *m)
+{
+    if (m->data)
+        munmap((void *)m->data, m->size);
+    memset(m, 0, sizeof *m);
+}
+#endif

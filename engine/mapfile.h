@@ -1,0 +1,20 @@
+/* Read-only whole-file mapping (mmap; MapViewOfFile on Windows). */
+#ifndef NIBBLE_ENG_MAPFILE_H
+#define NIBBLE_ENG_MAPFILE_H
+
+#include <stddef.h>
+
+#include "err.h"
+
+typedef struct eng_map {
+    const void *data;
+    size_t size;
+    void *handle; /* platform state */
+} eng_map;
+
+/* Map path. A missing file, a directory or an unreadable file gives a
+ * message naming the path. An empty file maps to data=NULL, size=0. */
+int eng_map_open(eng_map *m, const char *path, eng_err *e);
+void eng_map_close(eng_map *m);
+
+#endif

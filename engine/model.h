@@ -1,0 +1,63 @@
+/* Models: a GGUF file mapped and checked for one of the known
+ * architectures, and contexts (KV cache + scratch + worker pool) that run
+ * the forward pass over it. */
+#ifndef NIBBLE_ENG_MODEL_H
+#define NIBBLE_ENG_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "gguf.h"
+#include "tokenizer.h"
+
+typedef struct eng_model_info {
+    char arch[32];         /* general.architecture */
+    char name[128];        /* general.name, or the file name */
+    uint32_t n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn, ctx_train;
+    uint32_t rope_dims;    /* rotated dimensions per head */
+    int rope_neox;         /* 1: NeoX (halves) layout, 0: adjacent pairs */
+    float rope_base, rope_scale, norm_eps;
+    int tied_output;       /* output matrix is the token embedding */
+    int main_type;         /* weight type of most matrix parameters (enum simd_type) */
+    uint64_t n_params, file_size;
+} eng_model_info;
+
+typedef struct eng_model eng_model;
+
+/* Open and check a model. e names the file and what is wrong: missing
+ * file, not GGUF, malformed field, unknown architecture, missing or
+ * misshapen tensor, weight type without a kernel. */
+int eng_model_open(const char *path, eng_model **out, eng_err *e);
+void eng_model_close(eng_model *m);
+const eng_model_info *eng_model_get_info(const eng_model *m);
+const eng_tok *eng_model_tok(const eng_model *m);
+const eng_gguf *eng_model_gguf(const eng_model *m);
+
+typedef struct eng_ctx eng_ctx;
+
+/* A context of n_ctx positions (0: the model's training length, capped at
+ * 4096) with n_threads workers (0: physical cores). */
+int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_err *e);
+void eng_ctx_free(eng_ctx *c);
+uint32_t eng_ctx_size(const eng_ctx *c);
+/* Positions already in the KV cache. */
+uint32_t eng_ctx_pos(const eng_ctx *c);
+/* Forget positions >= pos (pos <= eng_ctx_pos). */
+void eng_ctx_truncate(eng_ctx *c, uint32_t pos);
+int eng_ctx_set_threads(eng_ctx *c, int n_threads);
+int eng_ctx_threads(const eng_ctx *c);
+
+/* Run n tokens at the next n positions. If logits is not NULL, write the
+ * last token's n_vocab logits there; if all_logits, write every token's
+ * (n * n_vocab floats). The prompt runs in batches, each weight read once
+ * per batch. Fails (nothing changed) if the tokens do not fit or an id is
+ * out of range. stop (may be NULL) is polled between batches; when it
+ * reads non-zero the call returns ENG_ESTOPPED with the batches done kept. */
+int eng_ctx_eval(eng_ctx *c, const int32_t *tokens, uint32_t n, float *logits, int all_logits,
+                 const volatile int *stop, eng_err *e);
+
+/* Physical cores of this machine (at least 1). */
+int eng_physical_cores(void);
+
+#endif

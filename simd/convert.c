@@ -1,0 +1,59 @@
+/* Half-precision conversions in plain C: bit-exact, no F16C needed, so the
+ * scalar set runs anywhere and the other sets have a reference to match. */
+#include "simd.h"
+
+#include <string.h>
+
+static inline uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+float simd_f16_to_f32(simd_f16 h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f;
+    uint32_t man = h & 0x3ff;
+    if (exp == 0x1f) /* inf / nan */
+        return bits_f32(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) {
+        if (man == 0)
+            return bits_f32(sign);
+        /* subnormal: value = man * 2^-24, exact in float */
+        float v = (float)man * 5.9604644775390625e-8f;
+        return sign ? -v : v;
+    }
+    return bits_f32(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+simd_f16 simd_f32_to_f16(float f)
+{
+    uint32_t x = f32_bits(f);
+    uint32_t sign = (x >> 16) & 0x8000;
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) /* inf or nan (keep nan quiet and nonzero) */
+        return (simd_f16)(sign | 0x7c00 | (ax > 0x7f800000u ? 0x200 : 0));
+    if (ax >= 0x477ff000u) /* rounds to >= 65520: overflow to inf */
+        return (simd_f16)(sign | 0x7c00);
+    if (ax < 0x38800000u) { /* below the smallest normal half: subnormal */
+        /* value / 2^-24, rounded to nearest even, in float arithmetic
+         * (exact: the scaled value has at most 24 significant bits) */
+        float v = bits_f32(ax) * 16777216.0f;
+        uint32_t m = (uint32_t)v;
+        float rem = v - (float)m;
+        if (rem > 0.5f || (rem == 0.5f && (m & 1)))
+            m++;
+        return (simd_f16)(sign | m);
+    }
+    /* normal: round the 13 dropped mantissa bits to nearest even */
+    uint32_t r = ax + 0x0fffu + ((ax >> 13) & 1);
+    return (simd_f16)(sign | ((r - 0x38000000u) >> 13));
+}
+
+float simd_bf16_to_f32(simd_bf16 h) { return bits_f32((uint32_t)h << 16); }
+
+simd_bf16 simd_f32_to_bf16(float f)
+{
+    uint32_t x = f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) /* nan: keep it a quiet nan */
+        return (simd_bf16)((x >> 16) | 0x40);
+    return (simd_bf16)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+}

@@ -1,0 +1,322 @@
+/* Block formats: dequantization and reference round-to-nearest
+ * quantization, plain C. These define what each format means; every
+ * kernel set is tested against them. */
+#include "simd_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- dequantize ---- */
+
+static void deq_f32(const void *src, float *dst, size_t n) { memcpy(dst, src, n * sizeof(float)); }
+
+static void deq_f16(const void *src, float *dst, size_t n)
+{
+    const simd_f16 *s = src;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = simd_f16_to_f32(s[i]);
+}
+
+static void deq_bf16(const void *src, float *dst, size_t n)
+{
+    const simd_bf16 *s = src;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = simd_bf16_to_f32(s[i]);
+}
+
+static void deq_q8_0(const void *src, float *dst, size_t n)
+{
+    const simd_block_q8_0 *b = src;
+    for (size_t i = 0; i < n / SIMD_QK; i++) {
+        float d = simd_f16_to_f32(b[i].d);
+        for (int j = 0; j < SIMD_QK; j++)
+            dst[i * SIMD_QK + j] = d * (float)b[i].qs[j];
+    }
+}
+
+static void deq_q4_0(const void *src, float *dst, size_t n)
+{
+    const simd_block_q4_0 *b = src;
+    for (size_t i = 0; i < n / SIMD_QK; i++) {
+        float d = simd_f16_to_f32(b[i].d);
+        float *y = dst + i * SIMD_QK;
+        for (int j = 0; j < SIMD_QK / 2; j++) {
+            y[j] = d * (float)((b[i].qs[j] & 0x0f) - 8);
+            y[j + 16] = d * (float)((b[i].qs[j] >> 4) - 8);
+        }
+    }
+}
+
+static void deq_q4_1(const void *src, float *dst, size_t n)
+{
+    const simd_block_q4_1 *b = src;
+    for (size_t i = 0; i < n / SIMD_QK; i++) {
+        float d = simd_f16_to_f32(b[i].d), m = simd_f16_to_f32(b[i].m);
+        float *y = dst + i * SIMD_QK;
+        for (int j = 0; j < SIMD_QK / 2; j++) {
+            y[j] = d * (float)(b[i].qs[j] & 0x0f) + m;
+            y[j + 16] = d * (float)(b[i].qs[j] >> 4) + m;
+        }
+    }
+}
+
+/* The 5th bit of value j lives in bit j of the little-endian qh word. */
+static inline uint32_t qh_word(const uint8_t qh[4])
+{
+    return (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24;
+}
+
+static void deq_q5_0(const void *src, float *dst, size_t n)
+{
+    const simd_block_q5_0 *b = src;
+    for (size_t i = 0; i < n / SIMD_QK; i++) {
+        float d = simd_f16_to_f32(b[i].d);
+        uint32_t qh = qh_word(b[i].qh);
+        float *y = dst + i * SIMD_QK;
+        for (int j = 0; j < SIMD_QK / 2; j++) {
+            int lo = (b[i].qs[j] & 0x0f) | (int)((qh >> j) & 1) << 4;
+            int hi = (b[i].qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
+            y[j] = d * (float)(lo - 16);
+            y[j + 16] = d * (float)(hi - 16);
+        }
+    }
+}
+
+static void deq_q5_1(const void *src, float *dst, size_t n)
+{
+    const simd_block_q5_1 *b = src;
+    for (size_t i = 0; i < n / SIMD_QK; i++) {
+        float d = simd_f16_to_f32(b[i].d), m = simd_f16_to_f32(b[i].m);
+        uint32_t qh = qh_word(b[i].qh);
+        float *y = dst + i * SIMD_QK;
+        for (int j = 0; j < SIMD_QK / 2; j++) {
+            int lo = (b[i].qs[j] & 0x0f) | (int)((qh >> j) & 1) << 4;
+            int hi = (b[i].qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
+            y[j] = d * (float)lo + m;
+            y[j + 16] = d * (float)hi + m;
+        }
+    }
+}
+
+/* ---- reference quantization (round to nearest) ---- */
+
+static void q_f32(const float *src, void *dst, size_t n) { memcpy(dst, src, n * sizeof(float)); }
+
+static void q_f16(const float *src, void *dst, size_t n)
+{
+    simd_f16 *d = dst;
+    for (size_t i = 0; i < n; i++)
+        d[i] = simd_f32_to_f16(src[i]);
+}
+
+static void q_bf16(const float *src, void *dst, size_t n)
+{
+    simd_bf16 *d = dst;
+    for (size_t i = 0; i < n; i++)
+        d[i] = simd_f32_to_bf16(src[i]);
+}
+
+static void q_q8_0(const float *src, void *dst, size_t n)
+{
+    simd_block_q8_0 *b = dst;
+    for (size_t i = 0; i < n / SIMD_QK; i++) {
+        const float *x = src + i * SIMD_QK;
+        float amax = 0;
+        for (int j = 0; j < SIMD_QK; j++)
+            amax = fmaxf(amax, fabsf(x[j]));
+        float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        b[i].d = simd_f32_to_f16(d);
+        for (int j = 0; j < SIMD_QK; j++)
+            b[i].qs[j] = (int8_t)lrintf(x[j] * id);
+    }
+}
+
+/* q4_0: the value of largest magnitude maps to -8, so the full 16 levels
+ * are used on the side where it lies. */
+static void q_q4_0(const float *src, void *dst, size_t n)
+{
+    simd_block_q4_0 *b = dst;
+    for (size_t i = 0; i < n / SIMD_QK; i++) {
+        const float *x = src + i * SIMD_QK;
+        float amax = 0, max = 0;
+        for (int j = 0; j < SIMD_QK; j++)
+            if (fabsf(x[j]) > amax) { amax = fabsf(x[j]); max = x[j]; }
+        float d = max / -8.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        b[i].d = simd_f32_to_f16(d);
+        for (int j = 0; j < SIMD_QK / 2; j++) {
+            int lo = (int)(x[j] * id + 8.5f), hi = (int)(x[j + 16] * id + 8.5f);
+            lo = lo > 15 ? 15 : lo < 0 ? 0 : lo;
+            hi = hi > 15 ? 15 : hi < 0 ? 0 : hi;
+            b[i].qs[j] = (uint8_t)(lo | hi << 4);
+        }
+    }
+}
+
+static void minmax(const float *x, float *mn, float *mx)
+{
+    *mn = *mx = x[0];
+    for (int j = 1; j < SIMD_QK; j++) {
+        if (x[j] < *mn) *mn = x[j];
+        if (x[j] > *mx) *mx = x[j];
+    }
+}
+
+static void q_q4_1(const float *src, void *dst, size_t n)
+{
+    simd_block_q4_1 *b = dst;
+    for (size_t i = 0; i < n / SIMD_QK; i++) {
+        const float *x = src + i * SIMD_QK;
+        float mn, mx;
+        minmax(x, &mn, &mx);
+        float d = (mx - mn) / 15.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        b[i].d = simd_f32_to_f16(d);
+        b[i].m = simd_f32_to_f16(mn);
+        for (int j = 0; j < SIMD_QK / 2; j++) {
+            int lo = (int)((x[j] - mn) * id + 0.5f), hi = (int)((x[j + 16] - mn) * id + 0.5f);
+            lo = lo > 15 ? 15 : lo;
+            hi = hi > 15 ? 15 : hi;
+            b[i].qs[j] = (uint8_t)(lo | hi << 4);
+        }
+    }
+}
+
+static void put_qh(uint8_t qh[4], uint32_t w)
+{
+    for (int k = 0; k < 4; k++)
+        qh[k] = (uint8_t)(w >> (8 * k));
+}
+
+static void q_q5_0(const float *src, void *dst, size_t n)
+{
+    simd_block_q5_0 *b = dst;
+    for (size_t i = 0; i < n / SIMD_QK; i++) {
+        const float *x = src + i * SIMD_QK;
+        float amax = 0, max = 0;
+        for (int j = 0; j < SIMD_QK; j++)
+            if (fabsf(x[j]) > amax) { amax = fabsf(x[j]); max = x[j]; }
+        float d = max / -16.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        b[i].d = simd_f32_to_f16(d);
+        uint32_t qh = 0;
+        for (int j = 0; j < SIMD_QK / 2; j++) {
+            int lo = (int)(x[j] * id + 16.5f), hi = (int)(x[j + 16] * id + 16.5f);
+            lo = lo > 31 ? 31 : lo < 0 ? 0 : lo;
+            hi = hi > 31 ? 31 : hi < 0 ? 0 : hi;
+            b[i].qs[j] = (uint8_t)((lo & 0x0f) | (hi & 0x0f) << 4);
+            qh |= (uint32_t)(lo >> 4) << j | (uint32_t)(hi >> 4) << (j + 16);
+        }
+        put_qh(b[i].qh, qh);
+    }
+}
+
+static void q_q5_1(const float *src, void *dst, size_t n)
+{
+    simd_block_q5_1 *b = dst;
+    for (size_t i = 0; i < n / SIMD_QK; i++) {
+        const float *x = src + i * SIMD_QK;
+        float mn, mx;
+        minmax(x, &mn, &mx);
+        float d = (mx - mn) / 31.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        b[i].d = simd_f32_to_f16(d);
+        b[i].m = simd_f32_to_f16(mn);
+        uint32_t qh = 0;
+        for (int j = 0; j < SIMD_QK / 2; j++) {
+            int lo = (int)((x[j] - mn) * id + 0.5f), hi = (int)((x[j + 16] - mn) * id + 0.5f);
+            lo = lo > 31 ? 31 : lo;
+            hi = hi > 31 ? 31 : hi;
+            b[i].qs[j] = (uint8_t)((lo & 0x0f) | (hi & 0x0f) << 4);
+            qh |= (uint32_t)(lo >> 4) << j | (uint32_t)(hi >> 4) << (j + 16);
+        }
+        put_qh(b[i].qh, qh);
+    }
+}
+
+/* ---- activations ---- */
+
+size_t simd_act_row_bytes(enum simd_act act, size_t n)
+{
+    switch (act) {
+    case SIMD_ACT_F32: return n * sizeof(float);
+    case SIMD_ACT_Q8: return (n / SIMD_QK) * sizeof(simd_block_q8a);
+    default: return 0;
+    }
+}
+
+/* q8a: scale amax/127, round half to even (lrintf in the default rounding
+ * mode, which is what vector converts do too). */
+void simd_q8a_quant_ref(const float *x, void *dst, size_t n)
+{
+    simd_block_q8a *b = dst;
+    for (size_t i = 0; i < n / SIMD_QK; i++) {
+        const float *v = x + i * SIMD_QK;
+        float amax = 0;
+        for (int j = 0; j < SIMD_QK; j++)
+            amax = fmaxf(amax, fabsf(v[j]));
+        float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        int32_t sum = 0;
+        for (int j = 0; j < SIMD_QK; j++) {
+            int q = (int)lrintf(v[j] * id);
+            b[i].qs[j] = (int8_t)q;
+            sum += q;
+        }
+        b[i].d = d;
+        b[i].sum = sum;
+    }
+}
+
+void simd_act_quant(enum simd_act act, const float *x, void *dst, size_t n)
+{
+    switch (act) {
+    case SIMD_ACT_F32: memcpy(dst, x, n * sizeof(float)); break;
+    case SIMD_ACT_Q8: simd_active.q8a_quant(x, dst, n); break;
+    default: break;
+    }
+}
+
+/* ---- the table ---- */
+
+simd_traits simd_table[SIMD_TYPE_COUNT] = {
+    [SIMD_F32] = {"f32", 1, 4, SIMD_ACT_F32, deq_f32, q_f32, NULL, NULL},
+    [SIMD_F16] = {"f16", 1, 2, SIMD_ACT_F32, deq_f16, q_f16, NULL, NULL},
+    [SIMD_BF16] = {"bf16", 1, 2, SIMD_ACT_F32, deq_bf16, q_bf16, NULL, NULL},
+    [SIMD_Q8_0] = {"q8_0", 32, 34, SIMD_ACT_Q8, deq_q8_0, q_q8_0, NULL, NULL},
+    [SIMD_Q4_0] = {"q4_0", 32, 18, SIMD_ACT_Q8, deq_q4_0, q_q4_0, NULL, NULL},
+    [SIMD_Q4_1] = {"q4_1", 32, 20, SIMD_ACT_Q8, deq_q4_1, q_q4_1, NULL, NULL},
+    [SIMD_Q5_0] = {"q5_0", 32, 22, SIMD_ACT_Q8, deq_q5_0, q_q5_0, NULL, NULL},
+    [SIMD_Q5_1] = {"q5_1", 32, 24, SIMD_ACT_Q8, deq_q5_1, q_q5_1, NULL, NULL},
+    /* Known to the reader (so `info` names them) but without kernels yet:
+     * a model using them is refused at load with the type's name. */
+    [SIMD_Q8_1] = {"q8_1", 32, 36, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
+    [SIMD_Q2_K] = {"q2_k", 256, 84, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
+    [SIMD_Q3_K] = {"q3_k", 256, 110, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
+    [SIMD_Q4_K] = {"q4_k", 256, 144, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
+    [SIMD_Q5_K] = {"q5_k", 256, 176, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
+    [SIMD_Q6_K] = {"q6_k", 256, 210, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
+    [SIMD_Q8_K] = {"q8_k", 256, 292, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
+    [SIMD_I8] = {"i8", 1, 1, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
+    [SIMD_I16] = {"i16", 1, 2, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
+    [SIMD_I32] = {"i32", 1, 4, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
+    [SIMD_I64] = {"i64", 1, 8, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
+    [SIMD_F64] = {"f64", 1, 8, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
+    [SIMD_MXFP4] = {"mxfp4", 32, 17, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
+};
+
+const simd_traits *simd_type_traits(int type)
+{
+    if (type < 0 || type >= SIMD_TYPE_COUNT || !simd_table[type].name)
+        return NULL;
+    return &simd_table[type];
+}
+
+const char *simd_type_name(int type)
+{
+    const simd_traits *t = simd_type_traits(type);
+    return t ? t->name : "?";
+}
+
+size_t simd_row_bytes(int type, uint64_t n)
+{
+    const simd_traits *t = simd_type_traits(type);
+    if (!t || n % t->block)
+        return 0;
+    return (size_t)(n / t->block) * t->bytes;
+}

@@ -1,0 +1,170 @@
+/* simd: leaf kernels on caller buffers. No allocation, no I/O; the only
+ * global is the dispatch table that simd_init() fills.
+ *
+ * Weight types use ggml's numbering (the GGUF tensor type field), so a
+ * tensor's type from a file indexes simd_traits directly. */
+#ifndef NIBBLE_SIMD_H
+#define NIBBLE_SIMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum simd_type {
+    SIMD_F32 = 0,
+    SIMD_F16 = 1,
+    SIMD_Q4_0 = 2,
+    SIMD_Q4_1 = 3,
+    SIMD_Q5_0 = 6,
+    SIMD_Q5_1 = 7,
+    SIMD_Q8_0 = 8,
+    SIMD_Q8_1 = 9,
+    SIMD_Q2_K = 10,
+    SIMD_Q3_K = 11,
+    SIMD_Q4_K = 12,
+    SIMD_Q5_K = 13,
+    SIMD_Q6_K = 14,
+    SIMD_Q8_K = 15,
+    SIMD_I8 = 24,
+    SIMD_I16 = 25,
+    SIMD_I32 = 26,
+    SIMD_I64 = 27,
+    SIMD_F64 = 28,
+    SIMD_BF16 = 30,
+    SIMD_MXFP4 = 39,
+    SIMD_TYPE_COUNT = 40
+};
+
+/* Activation formats the dot kernels take as their second operand. */
+enum simd_act {
+    SIMD_ACT_NONE = 0, /* type has no dot kernel yet */
+    SIMD_ACT_F32,      /* plain floats (F32/F16/BF16 weights) */
+    SIMD_ACT_Q8,       /* int8 blocks of 32, one float scale each */
+};
+
+#define SIMD_QK 32 /* block width of the 32-blocks */
+
+/* ---- block layouts as stored in GGUF (ggml's layouts) ---- */
+
+typedef uint16_t simd_f16;  /* IEEE binary16 bits */
+typedef uint16_t simd_bf16; /* bfloat16 bits */
+
+typedef struct {
+    simd_f16 d;               /* scale */
+    uint8_t qs[SIMD_QK / 2];  /* low nibble: x[j], high nibble: x[j+16]; value-8 */
+} simd_block_q4_0;
+
+typedef struct {
+    simd_f16 d;              /* scale */
+    simd_f16 m;              /* minimum */
+    uint8_t qs[SIMD_QK / 2]; /* nibbles as q4_0, x = d*q + m */
+} simd_block_q4_1;
+
+typedef struct {
+    simd_f16 d;
+    uint8_t qh[4];           /* 5th bit of each of the 32 values */
+    uint8_t qs[SIMD_QK / 2]; /* low 4 bits as q4_0; value-16 */
+} simd_block_q5_0;
+
+typedef struct {
+    simd_f16 d;
+    simd_f16 m;
+    uint8_t qh[4];
+    uint8_t qs[SIMD_QK / 2];
+} simd_block_q5_1;
+
+typedef struct {
+    simd_f16 d;          /* scale */
+    int8_t qs[SIMD_QK];  /* x = d*q */
+} simd_block_q8_0;
+
+/* Activation block: one token's values, 32 at a time, quantized to int8
+ * with a float scale (finer than f16, so quantizing activations costs
+ * less). sum is the sum of qs, for weight types with a minimum. */
+typedef struct {
+    float d;
+    int32_t sum;
+    int8_t qs[SIMD_QK];
+} simd_block_q8a;
+
+_Static_assert(sizeof(simd_block_q4_0) == 18, "q4_0 block");
+_Static_assert(sizeof(simd_block_q4_1) == 20, "q4_1 block");
+_Static_assert(sizeof(simd_block_q5_0) == 22, "q5_0 block");
+_Static_assert(sizeof(simd_block_q5_1) == 24, "q5_1 block");
+_Static_assert(sizeof(simd_block_q8_0) == 34, "q8_0 block");
+_Static_assert(sizeof(simd_block_q8a) == 40, "q8a block");
+
+/* dot(n, w, a): one weight row of n values against one activation row in
+ * the type's partner format; returns the float result. n is a multiple of
+ * the type's block size. */
+typedef float (*simd_dot_fn)(size_t n, const void *w, const void *a);
+/* dot of one weight row against `nt` activation rows (stride astride
+ * bytes), writing out[t*ostride]. The batched form lets a set keep a
+ * weight block in registers across tokens. */
+typedef void (*simd_dot_batch_fn)(size_t n, const void *w, const void *a, size_t astride,
+                                  size_t nt, float *out, size_t ostride);
+
+typedef struct simd_traits {
+    const char *name;        /* "q4_0" ... ; NULL for unknown ids */
+    uint32_t block;          /* values per block */
+    uint32_t bytes;          /* bytes per block */
+    enum simd_act act;       /* partner activation format of dot */
+    /* n values (multiple of block) from blocks to floats */
+    void (*dequant)(const void *src, float *dst, size_t n);
+    /* reference round-to-nearest quantization of n floats; NULL if the
+     * type cannot be written yet */
+    void (*quant)(const float *src, void *dst, size_t n);
+    simd_dot_fn dot;
+    simd_dot_batch_fn dot_batch;
+} simd_traits;
+
+/* Table indexed by enum simd_type; entries with name NULL are unknown. */
+const simd_traits *simd_type_traits(int type);
+/* Name of a type or "?" */
+const char *simd_type_name(int type);
+/* Bytes of a row of n values (n must be a multiple of the block), 0 if
+ * the type is unknown or n does not fit the block. */
+size_t simd_row_bytes(int type, uint64_t n);
+
+/* Bytes of one activation row of n values in format `act`. */
+size_t simd_act_row_bytes(enum simd_act act, size_t n);
+/* Convert one row of n floats into activation format `act`. */
+void simd_act_quant(enum simd_act act, const float *x, void *dst, size_t n);
+
+/* ---- kernel sets ---- */
+
+enum simd_kernel {
+    SIMD_K_SCALAR = 0,
+    SIMD_K_AVX2,
+    SIMD_K_AVXVNNI,
+    SIMD_K_AVX512VNNI,
+    SIMD_K_AVXVNNIINT8,
+    SIMD_K_NEON,
+    SIMD_K_NEON_DOTPROD,
+    SIMD_K_COUNT
+};
+
+/* Detect the CPU and install the best kernel set. Idempotent. */
+void simd_init(void);
+/* Name of a set ("scalar", "avx2", ...). */
+const char *simd_kernel_name(enum simd_kernel k);
+/* Look a set up by name; -1 if no set has that name. */
+int simd_kernel_find(const char *name);
+/* 1 if this CPU (and OS) runs set k; else 0 and, if why is given, a short
+ * reason naming the missing feature. */
+int simd_kernel_supported(enum simd_kernel k, const char **why);
+/* Install set k (which must be supported, or compiled in); returns 0 or -1. */
+int simd_kernel_select(enum simd_kernel k);
+enum simd_kernel simd_kernel_current(void);
+
+/* ---- scalar helpers shared by every set ---- */
+
+float simd_f16_to_f32(simd_f16 h);
+simd_f16 simd_f32_to_f16(float f);
+float simd_bf16_to_f32(simd_bf16 h);
+simd_bf16 simd_f32_to_bf16(float f);
+
+/* float dot of n values, summed in the fixed order every set follows:
+ * 8 lanes (lane = index mod 8), lanes combined pairwise at the end. */
+float simd_dot_f32(size_t n, const float *a, const float *b);
+
+#endif
