@@ -1,0 +1,370 @@
+/* The forward pass of llama-style decoders (llama, qwen2): RMSNorm, RoPE,
+ * grouped-query attention over a float KV cache, SwiGLU.
+ *
+ * Tokens run in batches of up to BATCH: every matmul reads each weight row
+ * once per batch (dot_batch), so a prompt costs weight bandwidth once per
+ * BATCH tokens, and decode is the same code with a batch of one. Only the
+ * rows whose logits are wanted go through the output matrix. Nothing is
+ * allocated per token. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+#include "pool.h"
+
+#define BATCH 32u
+
+struct eng_ctx {
+    eng_model *m;
+    uint32_t n_ctx, pos;
+    eng_pool *pool;
+    float *kc, *vc;        /* [layer][n_ctx][n_kv*head_dim] */
+    float *x, *xb, *xb2;   /* [BATCH][dim] */
+    float *q, *k, *v;      /* [BATCH][n_heads*hd], [BATCH][n_kv*hd] x2 */
+    float *att;            /* [BATCH][n_heads*hd] attention output */
+    float *hb, *hb2;       /* [BATCH][ffn] */
+    float *scores;         /* [threads][n_ctx] */
+    int scores_threads;
+    void *act;             /* [BATCH] activation rows, q8 format */
+    double *inv_freq;      /* [rope_dims/2] */
+    float *rcos, *rsin;    /* [BATCH][rope_dims/2] */
+};
+
+/* ---- matmul: up to three weights sharing one input, split by rows ---- */
+
+typedef struct mm_part {
+    const eng_weight *w;
+    const void *act;
+    size_t astride;
+    float *out;   /* out[t * ostride + row] */
+    size_t ostride;
+} mm_part;
+
+typedef struct mm_job {
+    mm_part p[3];
+    int np;
+    uint32_t nt, total;
+} mm_job;
+
+static void mm_worker(void *arg, int ith, int nth)
+{
+    const mm_job *j = arg;
+    uint32_t lo = (uint32_t)((uint64_t)j->total * (uint64_t)ith / (uint64_t)nth);
+    uint32_t hi = (uint32_t)((uint64_t)j->total * (uint64_t)(ith + 1) / (uint64_t)nth);
+    uint32_t base = 0;
+    for (int i = 0; i < j->np; i++) {
+        const mm_part *p = &j->p[i];
+        uint32_t a = lo > base ? lo - base : 0, b = hi - base < p->w->rows ? hi - base : p->w->rows;
+        if (hi > base && a < b) {
+            simd_dot_batch_fn dot = simd_type_traits(p->w->type)->dot_batch;
+            const char *row = (const char *)p->w->data + (size_t)a * p->w->row_bytes;
+            for (uint32_t r = a; r < b; r++, row += p->w->row_bytes)
+                dot(p->w->cols, row, p->act, p->astride, j->nt, p->out + r, p->ostride);
+        }
+        base += p->w->rows;
+        if (base >= hi)
+            break;
+    }
+}
+
+/* y_i[t] = W_i x[t] for each weight of the group; x is nt rows of cols
+ * floats, quantized here once if any weight wants int8 activations. */
+static void matmul(eng_ctx *c, const float *x, uint32_t nt, int np, const eng_weight *const *w, float *const *out)
+{
+    uint32_t cols = w[0]->cols;
+    size_t qstride = simd_act_row_bytes(SIMD_ACT_Q8, cols);
+    int need_q8 = 0;
+    for (int i = 0; i < np; i++)
+        need_q8 |= w[i]->act == SIMD_ACT_Q8;
+    if (need_q8)
+        for (uint32_t t = 0; t < nt; t++)
+            simd_act_quant(SIMD_ACT_Q8, x + (size_t)t * cols, (char *)c->act + t * qstride, cols);
+    mm_job j = {.np = np, .nt = nt, .total = 0};
+    for (int i = 0; i < np; i++) {
+        int q8 = w[i]->act == SIMD_ACT_Q8;
+        j.p[i] = (mm_part){w[i], q8 ? c->act : (const void *)x, q8 ? qstride : cols * sizeof(float), out[i],
+                           w[i]->rows};
+        j.total += w[i]->rows;
+    }
+    eng_pool_run(c->pool, mm_worker, &j);
+}
+
+static void matmul1(eng_ctx *c, const float *x, uint32_t nt, const eng_weight *w, float *out)
+{
+    matmul(c, x, nt, 1, &w, &out);
+}
+
+/* ---- elementwise pieces ---- */
+
+static void rmsnorm(float *out, const float *x, const float *g, uint32_t n, float eps)
+{
+    double ss = 0;
+    for (uint32_t i = 0; i < n; i++)
+        ss += (double)x[i] * x[i];
+    float s = (float)(1.0 / sqrt(ss / n + eps));
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = x[i] * s * g[i];
+}
+
+/* Rotate the first rope_dims dims of each of nh heads of size hd. */
+static void rope(float *v, uint32_t nh, uint32_t hd, uint32_t rd, int neox, const float *cs, const float *sn)
+{
+    uint32_t half = rd / 2;
+    for (uint32_t h = 0; h < nh; h++) {
+        float *x = v + (size_t)h * hd;
+        for (uint32_t i = 0; i < half; i++) {
+            uint32_t a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+            float x0 = x[a], x1 = x[b];
+            x[a] = x0 * cs[i] - x1 * sn[i];
+            x[b] = x0 * sn[i] + x1 * cs[i];
+        }
+    }
+}
+
+/* ---- attention: one task per (token, head) ---- */
+
+typedef struct att_job {
+    eng_ctx *c;
+    uint32_t layer, nt, pos;
+} att_job;
+
+static void att_worker(void *arg, int ith, int nth)
+{
+    const att_job *j = arg;
+    eng_ctx *c = j->c;
+    const eng_model_info *in = &c->m->info;
+    uint32_t hd = in->head_dim, nh = in->n_heads, nkvd = in->n_kv_heads * hd, grp = nh / in->n_kv_heads;
+    float *sc = c->scores + (size_t)ith * c->n_ctx;
+    float scale = 1.0f / sqrtf((float)hd);
+    const float *kbase = c->kc + (size_t)j->layer * c->n_ctx * nkvd;
+    const float *vbase = c->vc + (size_t)j->layer * c->n_ctx * nkvd;
+    for (uint32_t task = (uint32_t)ith; task < j->nt * nh; task += (uint32_t)nth) {
+        uint32_t t = task / nh, h = task % nh, g = h / grp, last = j->pos + t;
+        const float *q = c->q + (size_t)t * nh * hd + (size_t)h * hd;
+        float *o = c->att + (size_t)t * nh * hd + (size_t)h * hd;
+        float mx = -INFINITY;
+        for (uint32_t p = 0; p <= last; p++) {
+            sc[p] = simd_dot_f32(hd, q, kbase + (size_t)p * nkvd + (size_t)g * hd) * scale;
+            if (sc[p] > mx)
+                mx = sc[p];
+        }
+        float sum = 0;
+        for (uint32_t p = 0; p <= last; p++) {
+            sc[p] = expf(sc[p] - mx);
+            sum += sc[p];
+        }
+        float inv = 1.0f / sum;
+        memset(o, 0, hd * sizeof *o);
+        for (uint32_t p = 0; p <= last; p++) {
+            const float *vv = vbase + (size_t)p * nkvd + (size_t)g * hd;
+            float w = sc[p] * inv;
+            for (uint32_t d = 0; d < hd; d++)
+                o[d] += w * vv[d];
+        }
+    }
+}
+
+/* ---- one batch ---- */
+
+static void add_bias(float *y, const float *b, uint32_t nt, uint32_t n)
+{
+    if (!b)
+        return;
+    for (uint32_t t = 0; t < nt; t++)
+        for (uint32_t i = 0; i < n; i++)
+            y[(size_t)t * n + i] += b[i];
+}
+
+static void forward_batch(eng_ctx *c, const int32_t *tok, uint32_t nt)
+{
+    eng_model *m = c->m;
+    const eng_model_info *in = &m->info;
+    uint32_t dim = in->dim, hd = in->head_dim, nq = in->n_heads * hd, nkvd = in->n_kv_heads * hd, ffn = in->ffn;
+    const simd_traits *et = simd_type_traits(m->tok_embd.type);
+    for (uint32_t t = 0; t < nt; t++)
+        et->dequant((const char *)m->tok_embd.data + (size_t)tok[t] * m->tok_embd.row_bytes, c->x + (size_t)t * dim, dim);
+    uint32_t half = in->rope_dims / 2;
+    for (uint32_t t = 0; t < nt; t++)
+        for (uint32_t i = 0; i < half; i++) {
+            double th = (double)(c->pos + t) / in->rope_scale * c->inv_freq[i];
+            c->rcos[t * half + i] = (float)cos(th);
+            c->rsin[t * half + i] = (float)sin(th);
+        }
+    for (uint32_t l = 0; l < in->n_layers; l++) {
+        const eng_layer *L = &m->layers[l];
+        for (uint32_t t = 0; t < nt; t++)
+            rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, L->attn_norm, dim, in->norm_eps);
+        const eng_weight *qkv[3] = {&L->wq, &L->wk, &L->wv};
+        float *qkv_out[3] = {c->q, c->k, c->v};
+        matmul(c, c->xb, nt, 3, qkv, qkv_out);
+        add_bias(c->q, L->bq, nt, nq);
+        add_bias(c->k, L->bk, nt, nkvd);
+        add_bias(c->v, L->bv, nt, nkvd);
+        for (uint32_t t = 0; t < nt; t++) {
+            rope(c->q + (size_t)t * nq, in->n_heads, hd, in->rope_dims, in->rope_neox, c->rcos + t * half, c->rsin + t * half);
+            rope(c->k + (size_t)t * nkvd, in->n_kv_heads, hd, in->rope_dims, in->rope_neox, c->rcos + t * half,
+                 c->rsin + t * half);
+            size_t at = ((size_t)l * c->n_ctx + c->pos + t) * nkvd;
+            memcpy(c->kc + at, c->k + (size_t)t * nkvd, nkvd * sizeof(float));
+            memcpy(c->vc + at, c->v + (size_t)t * nkvd, nkvd * sizeof(float));
+        }
+        att_job aj = {c, l, nt, c->pos};
+        eng_pool_run(c->pool, att_worker, &aj);
+        matmul1(c, c->att, nt, &L->wo, c->xb2);
+        for (size_t i = 0; i < (size_t)nt * dim; i++)
+            c->x[i] += c->xb2[i];
+        for (uint32_t t = 0; t < nt; t++)
+            rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, L->ffn_norm, dim, in->norm_eps);
+        const eng_weight *gu[2] = {&L->w_gate, &L->w_up};
+        float *gu_out[2] = {c->hb, c->hb2};
+        matmul(c, c->xb, nt, 2, gu, gu_out);
+        for (size_t i = 0; i < (size_t)nt * ffn; i++) {
+            float g = c->hb[i];
+            c->hb[i] = g / (1.0f + expf(-g)) * c->hb2[i];
+        }
+        matmul1(c, c->hb, nt, &L->w_down, c->xb2);
+        for (size_t i = 0; i < (size_t)nt * dim; i++)
+            c->x[i] += c->xb2[i];
+    }
+}
+
+/* Logits of batch rows [first, first+count) into out (count x n_vocab). */
+static void logits_rows(eng_ctx *c, uint32_t first, uint32_t count, float *out)
+{
+    const eng_model_info *in = &c->m->info;
+    for (uint32_t t = 0; t < count; t++)
+        rmsnorm(c->xb + (size_t)t * in->dim, c->x + (size_t)(first + t) * in->dim, c->m->out_norm, in->dim,
+                in->norm_eps);
+    matmul1(c, c->xb, count, &c->m->output, out);
+}
+
+int eng_ctx_eval(eng_ctx *c, const int32_t *tokens, uint32_t n, float *logits, int all_logits,
+                 const volatile int *stop, eng_err *e)
+{
+    const eng_model_info *in = &c->m->info;
+    if (n == 0)
+        return eng_errf(e, ENG_EINVAL, "no tokens to evaluate");
+    if (n > c->n_ctx - c->pos)
+        return eng_errf(e, ENG_EINVAL, "context full: %u tokens do not fit (%u of %u positions used)", n, c->pos,
+                        c->n_ctx);
+    for (uint32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || (uint32_t)tokens[i] >= in->n_vocab)
+            return eng_errf(e, ENG_EINVAL, "token id %d is outside the vocabulary (0..%u)", tokens[i], in->n_vocab - 1);
+    for (uint32_t done = 0; done < n;) {
+        if (stop && *stop)
+            return ENG_ESTOPPED;
+        uint32_t nt = n - done < BATCH ? n - done : BATCH;
+        forward_batch(c, tokens + done, nt);
+        c->pos += nt;
+        if (logits && all_logits)
+            logits_rows(c, 0, nt, logits + (size_t)done * in->n_vocab);
+        else if (logits && done + nt == n)
+            logits_rows(c, nt - 1, 1, logits);
+        done += nt;
+    }
+    return 0;
+}
+
+/* ---- context lifetime ---- */
+
+static int ensure_scores(eng_ctx *c, int threads)
+{
+    if (threads <= c->scores_threads)
+        return 0;
+    float *s = realloc(c->scores, (size_t)threads * c->n_ctx * sizeof(float));
+    if (!s)
+        return ENG_ENOMEM;
+    c->scores = s;
+    c->scores_threads = threads;
+    return 0;
+}
+
+int eng_ctx_set_threads(eng_ctx *c, int n_threads)
+{
+    if (n_threads <= 0)
+        n_threads = eng_physical_cores();
+    if (n_threads > 256)
+        n_threads = 256;
+    if (c->pool && eng_pool_threads(c->pool) == n_threads)
+        return 0;
+    if (ensure_scores(c, n_threads))
+        return ENG_ENOMEM;
+    eng_pool *p = eng_pool_new(n_threads);
+    if (!p)
+        return ENG_ENOMEM;
+    eng_pool_free(c->pool);
+    c->pool = p;
+    return 0;
+}
+
+int eng_ctx_threads(const eng_ctx *c) { return eng_pool_threads(c->pool); }
+
+int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_err *e)
+{
+    *out = NULL;
+    const eng_model_info *in = &m->info;
+    if (n_ctx == 0)
+        n_ctx = in->ctx_train < 4096 ? in->ctx_train : 4096;
+    if (n_ctx == 0 || n_ctx > (1u << 20))
+        return eng_errf(e, ENG_EINVAL, "context size %u is outside 1..%u", n_ctx, 1u << 20);
+    eng_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    c->m = m;
+    c->n_ctx = n_ctx;
+    size_t hd = in->head_dim, nq = in->n_heads * hd, nkvd = in->n_kv_heads * hd, dim = in->dim;
+    size_t maxc = dim > nq ? dim : nq;
+    if (in->ffn > maxc)
+        maxc = in->ffn;
+    size_t kv = (size_t)in->n_layers * n_ctx * nkvd;
+    c->kc = malloc(kv * sizeof(float));
+    c->vc = malloc(kv * sizeof(float));
+    c->x = malloc(BATCH * dim * sizeof(float));
+    c->xb = malloc(BATCH * maxc * sizeof(float));
+    c->xb2 = malloc(BATCH * dim * sizeof(float));
+    c->q = malloc(BATCH * nq * sizeof(float));
+    c->k = malloc(BATCH * nkvd * sizeof(float));
+    c->v = malloc(BATCH * nkvd * sizeof(float));
+    c->att = malloc(BATCH * nq * sizeof(float));
+    c->hb = malloc(BATCH * in->ffn * sizeof(float));
+    c->hb2 = malloc(BATCH * in->ffn * sizeof(float));
+    c->act = malloc(BATCH * simd_act_row_bytes(SIMD_ACT_Q8, (maxc + SIMD_QK - 1) / SIMD_QK * SIMD_QK) + 64);
+    c->inv_freq = malloc((in->rope_dims / 2) * sizeof(double));
+    c->rcos = malloc(BATCH * (in->rope_dims / 2) * sizeof(float));
+    c->rsin = malloc(BATCH * (in->rope_dims / 2) * sizeof(float));
+    if (!c->kc || !c->vc || !c->x || !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->att || !c->hb || !c->hb2 ||
+        !c->act || !c->inv_freq || !c->rcos || !c->rsin) {
+        eng_ctx_free(c);
+        return eng_errf(e, ENG_ENOMEM, "out of memory for a context of %u tokens (KV cache %.1f MB)", n_ctx,
+                        2.0 * kv * sizeof(float) / 1e6);
+    }
+    for (uint32_t i = 0; i < in->rope_dims / 2; i++)
+        c->inv_freq[i] = pow((double)in->rope_base, -2.0 * i / in->rope_dims);
+    if (eng_ctx_set_threads(c, n_threads)) {
+        eng_ctx_free(c);
+        return eng_errf(e, ENG_ENOMEM, "cannot start %d worker threads", n_threads);
+    }
+    *out = c;
+    return 0;
+}
+
+void eng_ctx_free(eng_ctx *c)
+{
+    if (!c)
+        return;
+    eng_pool_free(c->pool);
+    free(c->kc); free(c->vc); free(c->x); free(c->xb); free(c->xb2);
+    free(c->q); free(c->k); free(c->v); free(c->att); free(c->hb); free(c->hb2);
+    free(c->scores); free(c->act); free(c->inv_freq); free(c->rcos); free(c->rsin);
+    free(c);
+}
+
+uint32_t eng_ctx_size(const eng_ctx *c) { return c->n_ctx; }
+uint32_t eng_ctx_pos(const eng_ctx *c) { return c->pos; }
+
+void eng_ctx_truncate(eng_ctx *c, uint32_t pos)
+{
+    if (pos < c->pos)
+        c->pos = pos;
+}

@@ -1,0 +1,37 @@
+/* A session: one conversation's state over a model — its context (KV
+ * cache), the tokens in it, the sampler, and the last logits — with the
+ * two steps every front end needs: feed tokens, produce the next one. */
+#ifndef NIBBLE_ENG_SESSION_H
+#define NIBBLE_ENG_SESSION_H
+
+#include "model.h"
+#include "sampler.h"
+
+typedef struct eng_session eng_session;
+
+/* n_ctx / n_threads: 0 for the defaults (see eng_ctx_new). The model is
+ * borrowed and must outlive the session. */
+int eng_session_new(eng_model *m, uint32_t n_ctx, int n_threads, const eng_sampler_params *sp, eng_session **out,
+                    eng_err *e);
+void eng_session_free(eng_session *s);
+
+/* Run tokens through the model (prefill), keeping them in the history.
+ * Fails with a message if they do not fit in the context. */
+int eng_session_feed(eng_session *s, const int32_t *tokens, uint32_t n, const volatile int *stop, eng_err *e);
+/* Tokenize text (no BOS unless add_bos) and feed it. */
+int eng_session_feed_text(eng_session *s, const char *text, int add_bos, const volatile int *stop, eng_err *e);
+/* Sample the next token from the last logits. Returns 1 and *tok if it ends
+ * the turn (end-of-generation token, not fed); 0 after feeding it; or a
+ * negative code (e.g. the context is full). Needs a prior feed. */
+int eng_session_next(eng_session *s, int32_t *tok, eng_err *e);
+
+/* Forget everything from position pos on (0 = all). */
+void eng_session_rewind(eng_session *s, uint32_t pos);
+uint32_t eng_session_pos(const eng_session *s);
+uint32_t eng_session_ctx_size(const eng_session *s);
+const int32_t *eng_session_tokens(const eng_session *s);
+eng_sampler *eng_session_sampler(eng_session *s);
+eng_ctx *eng_session_ctx(eng_session *s);
+const float *eng_session_logits(const eng_session *s);
+
+#endif

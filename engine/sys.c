@@ -1,0 +1,53 @@
+/* What the machine is: physical core count. */
+#include <stdio.h>
+#include <string.h>
+
+#include "model.h"
+
+#ifdef _WIN32
+#include <windows.h>
+int eng_physical_cores(void)
+{
+    SYSTEM_INFO si;
+    GetSystemInfo(&si);
+    return si.dwNumberOfProcessors > 0 ? (int)si.dwNumberOfProcessors : 1;
+}
+#else
+#include <unistd.h>
+
+/* Count distinct (package, core) pairs in sysfs; hyper-threads share a
+ * core and do not speed up bandwidth-bound decoding. */
+int eng_physical_cores(void)
+{
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (online < 1)
+        online = 1;
+    enum { MAXC = 1024 };
+    static long seen[MAXC];
+    int n = 0;
+    for (long cpu = 0; cpu < online && cpu < MAXC; cpu++) {
+        char path[128];
+        long core = -1, pkg = -1;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%ld/topology/core_id", cpu);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            return (int)online;
+        if (fscanf(f, "%ld", &core) != 1)
+            core = cpu;
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%ld/topology/physical_package_id", cpu);
+        if ((f = fopen(path, "r"))) {
+            if (fscanf(f, "%ld", &pkg) != 1)
+                pkg = 0;
+            fclose(f);
+        }
+        long key = pkg * 65536 + core;
+        int dup = 0;
+        for (int i = 0; i < n; i++)
+            dup |= seen[i] == key;
+        if (!dup)
+            seen[n++] = key;
+    }
+    return n > 0 ? n : (int)online;
+}
+#endif
