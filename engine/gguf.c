@@ -6,6 +6,7 @@
 #include "gguf.h"
 
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -177,8 +178,8 @@ static int parse_kv(cursor *c, kv *k, uint64_t idx)
     if (at == GGUF_STRING) {
         /* every element takes at least its 8-byte length */
         if (n > left(c) / 8)
-            return eng_errf(c->e, ENG_EFORMAT, "metadata key '%s': array count %llu is larger than the file can hold",
-                            kn, (unsigned long long)n);
+            return eng_errf(c->e, ENG_EFORMAT, "metadata key '%s': array count %llu is larger than the %llu bytes left "
+                            "(truncated or corrupt file)", kn, (unsigned long long)n, (unsigned long long)left(c));
         if (n && !(k->strs = malloc(n * sizeof *k->strs)))
             return eng_errf(c->e, ENG_ENOMEM, "out of memory");
         for (uint64_t j = 0; j < n; j++)
@@ -186,10 +187,70 @@ static int parse_kv(cursor *c, kv *k, uint64_t idx)
         return 0;
     }
     if (n > left(c) / vsize[at])
-        return eng_errf(c->e, ENG_EFORMAT, "metadata key '%s': array count %llu is larger than the file can hold", kn,
-                        (unsigned long long)n);
+        return eng_errf(c->e, ENG_EFORMAT, "metadata key '%s': array count %llu is larger than the %llu bytes left "
+                        "(truncated or corrupt file)", kn, (unsigned long long)n, (unsigned long long)left(c));
+    if (at == GGUF_BOOL)
+        for (uint64_t j = 0; j < n; j++)
+            if (k->val[j] > 1)
+                return eng_errf(c->e, ENG_EFORMAT, "metadata key '%s': bool array element %llu is %u, neither 0 nor 1",
+                                kn, (unsigned long long)j, k->val[j]);
     c->pos += n * vsize[at];
     return 0;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The name that appears twice among names[0..n), or NULL. Sorting makes
+ * a file with a million keys cost n log n compares, not n^2 (a hang).
+ * Reorders names. */
+static const char *find_dup(const char **names, uint64_t n)
+{
+    qsort(names, (size_t)n, sizeof *names, cmp_name);
+    for (uint64_t i = 1; i < n; i++)
+        if (strcmp(names[i - 1], names[i]) == 0)
+            return names[i];
+    return NULL;
+}
+
+/* names[] holds n borrowed pointers, freed here. */
+static int check_unique(const char **names, uint64_t n, const char *what, eng_err *e)
+{
+    const char *d = find_dup(names, n);
+    int r = 0;
+    if (d) {
+        char dn[80];
+        safe_name(dn, sizeof dn, d);
+        r = eng_errf(e, ENG_EFORMAT, "%s '%s' appears twice", what, dn);
+    }
+    free(names);
+    return r;
+}
+
+static int check_unique_kv(const eng_gguf *g, eng_err *e)
+{
+    if (g->n_kv < 2)
+        return 0;
+    const char **names = malloc((size_t)g->n_kv * sizeof *names);
+    if (!names)
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        names[i] = g->kvs[i].key;
+    return check_unique(names, g->n_kv, "metadata key", e);
+}
+
+static int check_unique_tensors(const eng_gguf *g, eng_err *e)
+{
+    if (g->n_tensors < 2)
+        return 0;
+    const char **names = malloc((size_t)g->n_tensors * sizeof *names);
+    if (!names)
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        names[i] = g->tensors[i].name;
+    return check_unique(names, g->n_tensors, "tensor name", e);
 }
 
 static int cmp_off(const void *a, const void *b)
@@ -249,7 +310,10 @@ static int parse(eng_gguf *g, eng_err *e)
 {
     cursor c = {g->base, 0, g->size, e};
     int r;
-    if (g->size < 4 || memcmp(g->base, "GGUF", 4) != 0)
+    if (g->size < 4)
+        return eng_errf(e, ENG_EFORMAT, "not a GGUF file: %llu bytes, too short for the magic (truncated file?)",
+                        (unsigned long long)g->size);
+    if (memcmp(g->base, "GGUF", 4) != 0)
         return eng_errf(e, ENG_EFORMAT, "not a GGUF file (bad magic: the file does not start with \"GGUF\")");
     c.pos = 4;
     if ((r = get32(&c, &g->version, "version"))) return r;
@@ -257,30 +321,26 @@ static int parse(eng_gguf *g, eng_err *e)
         return eng_errf(e, ENG_EUNSUP, "GGUF version 1 is not supported (only 2 and 3); convert the file again");
     if (g->version != 2 && g->version != 3) {
         if (g->version == 0x02000000u || g->version == 0x03000000u)
-            return eng_errf(e, ENG_EUNSUP, "big-endian GGUF files are not supported");
+            return eng_errf(e, ENG_EUNSUP, "big-endian GGUF files are not supported (version field reads %#x)",
+                            g->version);
         return eng_errf(e, ENG_EUNSUP, "GGUF version %u is not supported (only 2 and 3)", g->version);
     }
     if ((r = get64(&c, &g->n_tensors, "tensor count"))) return r;
     if ((r = get64(&c, &g->n_kv, "metadata count"))) return r;
     /* smallest key/value: 8-byte key length, 1-byte key, 4-byte type, 1 byte */
     if (g->n_kv > left(&c) / 14)
-        return eng_errf(e, ENG_EFORMAT, "metadata count %llu is larger than the file can hold",
-                        (unsigned long long)g->n_kv);
-    /* smallest tensor info: name length 8 + 1, n_dims 4, one dim 8, type 4, offset 8 */
-    if (g->n_tensors > left(&c) / 33)
-        return eng_errf(e, ENG_EFORMAT, "tensor count %llu is larger than the file can hold",
-                        (unsigned long long)g->n_tensors);
+        return eng_errf(e, ENG_EFORMAT, "metadata count %llu is larger than the %llu bytes left "
+                        "(truncated or corrupt file)", (unsigned long long)g->n_kv, (unsigned long long)left(&c));
     if (g->n_kv && !(g->kvs = calloc(g->n_kv, sizeof *g->kvs)))
         return eng_errf(e, ENG_ENOMEM, "out of memory");
-    for (uint64_t i = 0; i < g->n_kv; i++) {
+    for (uint64_t i = 0; i < g->n_kv; i++)
         if ((r = parse_kv(&c, &g->kvs[i], i))) return r;
-        for (uint64_t j = 0; j < i; j++)
-            if (strcmp(g->kvs[j].key, g->kvs[i].key) == 0) {
-                char kn[80];
-                safe_name(kn, sizeof kn, g->kvs[i].key);
-                return eng_errf(e, ENG_EFORMAT, "metadata key '%s' appears twice", kn);
-            }
-    }
+    /* smallest tensor info: name length 8 + 1, n_dims 4, one dim 8, type 4,
+     * offset 8; checked against what the metadata left */
+    if (g->n_tensors > left(&c) / 33)
+        return eng_errf(e, ENG_EFORMAT, "tensor count %llu is larger than the %llu bytes left "
+                        "(truncated or corrupt file)", (unsigned long long)g->n_tensors, (unsigned long long)left(&c));
+    if ((r = check_unique_kv(g, e))) return r;
     g->alignment = ENG_GGUF_DEFAULT_ALIGN;
     int64_t ai = eng_gguf_find(g, "general.alignment");
     if (ai >= 0) {
@@ -294,6 +354,7 @@ static int parse(eng_gguf *g, eng_err *e)
         return eng_errf(e, ENG_ENOMEM, "out of memory");
     for (uint64_t i = 0; i < g->n_tensors; i++)
         if ((r = parse_tensor(g, &c, &g->tensors[i], i))) return r;
+    if ((r = check_unique_tensors(g, e))) return r;
     uint64_t off = c.pos;
     off = (off + g->alignment - 1) / g->alignment * g->alignment;
     g->data_offset = off;
@@ -320,9 +381,6 @@ static int parse(eng_gguf *g, eng_err *e)
                          (unsigned long long)t->offset, (unsigned long long)t->size);
         else
             t->data = g->base + off + t->offset;
-        for (uint64_t j = 0; j < i && !r; j++)
-            if (strcmp(g->tensors[j].name, t->name) == 0)
-                r = eng_errf(e, ENG_EFORMAT, "tensor name '%s' appears twice", tn);
     }
     if (!r) {
         qsort(order, g->n_tensors, sizeof *order, cmp_off);
@@ -407,7 +465,10 @@ uint64_t eng_gguf_alignment(const eng_gguf *g) { return g->alignment; }
 uint64_t eng_gguf_data_offset(const eng_gguf *g) { return g->data_offset; }
 uint64_t eng_gguf_n_kv(const eng_gguf *g) { return g->n_kv; }
 const char *eng_gguf_kv_key(const eng_gguf *g, uint64_t i) { return i < g->n_kv ? g->kvs[i].key : NULL; }
-enum eng_gguf_vtype eng_gguf_kv_type(const eng_gguf *g, uint64_t i) { return g->kvs[i].type; }
+enum eng_gguf_vtype eng_gguf_kv_type(const eng_gguf *g, uint64_t i)
+{
+    return i < g->n_kv ? g->kvs[i].type : GGUF_VTYPE_COUNT;
+}
 uint64_t eng_gguf_n_tensors(const eng_gguf *g) { return g->n_tensors; }
 
 const eng_gguf_tensor *eng_gguf_tensor_at(const eng_gguf *g, uint64_t i)
@@ -441,6 +502,8 @@ static int is_int(enum eng_gguf_vtype t)
 
 int64_t eng_gguf_arr_i64(enum eng_gguf_vtype t, const void *data, uint64_t j)
 {
+    if ((unsigned)t >= GGUF_VTYPE_COUNT || !vsize[t])
+        return 0;
     const uint8_t *p = (const uint8_t *)data + j * vsize[t];
     switch (t) {
     case GGUF_U8: case GGUF_BOOL: return p[0];
@@ -451,13 +514,22 @@ int64_t eng_gguf_arr_i64(enum eng_gguf_vtype t, const void *data, uint64_t j)
     case GGUF_I32: return (int32_t)rd32(p);
     case GGUF_U64: { uint64_t v = rd64(p); return v > INT64_MAX ? INT64_MAX : (int64_t)v; }
     case GGUF_I64: return (int64_t)rd64(p);
-    case GGUF_F32: case GGUF_F64: return (int64_t)eng_gguf_arr_f64(t, data, j);
+    case GGUF_F32: case GGUF_F64: {
+        /* converting a double outside int64's range is undefined: clamp */
+        double d = eng_gguf_arr_f64(t, data, j);
+        if (isnan(d)) return 0;
+        if (d >= 9223372036854775808.0) return INT64_MAX;
+        if (d <= -9223372036854775808.0) return INT64_MIN;
+        return (int64_t)d;
+    }
     default: return 0;
     }
 }
 
 double eng_gguf_arr_f64(enum eng_gguf_vtype t, const void *data, uint64_t j)
 {
+    if ((unsigned)t >= GGUF_VTYPE_COUNT || !vsize[t])
+        return 0;
     const uint8_t *p = (const uint8_t *)data + j * vsize[t];
     if (t == GGUF_F32) {
         uint32_t u = rd32(p);
@@ -506,6 +578,24 @@ int eng_gguf_get_i64(const eng_gguf *g, const char *key, int64_t *out, eng_err *
     return 0;
 }
 
+int eng_gguf_get_u64(const eng_gguf *g, const char *key, uint64_t *out, eng_err *e)
+{
+    const kv *k;
+    if (lookup(g, key, &k))
+        return 1;
+    if (!is_int(k->type))
+        return wrong(e, key, "an integer", k);
+    if (k->type == GGUF_U64) {
+        *out = rd64(k->val);
+        return 0;
+    }
+    int64_t v = eng_gguf_arr_i64(k->type, k->val, 0);
+    if (v < 0)
+        return eng_errf(e, ENG_EFORMAT, "metadata key '%s': value %lld is negative", key, (long long)v);
+    *out = (uint64_t)v;
+    return 0;
+}
+
 int eng_gguf_get_u32(const eng_gguf *g, const char *key, uint32_t *out, eng_err *e)
 {
     int64_t v;
@@ -528,7 +618,23 @@ int eng_gguf_get_f32(const eng_gguf *g, const char *key, float *out, eng_err *e)
     double v = eng_gguf_arr_f64(k->type, k->val, 0);
     if (!isfinite(v))
         return eng_errf(e, ENG_EFORMAT, "metadata key '%s': value is not finite", key);
+    if (fabs(v) > FLT_MAX)
+        return eng_errf(e, ENG_EFORMAT, "metadata key '%s': value %g is out of range for f32", key, v);
     *out = (float)v;
+    return 0;
+}
+
+int eng_gguf_get_f64(const eng_gguf *g, const char *key, double *out, eng_err *e)
+{
+    const kv *k;
+    if (lookup(g, key, &k))
+        return 1;
+    if (k->type != GGUF_F32 && k->type != GGUF_F64 && !is_int(k->type))
+        return wrong(e, key, "a number", k);
+    double v = eng_gguf_arr_f64(k->type, k->val, 0);
+    if (!isfinite(v))
+        return eng_errf(e, ENG_EFORMAT, "metadata key '%s': value is not finite", key);
+    *out = v;
     return 0;
 }
 
@@ -595,22 +701,71 @@ static void fmt_scalar(enum eng_gguf_vtype t, const void *p, char *buf, size_t n
         snprintf(buf, n, "%lld", (long long)eng_gguf_arr_i64(t, p, 0));
 }
 
+/* Bytes in the valid UTF-8 character at s (n bytes left), or 0 if the
+ * bytes there are not one (bad lead or continuation, overlong form,
+ * surrogate, above U+10FFFF, or cut short). */
+static size_t utf8_char(const unsigned char *s, uint64_t n)
+{
+    unsigned c = s[0];
+    size_t len;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2;
+    else if (c >= 0xe0 && c <= 0xef)
+        len = 3;
+    else if (c >= 0xf0 && c <= 0xf4)
+        len = 4;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) || (c == 0xf0 && s[1] < 0x90) ||
+        (c == 0xf4 && s[1] > 0x8f))
+        return 0;
+    return len;
+}
+
+/* s in quotes for display: at most maxshow characters, newline as \n,
+ * other control characters and bytes that are not UTF-8 as '?', cut
+ * with "..." where it does not fit. Output is valid UTF-8; needs n >= 8,
+ * else it is "". */
 static void fmt_str(eng_str s, char *buf, size_t n, size_t maxshow)
 {
-    size_t j = 0;
+    if (n == 0)
+        return;
+    buf[0] = 0;
     if (n < 8)
         return;
+    const unsigned char *p = (const unsigned char *)s.ptr;
+    size_t j = 0, shown = 0;
     buf[j++] = '"';
-    for (uint64_t i = 0; i < s.len && j + 6 < n; i++) {
-        if (i >= maxshow) {
+    for (uint64_t i = 0; i < s.len;) {
+        size_t len = utf8_char(p + i, s.len - i);
+        const char *out = (const char *)p + i;
+        size_t olen = len;
+        if (len == 0) {
+            out = "?";
+            olen = len = 1;
+        } else if (p[i] == '\n') {
+            out = "\\n";
+            olen = 2;
+        } else if (p[i] < 32 || p[i] == 127) {
+            out = "?";
+        }
+        /* keep room for this, "...", the closing quote and the NUL */
+        if (shown == maxshow || j + olen + 5 > n) {
             memcpy(buf + j, "...", 3);
             j += 3;
             break;
         }
-        unsigned char ch = (unsigned char)s.ptr[i];
-        if (ch == '\n') { buf[j++] = '\\'; buf[j++] = 'n'; }
-        else if (ch < 32 || ch == 127) buf[j++] = '?';
-        else buf[j++] = (char)ch;
+        memcpy(buf + j, out, olen);
+        j += olen;
+        i += len;
+        shown++;
     }
     buf[j++] = '"';
     buf[j] = 0;
@@ -618,21 +773,38 @@ static void fmt_str(eng_str s, char *buf, size_t n, size_t maxshow)
 
 void eng_gguf_kv_format(const eng_gguf *g, uint64_t i, char *buf, size_t n)
 {
+    if (n == 0)
+        return;
+    buf[0] = 0;
+    if (i >= g->n_kv)
+        return;
     const kv *k = &g->kvs[i];
     if (k->type == GGUF_STRING) {
         fmt_str(k->strs[0], buf, n, 60);
     } else if (k->type == GGUF_ARRAY) {
-        size_t used = (size_t)snprintf(buf, n, "[%s x %llu]", vname[k->arr_type], (unsigned long long)k->arr_count);
-        for (uint64_t j = 0; j < k->arr_count && j < 4 && used + 24 < n; j++) {
+        int m = snprintf(buf, n, "[%s x %llu]", vname[k->arr_type], (unsigned long long)k->arr_count);
+        if (m < 0 || (size_t)m >= n)
+            return; /* cut inside the ASCII summary: still valid text */
+        size_t used = (size_t)m;
+        uint64_t j = 0;
+        for (; j < k->arr_count && j < 4; j++) {
             char el[64];
             if (k->arr_type == GGUF_STRING)
                 fmt_str(k->strs[j], el, sizeof el, 16);
             else
                 fmt_scalar(k->arr_type, k->val + j * vsize[k->arr_type], el, sizeof el);
-            used += (size_t)snprintf(buf + used, n - used, "%s%s", j ? ", " : " ", el);
+            size_t len = strlen(el);
+            /* separator, element, room for a later ", ..." and the NUL */
+            if (used + 2 + len + 5 + 1 > n)
+                break;
+            memcpy(buf + used, j ? ", " : " ", j ? 2 : 1);
+            used += j ? 2 : 1;
+            memcpy(buf + used, el, len);
+            used += len;
+            buf[used] = 0;
         }
-        if (k->arr_count > 4 && used + 5 < n)
-            snprintf(buf + used, n - used, ", ...");
+        if (j < k->arr_count && used + 5 + 1 <= n)
+            memcpy(buf + used, j ? ", ...": " ...", j ? 6 : 5);
     } else {
         fmt_scalar(k->type, k->val, buf, n);
     }
@@ -648,7 +820,7 @@ typedef struct wbuf {
 
 static void wput(wbuf *b, const void *src, size_t n)
 {
-    if (b->failed)
+    if (b->failed || n == 0)
         return;
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 4096;
@@ -713,6 +885,10 @@ void eng_gguf_writer_free(eng_gguf_writer *w)
     free(w);
 }
 
+/* The writer sets general.alignment itself (to the alignment it pads
+ * to); a second copy from the caller would make the file invalid. */
+static int reserved(const char *key) { return strcmp(key, "general.alignment") == 0; }
+
 static int kv_head(eng_gguf_writer *w, const char *key, enum eng_gguf_vtype t)
 {
     wstr(&w->kv, key, strlen(key));
@@ -723,6 +899,8 @@ static int kv_head(eng_gguf_writer *w, const char *key, enum eng_gguf_vtype t)
 
 int eng_gguf_writer_u32(eng_gguf_writer *w, const char *key, uint32_t v)
 {
+    if (reserved(key))
+        return 0;
     kv_head(w, key, GGUF_U32);
     w32(&w->kv, v);
     return w->kv.failed ? ENG_ENOMEM : 0;
@@ -730,6 +908,8 @@ int eng_gguf_writer_u32(eng_gguf_writer *w, const char *key, uint32_t v)
 
 int eng_gguf_writer_i32(eng_gguf_writer *w, const char *key, int32_t v)
 {
+    if (reserved(key))
+        return 0;
     kv_head(w, key, GGUF_I32);
     w32(&w->kv, (uint32_t)v);
     return w->kv.failed ? ENG_ENOMEM : 0;
@@ -737,6 +917,8 @@ int eng_gguf_writer_i32(eng_gguf_writer *w, const char *key, int32_t v)
 
 int eng_gguf_writer_f32(eng_gguf_writer *w, const char *key, float v)
 {
+    if (reserved(key))
+        return 0;
     uint32_t u;
     memcpy(&u, &v, 4);
     kv_head(w, key, GGUF_F32);
@@ -746,6 +928,8 @@ int eng_gguf_writer_f32(eng_gguf_writer *w, const char *key, float v)
 
 int eng_gguf_writer_bool(eng_gguf_writer *w, const char *key, int v)
 {
+    if (reserved(key))
+        return 0;
     uint8_t b = v ? 1 : 0;
     kv_head(w, key, GGUF_BOOL);
     wput(&w->kv, &b, 1);
@@ -754,6 +938,8 @@ int eng_gguf_writer_bool(eng_gguf_writer *w, const char *key, int v)
 
 int eng_gguf_writer_str(eng_gguf_writer *w, const char *key, const char *v)
 {
+    if (reserved(key))
+        return 0;
     kv_head(w, key, GGUF_STRING);
     wstr(&w->kv, v, strlen(v));
     return w->kv.failed ? ENG_ENOMEM : 0;
@@ -773,10 +959,25 @@ static void put_elems(wbuf *b, enum eng_gguf_vtype t, const void *data, uint64_t
     }
 }
 
+int eng_gguf_writer_scalar(eng_gguf_writer *w, const char *key, enum eng_gguf_vtype t, const void *v)
+{
+    if ((unsigned)t >= GGUF_VTYPE_COUNT || t == GGUF_STRING || t == GGUF_ARRAY)
+        return ENG_EINVAL;
+    if (t == GGUF_BOOL && *(const uint8_t *)v > 1)
+        return ENG_EINVAL;
+    if (reserved(key))
+        return 0;
+    kv_head(w, key, t);
+    put_elems(&w->kv, t, v, 1);
+    return w->kv.failed ? ENG_ENOMEM : 0;
+}
+
 int eng_gguf_writer_arr(eng_gguf_writer *w, const char *key, enum eng_gguf_vtype t, const void *data, uint64_t n)
 {
-    if (t >= GGUF_VTYPE_COUNT || t == GGUF_STRING || t == GGUF_ARRAY)
+    if ((unsigned)t >= GGUF_VTYPE_COUNT || t == GGUF_STRING || t == GGUF_ARRAY)
         return ENG_EINVAL;
+    if (reserved(key))
+        return 0;
     kv_head(w, key, GGUF_ARRAY);
     w32(&w->kv, (uint32_t)t);
     w64(&w->kv, n);
@@ -786,6 +987,8 @@ int eng_gguf_writer_arr(eng_gguf_writer *w, const char *key, enum eng_gguf_vtype
 
 int eng_gguf_writer_arr_str(eng_gguf_writer *w, const char *key, const char *const *v, uint64_t n)
 {
+    if (reserved(key))
+        return 0;
     kv_head(w, key, GGUF_ARRAY);
     w32(&w->kv, GGUF_STRING);
     w64(&w->kv, n);
@@ -796,7 +999,11 @@ int eng_gguf_writer_arr_str(eng_gguf_writer *w, const char *key, const char *con
 
 int eng_gguf_writer_copy_kv(eng_gguf_writer *w, const eng_gguf *g, uint64_t i)
 {
+    if (i >= g->n_kv)
+        return ENG_EINVAL;
     const kv *k = &g->kvs[i];
+    if (reserved(k->key))
+        return 0;
     kv_head(w, k->key, k->type);
     if (k->type == GGUF_STRING) {
         wstr(&w->kv, k->strs[0].ptr, k->strs[0].len);

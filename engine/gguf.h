@@ -52,6 +52,7 @@ uint64_t eng_gguf_data_offset(const eng_gguf *g);
 /* ---- metadata ---- */
 uint64_t eng_gguf_n_kv(const eng_gguf *g);
 const char *eng_gguf_kv_key(const eng_gguf *g, uint64_t i);
+/* Type of key i; GGUF_VTYPE_COUNT if i is out of range. */
 enum eng_gguf_vtype eng_gguf_kv_type(const eng_gguf *g, uint64_t i);
 /* Index of key, or -1. */
 int64_t eng_gguf_find(const eng_gguf *g, const char *key);
@@ -62,7 +63,11 @@ int64_t eng_gguf_find(const eng_gguf *g, const char *key);
  * any integer type whose value fits. */
 int eng_gguf_get_u32(const eng_gguf *g, const char *key, uint32_t *out, eng_err *e);
 int eng_gguf_get_i64(const eng_gguf *g, const char *key, int64_t *out, eng_err *e);
+int eng_gguf_get_u64(const eng_gguf *g, const char *key, uint64_t *out, eng_err *e);
+/* Float getters accept f32, f64 and any integer; both fail on NaN or an
+ * infinity, get_f32 also on a value beyond float's range. */
 int eng_gguf_get_f32(const eng_gguf *g, const char *key, float *out, eng_err *e);
+int eng_gguf_get_f64(const eng_gguf *g, const char *key, double *out, eng_err *e);
 int eng_gguf_get_bool(const eng_gguf *g, const char *key, int *out, eng_err *e);
 int eng_gguf_get_str(const eng_gguf *g, const char *key, eng_str *out, eng_err *e);
 
@@ -73,12 +78,16 @@ int eng_gguf_get_str(const eng_gguf *g, const char *key, eng_str *out, eng_err *
 int eng_gguf_get_arr(const eng_gguf *g, const char *key, int want, enum eng_gguf_vtype *type,
                      uint64_t *count, const void **data, eng_err *e);
 eng_str eng_gguf_arr_str(const eng_gguf *g, const char *key, uint64_t j);
-/* Value of element j of a numeric array as double / int64. */
+/* Value of element j of a numeric array as double / int64 (0 for a type
+ * that is not numeric). int64 clamps what does not fit (u64 above
+ * INT64_MAX, large floats; NaN gives 0). */
 double eng_gguf_arr_f64(enum eng_gguf_vtype type, const void *data, uint64_t j);
 int64_t eng_gguf_arr_i64(enum eng_gguf_vtype type, const void *data, uint64_t j);
 
 const char *eng_gguf_vtype_name(int t);
-/* Print a value for display (arrays summarised) into buf. */
+/* Print a value for display (arrays summarised) into buf: always
+ * NUL-terminated when n > 0, valid UTF-8 (bytes that are not become '?',
+ * cut strings end in "..."); "" for an index out of range. */
 void eng_gguf_kv_format(const eng_gguf *g, uint64_t i, char *buf, size_t n);
 
 /* ---- tensors ---- */
@@ -90,7 +99,10 @@ const eng_gguf_tensor *eng_gguf_tensor_find(const eng_gguf *g, const char *name)
  * Collects metadata and tensors, then writes a GGUF v3 file with
  * alignment 64 through a temporary file renamed into place, so a failed
  * write never leaves a half-written file. Tensor data is borrowed: it
- * must stay valid until eng_gguf_writer_save returns. */
+ * must stay valid until eng_gguf_writer_save returns. The writer puts
+ * general.alignment first itself; setting or copying that key is a no-op
+ * (returns 0). Keys are not checked for duplicates: the caller adds each
+ * once. */
 typedef struct eng_gguf_writer eng_gguf_writer;
 
 eng_gguf_writer *eng_gguf_writer_new(void);
@@ -100,11 +112,15 @@ int eng_gguf_writer_i32(eng_gguf_writer *w, const char *key, int32_t v);
 int eng_gguf_writer_f32(eng_gguf_writer *w, const char *key, float v);
 int eng_gguf_writer_bool(eng_gguf_writer *w, const char *key, int v);
 int eng_gguf_writer_str(eng_gguf_writer *w, const char *key, const char *v);
+/* One value of any numeric or bool type t, read from *v in host layout
+ * (uint8_t for GGUF_BOOL, which must hold 0 or 1). */
+int eng_gguf_writer_scalar(eng_gguf_writer *w, const char *key, enum eng_gguf_vtype t, const void *v);
 /* numeric array: n elements of type t copied from data */
 int eng_gguf_writer_arr(eng_gguf_writer *w, const char *key, enum eng_gguf_vtype t, const void *data,
                         uint64_t n);
 int eng_gguf_writer_arr_str(eng_gguf_writer *w, const char *key, const char *const *v, uint64_t n);
-/* Copy key i of g (any type) into the writer. */
+/* Copy key i of g (any type) into the writer; ENG_EINVAL if i is out
+ * of range. */
 int eng_gguf_writer_copy_kv(eng_gguf_writer *w, const eng_gguf *g, uint64_t i);
 /* ne has n_dims entries (ne[0] the row length); data holds the tensor in
  * type `type`, simd_row_bytes(type, ne[0]) * rows bytes. */
