@@ -1,1 +1,45 @@
-int main(void){return 0;}
+/* nibble: a chat with a quantized language model in a terminal, and the
+ * tools around it. main only dispatches to the subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "app.h"
+
+#ifndef NIBBLE_VERSION
+#define NIBBLE_VERSION "0.0.0"
+#endif
+
+static const char usage[] =
+    "usage: nibble [chat] [-m MODEL] [options]      chat (line mode for now)\n"
+    "       nibble run [-m MODEL] -p PROMPT [-n N]   print a continuation\n"
+    "       nibble info MODEL | --cpu                what a model file holds; CPU features\n"
+    "       nibble tokenize [-m MODEL] -p TEXT       token ids of a text\n"
+    "       nibble --version | --help\n"
+    "\n"
+    "Without -m the embedded default model (stories260K, a tiny story teller)\n"
+    "is used. 'nibble COMMAND --help' lists a command's options.\n";
+
+int main(int argc, char **argv)
+{
+    const char *cmd = argc > 1 ? argv[1] : "";
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("nibble %s\n", NIBBLE_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "run"))
+        return cmd_run(argc, argv);
+    if (!strcmp(cmd, "info"))
+        return cmd_info(argc, argv);
+    if (!strcmp(cmd, "tokenize"))
+        return cmd_tokenize(argc, argv);
+    if (!strcmp(cmd, "chat"))
+        return cmd_chat(argc, argv, 2);
+    if (cmd[0] == '-' || cmd[0] == 0)
+        return cmd_chat(argc, argv, 1);
+    fprintf(stderr, "nibble: unknown command '%s'\n\n%s", cmd, usage);
+    return 2;
+}

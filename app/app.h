@@ -1,0 +1,47 @@
+/* app/: argument parsing and the subcommands. Each command returns the
+ * process exit status: 0 ok, 1 failure (a message on stderr), 2 usage. */
+#ifndef NIBBLE_APP_H
+#define NIBBLE_APP_H
+
+#include <stdint.h>
+
+#include "sampler.h"
+
+/* Options shared by the commands that run a model. */
+typedef struct app_opts {
+    const char *model;      /* -m; NULL: the embedded default */
+    const char *prompt;     /* -p */
+    const char *prompt_file;/* -f */
+    int n_predict;          /* -n; -1: until end of text or context */
+    int threads;            /* -t; 0: physical cores */
+    uint32_t n_ctx;         /* -c; 0: model default */
+    const char *kernel;     /* --kernel */
+    int no_bos;             /* --no-bos */
+    int pieces;             /* --pieces (tokenize) */
+    int cpu;                /* --cpu (info) */
+    int quiet;              /* --quiet: no stats on stderr */
+    int seed_set;
+    eng_sampler_params sp;
+} app_opts;
+
+/* Parse argv[first..] into o. Returns 0, or 2 after printing what is wrong.
+ * Positional arguments are collected into pos (up to npos). */
+int app_parse(int argc, char **argv, int first, app_opts *o, const char **pos, int *npos, const char *cmd);
+
+/* Path of the model to use: o->model, else the embedded default found next
+ * to the binary. Never NULL. */
+const char *app_model_path(const app_opts *o);
+/* Select o->kernel if set; prints an error and returns 1 if impossible. */
+int app_apply_kernel(const app_opts *o);
+/* The prompt text: -p, or the contents of -f (caller frees *owned). NULL
+ * with a message on failure. */
+const char *app_prompt(const app_opts *o, char **owned);
+
+int cmd_run(int argc, char **argv);
+/* 1 if stdout is a terminal */
+int isatty_stdout(void);
+int cmd_info(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_chat(int argc, char **argv, int first);
+
+#endif

@@ -1,0 +1,111 @@
+/* nibble info MODEL: metadata, tensor table, types, sizes, parameters.
+ * nibble info --cpu: the CPU's features and every kernel set. */
+#include <stdio.h>
+#include <string.h>
+
+#include "app.h"
+#include "gguf.h"
+#include "model.h"
+#include "simd.h"
+
+static const char usage[] =
+    "usage: nibble info MODEL     metadata, tensors, types, sizes, parameter count\n"
+    "       nibble info --cpu     CPU features and the kernel sets this CPU runs\n";
+
+static void print_cpu(void)
+{
+    simd_init();
+    char buf[512];
+    simd_cpu_describe(buf, sizeof buf);
+    printf("cpu: %s\n", buf);
+    printf("kernel sets:\n");
+    for (int k = 0; k < SIMD_K_COUNT; k++) {
+        const char *why = NULL;
+        int ok = simd_kernel_supported((enum simd_kernel)k, &why);
+        printf("  %-13s %s%s%s\n", simd_kernel_name((enum simd_kernel)k), ok ? "usable" : "no: ",
+               ok ? "" : (why ? why : "unsupported"), k == (int)simd_kernel_current() ? "  (selected)" : "");
+    }
+}
+
+static void human(double bytes, char *buf, size_t n)
+{
+    if (bytes >= 1e9) snprintf(buf, n, "%.2f GB", bytes / 1e9);
+    else if (bytes >= 1e6) snprintf(buf, n, "%.2f MB", bytes / 1e6);
+    else if (bytes >= 1e3) snprintf(buf, n, "%.2f kB", bytes / 1e3);
+    else snprintf(buf, n, "%.0f B", bytes);
+}
+
+int cmd_info(int argc, char **argv)
+{
+    const char *pos[1];
+    int np = 1;
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        }
+    app_opts o;
+    int r = app_parse(argc, argv, 2, &o, pos, &np, "info");
+    if (r)
+        return r;
+    if (o.cpu) {
+        print_cpu();
+        return 0;
+    }
+    const char *path = np ? pos[0] : o.model ? o.model : app_model_path(&o);
+    eng_err e = {{0}};
+    eng_gguf *g;
+    if (eng_gguf_open(path, &g, &e)) {
+        fprintf(stderr, "nibble: %s\n", e.msg);
+        return 1;
+    }
+    char sz[32];
+    human((double)eng_gguf_file_size(g), sz, sizeof sz);
+    printf("file: %s\n  GGUF v%u, %s, %llu metadata keys, %llu tensors, alignment %llu\n", path, eng_gguf_version(g), sz,
+           (unsigned long long)eng_gguf_n_kv(g), (unsigned long long)eng_gguf_n_tensors(g),
+           (unsigned long long)eng_gguf_alignment(g));
+    printf("\nmetadata:\n");
+    for (uint64_t i = 0; i < eng_gguf_n_kv(g); i++) {
+        char val[200];
+        eng_gguf_kv_format(g, i, val, sizeof val);
+        printf("  %-44s %-7s %s\n", eng_gguf_kv_key(g, i), eng_gguf_vtype_name(eng_gguf_kv_type(g, i)), val);
+    }
+    printf("\ntensors:\n  %-36s %-6s %-24s %12s\n", "name", "type", "shape", "bytes");
+    uint64_t params = 0, bytes = 0, per_type[SIMD_TYPE_COUNT] = {0};
+    for (uint64_t i = 0; i < eng_gguf_n_tensors(g); i++) {
+        const eng_gguf_tensor *t = eng_gguf_tensor_at(g, i);
+        char shape[64];
+        int n = snprintf(shape, sizeof shape, "[");
+        for (uint32_t d = 0; d < t->n_dims && n < (int)sizeof shape; d++)
+            n += snprintf(shape + n, sizeof shape - (size_t)n, "%s%llu", d ? ", " : "", (unsigned long long)t->ne[d]);
+        if (n < (int)sizeof shape)
+            snprintf(shape + n, sizeof shape - (size_t)n, "]");
+        uint64_t count = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+        params += count;
+        bytes += t->size;
+        per_type[t->type] += count;
+        printf("  %-36s %-6s %-24s %12llu\n", t->name, simd_type_name(t->type), shape, (unsigned long long)t->size);
+    }
+    printf("\nparameters: %llu (%.2f M), tensor data %llu bytes, %.2f bits per weight\n", (unsigned long long)params,
+           params / 1e6, (unsigned long long)bytes, params ? 8.0 * bytes / params : 0.0);
+    printf("types:");
+    for (int t = 0; t < SIMD_TYPE_COUNT; t++)
+        if (per_type[t])
+            printf(" %s %.1f%%", simd_type_name(t), 100.0 * per_type[t] / params);
+    printf("\n");
+    eng_gguf_close(g);
+    /* and whether this version can run it */
+    eng_model *m;
+    if (eng_model_open(path, &m, &e)) {
+        printf("runnable: no: %s\n", e.msg);
+        return 1;
+    }
+    const eng_model_info *in = eng_model_get_info(m);
+    printf("runnable: yes: %s, vocab %u, dim %u, %u layers, %u heads (%u kv, head size %u), ffn %u, context %u, "
+           "rope %s base %g scale %g%s\n",
+           in->arch, in->n_vocab, in->dim, in->n_layers, in->n_heads, in->n_kv_heads, in->head_dim, in->ffn,
+           in->ctx_train, in->rope_neox ? "neox" : "normal", in->rope_base, in->rope_scale,
+           in->tied_output ? ", tied output" : "");
+    eng_model_close(m);
+    return 0;
+}

@@ -1,0 +1,162 @@
+/* nibble run: load, prefill the prompt, stream the continuation to stdout
+ * (whole UTF-8 characters only), timings to stderr. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "app.h"
+#include "session.h"
+#include "simd.h"
+#include "utf8.h"
+
+static const char usage[] =
+    "usage: nibble run [-m MODEL] [-p PROMPT | -f FILE] [options]\n"
+    "\n"
+    "Continue PROMPT with the model and print the continuation to stdout;\n"
+    "load time, prefill and decode speed go to stderr.\n"
+    "\n"
+    "  -m, --model FILE       GGUF model (default: the embedded stories260K)\n"
+    "  -p, --prompt TEXT      prompt (default: empty, start from BOS)\n"
+    "  -f, --file FILE        read the prompt from FILE\n"
+    "  -n, --n-predict N      tokens to generate (default -1: until end of text)\n"
+    "  -c, --ctx-size N       context size (default: the model's, at most 4096)\n"
+    "  -t, --threads N        worker threads (default: physical cores)\n"
+    "      --kernel NAME      force a kernel set (see 'nibble info --cpu')\n"
+    "      --temp T           temperature, 0 = greedy (default 0.8)\n"
+    "      --top-k K          keep the K most likely tokens, 0 = off (default 40)\n"
+    "      --top-p P          keep the smallest set with probability >= P (default 0.95)\n"
+    "      --min-p P          drop tokens below P x the top probability (default 0.05)\n"
+    "      --repeat-penalty R penalise recent tokens, 1 = off (default 1.0)\n"
+    "      --repeat-last-n N  how many recent tokens the penalty sees (default 64)\n"
+    "  -s, --seed S           random seed (default: from the clock)\n"
+    "      --no-bos           do not put BOS before the prompt\n"
+    "  -q, --quiet            no timings on stderr\n";
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Output with UTF-8 hold-back: bytes of an unfinished character wait for
+ * the next token. */
+typedef struct outbuf {
+    char b[256];
+    size_t n;
+} outbuf;
+
+static void out_put(outbuf *o, const char *s, size_t n, int flush)
+{
+    while (n > 0) {
+        size_t room = sizeof o->b - o->n, take = n < room ? n : room;
+        memcpy(o->b + o->n, s, take);
+        o->n += take;
+        s += take;
+        n -= take;
+        size_t ok = eng_utf8_complete(o->b, o->n);
+        if (ok == 0 && o->n == sizeof o->b)
+            ok = o->n; /* cannot happen with valid text; never stall */
+        fwrite(o->b, 1, ok, stdout);
+        memmove(o->b, o->b + ok, o->n - ok);
+        o->n -= ok;
+    }
+    if (flush) {
+        fwrite(o->b, 1, o->n, stdout);
+        o->n = 0;
+    }
+    fflush(stdout);
+}
+
+int cmd_run(int argc, char **argv)
+{
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        }
+    app_opts o;
+    int r = app_parse(argc, argv, 2, &o, NULL, NULL, "run");
+    if (r)
+        return r;
+    if (app_apply_kernel(&o))
+        return 1;
+    char *owned;
+    const char *prompt = app_prompt(&o, &owned);
+    if (!prompt)
+        return 1;
+    if (!eng_utf8_valid(prompt, strlen(prompt))) {
+        fprintf(stderr, "nibble run: the prompt is not valid UTF-8\n");
+        free(owned);
+        return 1;
+    }
+    const char *path = app_model_path(&o);
+    eng_err e = {{0}};
+    double t0 = now_s();
+    eng_model *m = NULL;
+    if (eng_model_open(path, &m, &e)) {
+        fprintf(stderr, "nibble: %s\n", e.msg);
+        free(owned);
+        return 1;
+    }
+    eng_session *s = NULL;
+    if (eng_session_new(m, o.n_ctx, o.threads, &o.sp, &s, &e)) {
+        fprintf(stderr, "nibble: %s\n", e.msg);
+        eng_model_close(m);
+        free(owned);
+        return 1;
+    }
+    double t_load = now_s() - t0;
+    const eng_tok *tk = eng_model_tok(m);
+    int status = 0;
+    t0 = now_s();
+    if (eng_session_feed_text(s, prompt, !o.no_bos, NULL, &e)) {
+        fprintf(stderr, "nibble: %s\n", e.msg);
+        status = 1;
+    }
+    double t_prompt = now_s() - t0;
+    uint32_t n_prompt = eng_session_pos(s);
+    outbuf ob = {{0}, 0};
+    int n_gen = 0;
+    const char *why = "limit";
+    t0 = now_s();
+    while (!status && (o.n_predict < 0 || n_gen < o.n_predict)) {
+        int32_t tok;
+        if (eng_session_pos(s) >= eng_session_ctx_size(s)) {
+            why = "context full";
+            break;
+        }
+        r = eng_session_next(s, &tok, &e);
+        if (r < 0) {
+            fprintf(stderr, "\nnibble: %s\n", e.msg);
+            status = 1;
+            break;
+        }
+        if (r == 1) {
+            why = "end of text";
+            break;
+        }
+        char piece[256];
+        size_t n = eng_tok_piece(tk, tok, 0, piece, sizeof piece);
+        out_put(&ob, piece, n < sizeof piece ? n : sizeof piece, 0);
+        n_gen++;
+    }
+    double t_gen = now_s() - t0;
+    out_put(&ob, "", 0, 1);
+    if (isatty_stdout())
+        fputc('\n', stdout);
+    if (!o.quiet && !status) {
+        const eng_model_info *in = eng_model_get_info(m);
+        fprintf(stderr,
+                "\nnibble: %s (%s, %s kernels, %d threads): load %.1f ms | prompt %u tokens, %.1f tok/s | "
+                "generated %d tokens, %.1f tok/s | stop: %s\n",
+                in->name, simd_type_name(in->main_type), simd_kernel_name(simd_kernel_current()),
+                eng_ctx_threads(eng_session_ctx(s)), t_load * 1e3, n_prompt, n_prompt / (t_prompt > 0 ? t_prompt : 1e-9),
+                n_gen, n_gen / (t_gen > 0 ? t_gen : 1e-9), why);
+    }
+    eng_session_free(s);
+    eng_model_close(m);
+    free(owned);
+    return status;
+}

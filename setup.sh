@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Build nibble from a fresh checkout: installs what is missing (Debian and
+# Ubuntu, with apt-get), then configures and builds into ./build.
+#   ./setup.sh                 release build in ./build
+#   BUILD_DIR=b CMAKE_ARGS='-DNIBBLE_SANITIZE=ON' ./setup.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+build_dir=${BUILD_DIR:-build}
+build_type=${BUILD_TYPE:-Release}
+
+need_pkgs=()
+have() { command -v "$1" >/dev/null 2>&1; }
+pc() { have pkg-config && pkg-config --exists "$1"; }
+have cmake || need_pkgs+=(cmake)
+{ have cc || have gcc; } || need_pkgs+=(gcc)
+have make || need_pkgs+=(make)
+have pkg-config || need_pkgs+=(pkg-config)
+pc ncursesw || need_pkgs+=(libncurses-dev)
+pc libutf8proc || need_pkgs+=(libutf8proc-dev)
+pc inih || need_pkgs+=(libinih-dev)
+
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  if have apt-get; then
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    echo "setup: installing ${need_pkgs[*]}" >&2
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_pkgs[@]}" >&2
+  else
+    cat >&2 <<MSG
+setup: missing: ${need_pkgs[*]}
+Install a C11 compiler, CMake (3.20 or newer), pkg-config, and the
+development files of ncursesw, utf8proc and inih, then run this again:
+  Fedora:   dnf install gcc cmake pkgconf ncurses-devel utf8proc-devel inih-devel
+  Arch:     pacman -S gcc cmake pkgconf ncurses libutf8proc libinih
+  macOS:    brew install cmake pkg-config ncurses utf8proc inih
+MSG
+    exit 1
+  fi
+fi
+
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" ${CMAKE_ARGS:-} >/dev/null
+cmake --build "$build_dir" -j"$(nproc 2>/dev/null || echo 2)"
+echo "setup: built $build_dir/bin/nibble" >&2

@@ -1,0 +1,249 @@
+/* The nibble binary as a user meets it: golden continuations printed
+ * exactly, and one clear message with exit status 1 for each kind of bad
+ * model file. */
+#include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gguf.h"
+#include "jsonl.h"
+#include "testutil.h"
+
+typedef struct result {
+    int status;
+    char *out, *err;
+    size_t out_len, err_len;
+} result;
+
+static char *slurp_fd(int fd, size_t *len)
+{
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    ssize_t got;
+    while ((got = read(fd, b + n, cap - n - 1)) > 0) {
+        n += (size_t)got;
+        if (n + 1 == cap)
+            b = realloc(b, cap *= 2);
+    }
+    b[n] = 0;
+    *len = n;
+    return b;
+}
+
+/* Run the binary with args (NULL-terminated); stderr goes to a temp file
+ * so that neither pipe can fill up and block. */
+static result run(const char *const *args)
+{
+    result r = {0, NULL, NULL, 0, 0};
+    const char *bin = getenv("NIBBLE_BIN");
+    char errpath[] = "/tmp/nibble-cli-err-XXXXXX";
+    int efd = mkstemp(errpath);
+    int p[2];
+    if (!bin || efd < 0 || pipe(p)) {
+        r.status = -1;
+        r.out = calloc(1, 1);
+        r.err = calloc(1, 1);
+        return r;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(p[1], 1);
+        dup2(efd, 2);
+        close(p[0]);
+        char *argv[64];
+        int n = 0;
+        argv[n++] = (char *)bin;
+        for (int i = 0; args[i] && n < 63; i++)
+            argv[n++] = (char *)args[i];
+        argv[n] = NULL;
+        execv(bin, argv);
+        _exit(127);
+    }
+    close(p[1]);
+    r.out = slurp_fd(p[0], &r.out_len);
+    close(p[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    lseek(efd, 0, SEEK_SET);
+    r.err = slurp_fd(efd, &r.err_len);
+    close(efd);
+    unlink(errpath);
+    return r;
+}
+
+static void done(result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+static char model[4096];
+
+static void check_golden(void)
+{
+    char buf[4096];
+    if (!tu_shared("golden/stories260K-greedy.jsonl", buf))
+        return;
+    char *all = tu_read(buf, NULL);
+    int cases = 0;
+    for (char *line = all; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        char *prompt = js_string(js_find(line, "prompt"), NULL);
+        char *want = js_string(js_find(line, "continuation"), NULL);
+        const char *np = js_find(line, "n_predict");
+        if (prompt && want && np) {
+            char n[16];
+            snprintf(n, sizeof n, "%d", atoi(np));
+            const char *args[] = {"run", "-m", model, "-p", prompt, "-n", n, "--temp", "0", "-t", "1", NULL};
+            result r = run(args);
+            CHECKF(r.status == 0, "run '%s' exited %d: %s", prompt, r.status, r.err);
+            CHECKF(r.out && strcmp(r.out, want) == 0, "prompt '%s':\n got: [%s]\nwant: [%s]", prompt, r.out, want);
+            CHECKF(r.err && strstr(r.err, "tok/s"), "no speed figures on stderr: %s", r.err);
+            done(&r);
+            cases++;
+        }
+        free(prompt);
+        free(want);
+        line = nl ? nl + 1 : NULL;
+    }
+    CHECKF(cases == 6, "%d golden cases", cases);
+    free(all);
+}
+
+/* Without -m the binary finds the embedded model next to itself. */
+static void check_default_model(void)
+{
+    char buf[4096];
+    if (!tu_shared("models/stories260K.greedy256.txt", buf))
+        return;
+    char *txt = tu_read(buf, NULL);
+    char *text = txt;
+    for (int i = 0; i < 3 && text; i++)
+        text = strchr(text, '\n') ? strchr(text, '\n') + 1 : NULL;
+    const char *args[] = {"run", "-n", "256", "--temp", "0", "-q", NULL};
+    result r = run(args);
+    CHECKF(r.status == 0, "default model run exited %d: %s", r.status, r.err);
+    /* the file strips the first piece's leading space and ends with a newline */
+    const char *got = r.out && r.out[0] == ' ' ? r.out + 1 : r.out;
+    size_t wl = text ? strlen(text) : 0;
+    while (wl && text[wl - 1] == '\n')
+        wl--;
+    CHECKF(got && text && strlen(got) == wl && memcmp(got, text, wl) == 0, "greedy 256 from BOS differs:\n%s", got);
+    done(&r);
+    free(txt);
+}
+
+static void expect_fail(const char *what, const char *const *args, int status, const char *needle)
+{
+    result r = run(args);
+    CHECKF(r.status == status, "%s: exit %d, want %d (stderr: %s)", what, r.status, status, r.err);
+    CHECKF(strstr(r.err, needle), "%s: stderr lacks '%s': %s", what, needle, r.err);
+    /* one line, not a cascade */
+    int lines = 0;
+    for (const char *p = r.err; p && *p; p++)
+        lines += *p == '\n';
+    CHECKF(status == 2 || lines == 1, "%s: %d lines on stderr: %s", what, lines, r.err);
+    CHECKF(r.out_len == 0, "%s: printed to stdout: %s", what, r.out);
+    done(&r);
+}
+
+static void write_file(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    fwrite(data, 1, n, f);
+    fclose(f);
+}
+
+static void check_errors(void)
+{
+    char dir[] = "/tmp/nibble-cli-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char missing[256], text[256], arch[256], trunc[256];
+    snprintf(missing, sizeof missing, "%s/none.gguf", dir);
+    snprintf(text, sizeof text, "%s/notes.txt", dir);
+    snprintf(arch, sizeof arch, "%s/mamba.gguf", dir);
+    snprintf(trunc, sizeof trunc, "%s/trunc.gguf", dir);
+    write_file(text, "hello, this is not a model\n", 27);
+    eng_gguf_writer *w = eng_gguf_writer_new();
+    eng_gguf_writer_str(w, "general.architecture", "mamba");
+    float v[32] = {0};
+    uint64_t ne[1] = {32};
+    eng_gguf_writer_tensor(w, "token_embd.weight", 0, 1, ne, v);
+    eng_err e;
+    CHECK(eng_gguf_writer_save(w, arch, &e) == 0);
+    eng_gguf_writer_free(w);
+    size_t n;
+    char *whole = tu_read(model, &n);
+    write_file(trunc, whole, n / 2);
+    free(whole);
+
+    const char *a1[] = {"run", "-m", missing, "-p", "x", NULL};
+    expect_fail("missing file", a1, 1, "no such file");
+    const char *a2[] = {"run", "-m", dir, "-p", "x", NULL};
+    expect_fail("directory", a2, 1, "directory");
+    const char *a3[] = {"run", "-m", text, "-p", "x", NULL};
+    expect_fail("text file", a3, 1, "not a GGUF file");
+    const char *a4[] = {"run", "-m", arch, "-p", "x", NULL};
+    expect_fail("unknown architecture", a4, 1, "unsupported architecture 'mamba'");
+    const char *a5[] = {"run", "-m", trunc, "-p", "x", NULL};
+    expect_fail("truncated file", a5, 1, "past the end of the file");
+    const char *a6[] = {"info", missing, NULL};
+    expect_fail("info of a missing file", a6, 1, "no such file");
+    const char *a7[] = {"run", "--frobnicate", NULL};
+    expect_fail("unknown option", a7, 2, "unknown option");
+    const char *a8[] = {"run", "-m", model, "--kernel", "nosuch", NULL};
+    expect_fail("unknown kernel", a8, 1, "unknown kernel set");
+    const char *a9[] = {"run", "-m", model, "-p", "caf\xc3", NULL};
+    expect_fail("invalid UTF-8 prompt", a9, 1, "not valid UTF-8");
+    const char *a10[] = {"run", "-m", model, "--top-p", "2", NULL};
+    expect_fail("bad sampler value", a10, 2, "top-p");
+    const char *a11[] = {"frobnicate", NULL};
+    expect_fail("unknown command", a11, 2, "unknown command");
+    remove(missing);
+    remove(text);
+    remove(arch);
+    remove(trunc);
+    rmdir(dir);
+}
+
+static void check_tools(void)
+{
+    const char *a1[] = {"tokenize", "-m", model, "-p", "Once upon a time", NULL};
+    result r = run(a1);
+    CHECKF(r.status == 0 && r.out && strcmp(r.out, "1 403 407 261 378\n") == 0, "tokenize: %s%s", r.out, r.err);
+    done(&r);
+    const char *a2[] = {"info", model, NULL};
+    r = run(a2);
+    CHECKF(r.status == 0 && r.out && strstr(r.out, "parameters: 292800") && strstr(r.out, "runnable: yes"),
+           "info: %s%s", r.out, r.err);
+    done(&r);
+    const char *a3[] = {"--help", NULL};
+    r = run(a3);
+    CHECK(r.status == 0 && r.out && strstr(r.out, "usage"));
+    done(&r);
+    const char *a4[] = {"--version", NULL};
+    r = run(a4);
+    CHECK(r.status == 0 && r.out && strncmp(r.out, "nibble ", 7) == 0);
+    done(&r);
+    const char *cmds[] = {"run", "info", "tokenize", "chat"};
+    for (int i = 0; i < 4; i++) {
+        const char *a[] = {cmds[i], "--help", NULL};
+        r = run(a);
+        CHECKF(r.status == 0 && r.out && strstr(r.out, "usage"), "%s --help", cmds[i]);
+        done(&r);
+    }
+}
+
+int main(void)
+{
+    const char *assets = getenv("NIBBLE_ASSETS");
+    snprintf(model, sizeof model, "%s/stories260K.gguf", assets ? assets : "assets");
+    check_tools();
+    check_errors();
+    check_golden();
+    check_default_model();
+    return tu_result("test_cli");
+}
