@@ -1,5 +1,7 @@
-/* The forward pass of llama-style decoders (llama, qwen2): RMSNorm, RoPE,
- * grouped-query attention over a float KV cache, SwiGLU.
+/* The forward pass of the decoder families: pre-norm blocks (RMSNorm, or
+ * LayerNorm with bias for gpt2), RoPE (or learned positions for gpt2),
+ * grouped-query attention over a float KV cache, SwiGLU (or GELU for
+ * gpt2). Head counts and FFN sizes may differ per layer.
  *
  * Tokens run in batches of up to BATCH: every matmul reads each weight row
  * once per batch (dot_batch), so a prompt costs weight bandwidth once per
@@ -19,7 +21,8 @@ struct eng_ctx {
     eng_model *m;
     uint32_t n_ctx, pos;
     eng_pool *pool;
-    float *kc, *vc;        /* [layer][n_ctx][n_kv*head_dim] */
+    float *kc, *vc;        /* per layer l: [n_ctx][n_kv(l)*head_dim] at kv_off[l] */
+    size_t *kv_off;        /* [n_layers] */
     float *x, *xb, *xb2;   /* [BATCH][dim] */
     float *q, *k, *v;      /* [BATCH][n_heads*hd], [BATCH][n_kv*hd] x2 */
     float *att;            /* [BATCH][n_heads*hd] attention output */
@@ -107,6 +110,37 @@ static void rmsnorm(float *out, const float *x, const float *g, uint32_t n, floa
         out[i] = x[i] * s * g[i];
 }
 
+static void layernorm(float *out, const float *x, const float *g, const float *b, uint32_t n, float eps)
+{
+    double sum = 0, ss = 0;
+    for (uint32_t i = 0; i < n; i++)
+        sum += x[i];
+    float mean = (float)(sum / n);
+    for (uint32_t i = 0; i < n; i++)
+        ss += (double)(x[i] - mean) * (x[i] - mean);
+    float s = (float)(1.0 / sqrt(ss / n + eps));
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = (x[i] - mean) * s * g[i] + (b ? b[i] : 0.0f);
+}
+
+/* nt rows of dim: the model's norm kind, with weight g and bias b */
+static void norm_rows(const eng_model *m, float *out, const float *x, uint32_t nt, const float *g, const float *b)
+{
+    uint32_t dim = m->info.dim;
+    for (uint32_t t = 0; t < nt; t++) {
+        if (m->norm == ENG_NORM_LAYER)
+            layernorm(out + (size_t)t * dim, x + (size_t)t * dim, g, b, dim, m->info.norm_eps);
+        else
+            rmsnorm(out + (size_t)t * dim, x + (size_t)t * dim, g, dim, m->info.norm_eps);
+    }
+}
+
+/* GELU, tanh form (as GPT-2 was trained with) */
+static inline float gelu(float x)
+{
+    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
 /* Rotate the first rope_dims dims of each of nh heads of size hd. */
 static void rope(float *v, uint32_t nh, uint32_t hd, uint32_t rd, int neox, const float *cs, const float *sn)
 {
@@ -133,12 +167,12 @@ static void att_worker(void *arg, int ith, int nth)
 {
     const att_job *j = arg;
     eng_ctx *c = j->c;
-    const eng_model_info *in = &c->m->info;
-    uint32_t hd = in->head_dim, nh = in->n_heads, nkvd = in->n_kv_heads * hd, grp = nh / in->n_kv_heads;
+    const eng_layer *L = &c->m->layers[j->layer];
+    uint32_t hd = c->m->info.head_dim, nh = L->n_heads, nkvd = L->n_kv_heads * hd, grp = nh / L->n_kv_heads;
     float *sc = c->scores + (size_t)ith * c->n_ctx;
     float scale = 1.0f / sqrtf((float)hd);
-    const float *kbase = c->kc + (size_t)j->layer * c->n_ctx * nkvd;
-    const float *vbase = c->vc + (size_t)j->layer * c->n_ctx * nkvd;
+    const float *kbase = c->kc + c->kv_off[j->layer];
+    const float *vbase = c->vc + c->kv_off[j->layer];
     for (uint32_t task = (uint32_t)ith; task < j->nt * nh; task += (uint32_t)nth) {
         uint32_t t = task / nh, h = task % nh, g = h / grp, last = j->pos + t;
         const float *q = c->q + (size_t)t * nh * hd + (size_t)h * hd;
@@ -176,14 +210,95 @@ static void add_bias(float *y, const float *b, uint32_t nt, uint32_t n)
             y[(size_t)t * n + i] += b[i];
 }
 
+/* Per-head RMSNorm of nh heads of hd values (qwen3's q and k norms). */
+static void head_norm(float *v, uint32_t nt, uint32_t nh, uint32_t hd, const float *g, float eps)
+{
+    if (!g)
+        return;
+    for (uint32_t i = 0; i < nt * nh; i++)
+        rmsnorm(v + (size_t)i * hd, v + (size_t)i * hd, g, hd, eps);
+}
+
+static void add_rows(float *x, const float *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] += y[i];
+}
+
+static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
+{
+    const eng_model *m = c->m;
+    const eng_model_info *in = &m->info;
+    const eng_layer *L = &m->layers[l];
+    uint32_t dim = in->dim, hd = in->head_dim, nq = L->n_heads * hd, nkvd = L->n_kv_heads * hd;
+    uint32_t half = in->rope_dims / 2;
+    norm_rows(m, c->xb, c->x, nt, L->attn_norm, L->attn_norm_b);
+    const eng_weight *qkv[3] = {&L->wq, &L->wk, &L->wv};
+    float *qkv_out[3] = {c->q, c->k, c->v};
+    matmul(c, c->xb, nt, 3, qkv, qkv_out);
+    add_bias(c->q, L->bq, nt, nq);
+    add_bias(c->k, L->bk, nt, nkvd);
+    add_bias(c->v, L->bv, nt, nkvd);
+    head_norm(c->q, nt, L->n_heads, hd, L->q_norm, in->norm_eps);
+    head_norm(c->k, nt, L->n_kv_heads, hd, L->k_norm, in->norm_eps);
+    for (uint32_t t = 0; t < nt; t++) {
+        if (half) {
+            const float *cs = c->rcos + t * half, *sn = c->rsin + t * half;
+            rope(c->q + (size_t)t * nq, L->n_heads, hd, in->rope_dims, in->rope_neox, cs, sn);
+            rope(c->k + (size_t)t * nkvd, L->n_kv_heads, hd, in->rope_dims, in->rope_neox, cs, sn);
+        }
+        size_t at = c->kv_off[l] + (size_t)(c->pos + t) * nkvd;
+        memcpy(c->kc + at, c->k + (size_t)t * nkvd, nkvd * sizeof(float));
+        memcpy(c->vc + at, c->v + (size_t)t * nkvd, nkvd * sizeof(float));
+    }
+    att_job aj = {c, l, nt, c->pos};
+    eng_pool_run(c->pool, att_worker, &aj);
+    matmul1(c, c->att, nt, &L->wo, c->xb2);
+    add_bias(c->xb2, L->bo, nt, dim);
+    add_rows(c->x, c->xb2, (size_t)nt * dim);
+}
+
+static void ffn_block(eng_ctx *c, uint32_t l, uint32_t nt)
+{
+    const eng_model *m = c->m;
+    const eng_layer *L = &m->layers[l];
+    uint32_t dim = m->info.dim, ffn = L->ffn;
+    size_t n = (size_t)nt * ffn;
+    norm_rows(m, c->xb, c->x, nt, L->ffn_norm, L->ffn_norm_b);
+    if (m->ffn_kind == ENG_FFN_GELU) {
+        matmul1(c, c->xb, nt, &L->w_up, c->hb);
+        add_bias(c->hb, L->b_up, nt, ffn);
+        for (size_t i = 0; i < n; i++)
+            c->hb[i] = gelu(c->hb[i]);
+    } else {
+        const eng_weight *gu[2] = {&L->w_gate, &L->w_up};
+        float *gu_out[2] = {c->hb, c->hb2};
+        matmul(c, c->xb, nt, 2, gu, gu_out);
+        for (size_t i = 0; i < n; i++) {
+            float g = c->hb[i];
+            c->hb[i] = g / (1.0f + expf(-g)) * c->hb2[i];
+        }
+    }
+    matmul1(c, c->hb, nt, &L->w_down, c->xb2);
+    add_bias(c->xb2, L->b_down, nt, dim);
+    add_rows(c->x, c->xb2, (size_t)nt * dim);
+}
+
 static void forward_batch(eng_ctx *c, const int32_t *tok, uint32_t nt)
 {
     eng_model *m = c->m;
     const eng_model_info *in = &m->info;
-    uint32_t dim = in->dim, hd = in->head_dim, nq = in->n_heads * hd, nkvd = in->n_kv_heads * hd, ffn = in->ffn;
+    uint32_t dim = in->dim;
     const simd_traits *et = simd_type_traits(m->tok_embd.type);
     for (uint32_t t = 0; t < nt; t++)
         et->dequant((const char *)m->tok_embd.data + (size_t)tok[t] * m->tok_embd.row_bytes, c->x + (size_t)t * dim, dim);
+    if (m->pos_embd.data) {
+        const simd_traits *pt = simd_type_traits(m->pos_embd.type);
+        for (uint32_t t = 0; t < nt; t++) {
+            pt->dequant((const char *)m->pos_embd.data + (size_t)(c->pos + t) * m->pos_embd.row_bytes, c->xb, dim);
+            add_rows(c->x + (size_t)t * dim, c->xb, dim);
+        }
+    }
     uint32_t half = in->rope_dims / 2;
     for (uint32_t t = 0; t < nt; t++)
         for (uint32_t i = 0; i < half; i++) {
@@ -192,51 +307,19 @@ static void forward_batch(eng_ctx *c, const int32_t *tok, uint32_t nt)
             c->rsin[t * half + i] = (float)sin(th);
         }
     for (uint32_t l = 0; l < in->n_layers; l++) {
-        const eng_layer *L = &m->layers[l];
-        for (uint32_t t = 0; t < nt; t++)
-            rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, L->attn_norm, dim, in->norm_eps);
-        const eng_weight *qkv[3] = {&L->wq, &L->wk, &L->wv};
-        float *qkv_out[3] = {c->q, c->k, c->v};
-        matmul(c, c->xb, nt, 3, qkv, qkv_out);
-        add_bias(c->q, L->bq, nt, nq);
-        add_bias(c->k, L->bk, nt, nkvd);
-        add_bias(c->v, L->bv, nt, nkvd);
-        for (uint32_t t = 0; t < nt; t++) {
-            rope(c->q + (size_t)t * nq, in->n_heads, hd, in->rope_dims, in->rope_neox, c->rcos + t * half, c->rsin + t * half);
-            rope(c->k + (size_t)t * nkvd, in->n_kv_heads, hd, in->rope_dims, in->rope_neox, c->rcos + t * half,
-                 c->rsin + t * half);
-            size_t at = ((size_t)l * c->n_ctx + c->pos + t) * nkvd;
-            memcpy(c->kc + at, c->k + (size_t)t * nkvd, nkvd * sizeof(float));
-            memcpy(c->vc + at, c->v + (size_t)t * nkvd, nkvd * sizeof(float));
-        }
-        att_job aj = {c, l, nt, c->pos};
-        eng_pool_run(c->pool, att_worker, &aj);
-        matmul1(c, c->att, nt, &L->wo, c->xb2);
-        for (size_t i = 0; i < (size_t)nt * dim; i++)
-            c->x[i] += c->xb2[i];
-        for (uint32_t t = 0; t < nt; t++)
-            rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, L->ffn_norm, dim, in->norm_eps);
-        const eng_weight *gu[2] = {&L->w_gate, &L->w_up};
-        float *gu_out[2] = {c->hb, c->hb2};
-        matmul(c, c->xb, nt, 2, gu, gu_out);
-        for (size_t i = 0; i < (size_t)nt * ffn; i++) {
-            float g = c->hb[i];
-            c->hb[i] = g / (1.0f + expf(-g)) * c->hb2[i];
-        }
-        matmul1(c, c->hb, nt, &L->w_down, c->xb2);
-        for (size_t i = 0; i < (size_t)nt * dim; i++)
-            c->x[i] += c->xb2[i];
+        if (m->layers[l].n_heads)
+            attention_block(c, l, nt);
+        if (m->layers[l].ffn)
+            ffn_block(c, l, nt);
     }
 }
 
 /* Logits of batch rows [first, first+count) into out (count x n_vocab). */
 static void logits_rows(eng_ctx *c, uint32_t first, uint32_t count, float *out)
 {
-    const eng_model_info *in = &c->m->info;
-    for (uint32_t t = 0; t < count; t++)
-        rmsnorm(c->xb + (size_t)t * in->dim, c->x + (size_t)(first + t) * in->dim, c->m->out_norm, in->dim,
-                in->norm_eps);
-    matmul1(c, c->xb, count, &c->m->output, out);
+    const eng_model *m = c->m;
+    norm_rows(m, c->xb, c->x + (size_t)first * m->info.dim, count, m->out_norm, m->out_norm_b);
+    matmul1(c, c->xb, count, &m->output, out);
 }
 
 int eng_ctx_eval(eng_ctx *c, const int32_t *tokens, uint32_t n, float *logits, int all_logits,
@@ -306,6 +389,9 @@ int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_
     const eng_model_info *in = &m->info;
     if (n_ctx == 0)
         n_ctx = in->ctx_train < 4096 ? in->ctx_train : 4096;
+    if (m->pos_embd.data && n_ctx > in->ctx_train)
+        return eng_errf(e, ENG_EINVAL, "context size %u is larger than this model's %u learned positions", n_ctx,
+                        in->ctx_train);
     if (n_ctx == 0 || n_ctx > (1u << 20))
         return eng_errf(e, ENG_EINVAL, "context size %u is outside 1..%u", n_ctx, 1u << 20);
     eng_ctx *c = calloc(1, sizeof *c);
@@ -313,13 +399,18 @@ int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_
         return eng_errf(e, ENG_ENOMEM, "out of memory");
     c->m = m;
     c->n_ctx = n_ctx;
-    size_t hd = in->head_dim, nq = in->n_heads * hd, nkvd = in->n_kv_heads * hd, dim = in->dim;
+    size_t nq = m->max_q, nkvd = m->max_kv, dim = in->dim, ffn = m->max_ffn ? m->max_ffn : 1;
     size_t maxc = dim > nq ? dim : nq;
-    if (in->ffn > maxc)
-        maxc = in->ffn;
-    size_t kv = (size_t)in->n_layers * n_ctx * nkvd;
-    c->kc = malloc(kv * sizeof(float));
-    c->vc = malloc(kv * sizeof(float));
+    if (ffn > maxc)
+        maxc = ffn;
+    size_t kv = m->kv_floats * n_ctx;
+    c->kv_off = malloc(in->n_layers * sizeof *c->kv_off);
+    for (uint32_t l = 0, off = 0; c->kv_off && l < in->n_layers; l++) {
+        c->kv_off[l] = (size_t)off * n_ctx;
+        off += m->layers[l].n_kv_heads * in->head_dim;
+    }
+    c->kc = malloc(kv * sizeof(float) + 1);
+    c->vc = malloc(kv * sizeof(float) + 1);
     c->x = malloc(BATCH * dim * sizeof(float));
     c->xb = malloc(BATCH * maxc * sizeof(float));
     c->xb2 = malloc(BATCH * dim * sizeof(float));
@@ -327,20 +418,23 @@ int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_
     c->k = malloc(BATCH * nkvd * sizeof(float));
     c->v = malloc(BATCH * nkvd * sizeof(float));
     c->att = malloc(BATCH * nq * sizeof(float));
-    c->hb = malloc(BATCH * in->ffn * sizeof(float));
-    c->hb2 = malloc(BATCH * in->ffn * sizeof(float));
+    c->hb = malloc(BATCH * ffn * sizeof(float));
+    c->hb2 = malloc(BATCH * ffn * sizeof(float));
     c->act = malloc(BATCH * simd_act_row_bytes(SIMD_ACT_Q8, (maxc + SIMD_QK - 1) / SIMD_QK * SIMD_QK) + 64);
-    c->inv_freq = malloc((in->rope_dims / 2) * sizeof(double));
-    c->rcos = malloc(BATCH * (in->rope_dims / 2) * sizeof(float));
-    c->rsin = malloc(BATCH * (in->rope_dims / 2) * sizeof(float));
+    c->inv_freq = malloc((in->rope_dims / 2 + 1) * sizeof(double));
+    c->rcos = malloc(BATCH * (in->rope_dims / 2 + 1) * sizeof(float));
+    c->rsin = malloc(BATCH * (in->rope_dims / 2 + 1) * sizeof(float));
     if (!c->kc || !c->vc || !c->x || !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->att || !c->hb || !c->hb2 ||
-        !c->act || !c->inv_freq || !c->rcos || !c->rsin) {
+        !c->act || !c->inv_freq || !c->rcos || !c->rsin || !c->kv_off) {
         eng_ctx_free(c);
         return eng_errf(e, ENG_ENOMEM, "out of memory for a context of %u tokens (KV cache %.1f MB)", n_ctx,
                         2.0 * kv * sizeof(float) / 1e6);
     }
-    for (uint32_t i = 0; i < in->rope_dims / 2; i++)
+    for (uint32_t i = 0; i < in->rope_dims / 2; i++) {
         c->inv_freq[i] = pow((double)in->rope_base, -2.0 * i / in->rope_dims);
+        if (m->rope_freqs)
+            c->inv_freq[i] /= m->rope_freqs[i];
+    }
     if (eng_ctx_set_threads(c, n_threads)) {
         eng_ctx_free(c);
         return eng_errf(e, ENG_ENOMEM, "cannot start %d worker threads", n_threads);
@@ -356,7 +450,7 @@ void eng_ctx_free(eng_ctx *c)
     eng_pool_free(c->pool);
     free(c->kc); free(c->vc); free(c->x); free(c->xb); free(c->xb2);
     free(c->q); free(c->k); free(c->v); free(c->att); free(c->hb); free(c->hb2);
-    free(c->scores); free(c->act); free(c->inv_freq); free(c->rcos); free(c->rsin);
+    free(c->scores); free(c->act); free(c->inv_freq); free(c->rcos); free(c->rsin); free(c->kv_off);
     free(c);
 }
 

@@ -1,6 +1,7 @@
 /* Loading: map the GGUF, read the hyper-parameters for the architecture,
  * find every tensor and check its shape and type before the forward pass
- * may touch it. */
+ * may touch it. Tensor names and metadata keys are llama.cpp's, so files
+ * converted for it load here. */
 #include "model_internal.h"
 
 #include <math.h>
@@ -8,14 +9,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Architectures this version runs, and how their RoPE pairs dimensions. */
-static const struct {
+/* What differs between the decoder families this version runs. */
+typedef struct arch_desc {
     const char *name;
-    int neox;
-} archs[] = {
-    {"llama", 0},
-    {"qwen2", 1},
+    int neox;          /* RoPE pairs dims (i, i+n/2) instead of (2i, 2i+1) */
+    enum eng_norm norm;
+    enum eng_ffn ffn;
+    int learned_pos;   /* position embeddings instead of RoPE (gpt2) */
+    int qk_norm;       /* per-head RMSNorm of q and k (qwen3) */
+} arch_desc;
+
+static const arch_desc archs[] = {
+    {"llama", 0, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 0},
+    {"qwen2", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 0},
+    {"qwen3", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 1},
+    {"phi3", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 0},
+    {"gpt2", 0, ENG_NORM_LAYER, ENG_FFN_GELU, 1, 0},
 };
+#define N_ARCHS (sizeof archs / sizeof archs[0])
 
 /* Upper bounds that keep a hostile header from asking for absurd buffers. */
 #define MAX_DIM 65536u
@@ -23,6 +34,7 @@ static const struct {
 #define MAX_HEADS 1024u
 #define MAX_FFN (1u << 20)
 #define MAX_VOCAB (1u << 24)
+#define MAX_CTX (1u << 24)
 
 static int own(eng_model *m, void *p)
 {
@@ -56,16 +68,59 @@ static int hp_f32(const eng_gguf *g, const char *arch, const char *key, float *o
     return r < 0 ? r : 0;
 }
 
+/* A per-layer hyper-parameter: one number for all layers, or an array of
+ * n_layers integers (pruned models). Each value within lo..hi. */
+static int hp_layers(const eng_gguf *g, const char *arch, const char *key, uint32_t n_layers, uint32_t *out,
+                     int required, uint32_t dflt, uint32_t lo, uint32_t hi, eng_err *e)
+{
+    char full[128];
+    snprintf(full, sizeof full, "%s.%s", arch, key);
+    int64_t idx = eng_gguf_find(g, full);
+    if (idx >= 0 && eng_gguf_kv_type(g, (uint64_t)idx) == GGUF_ARRAY) {
+        enum eng_gguf_vtype t;
+        uint64_t n;
+        const void *data;
+        int r = eng_gguf_get_arr(g, full, -1, &t, &n, &data, e);
+        if (r)
+            return r < 0 ? r : ENG_EFORMAT;
+        if (t == GGUF_STRING || t == GGUF_F32 || t == GGUF_F64 || t == GGUF_BOOL)
+            return eng_errf(e, ENG_EFORMAT, "metadata key '%s': expected integers, got an array of %s", full,
+                            eng_gguf_vtype_name(t));
+        if (n != n_layers)
+            return eng_errf(e, ENG_EFORMAT, "metadata key '%s': %llu values for %u layers", full,
+                            (unsigned long long)n, n_layers);
+        for (uint32_t l = 0; l < n_layers; l++) {
+            int64_t v = eng_gguf_arr_i64(t, data, l);
+            if (v < lo || v > hi)
+                return eng_errf(e, ENG_EFORMAT, "metadata key '%s': layer %u value %lld is outside %u..%u", full, l,
+                                (long long)v, lo, hi);
+            out[l] = (uint32_t)v;
+        }
+        return 0;
+    }
+    uint32_t v = dflt;
+    int r = hp_u32(g, arch, key, &v, required, e);
+    if (r)
+        return r;
+    if (v < lo || v > hi)
+        return eng_errf(e, ENG_EFORMAT, "metadata key '%s': %u is outside %u..%u", full, v, lo, hi);
+    for (uint32_t l = 0; l < n_layers; l++)
+        out[l] = v;
+    return 0;
+}
+
+static const eng_gguf_tensor *find(const eng_model *m, const char *name) { return eng_gguf_tensor_find(m->gguf, name); }
+
 /* A 1-D vector of n floats: used in place if F32, else converted once. */
 static int get_vec(eng_model *m, const char *name, uint32_t n, int optional, const float **out, eng_err *e)
 {
-    const eng_gguf_tensor *t = eng_gguf_tensor_find(m->gguf, name);
+    const eng_gguf_tensor *t = find(m, name);
     *out = NULL;
     if (!t)
         return optional ? 0 : eng_errf(e, ENG_EFORMAT, "missing tensor '%s'", name);
     if (t->n_dims != 1 || t->ne[0] != n)
-        return eng_errf(e, ENG_EFORMAT, "tensor '%s' has %u dims [%llu], expected [%u]", name, t->n_dims,
-                        (unsigned long long)t->ne[0], n);
+        return eng_errf(e, ENG_EFORMAT, "tensor '%s' has %u dims [%llu%s], expected [%u]", name, t->n_dims,
+                        (unsigned long long)t->ne[0], t->n_dims > 1 ? ", ..." : "", n);
     const simd_traits *tr = simd_type_traits(t->type);
     if (t->type == SIMD_F32 && ((uintptr_t)t->data % sizeof(float)) == 0) {
         *out = t->data;
@@ -81,95 +136,74 @@ static int get_vec(eng_model *m, const char *name, uint32_t n, int optional, con
     return own(m, v);
 }
 
-/* A matrix of rows x cols. Types without a dot kernel are refused here,
- * at load, naming the tensor and type. */
-static int get_mat(eng_model *m, const char *name, uint32_t cols, uint32_t rows, int optional, eng_weight *w,
-                   eng_err *e)
+/* Rows [first, first+rows) of a matrix tensor of `total` rows of `cols`.
+ * Types without a dot kernel are refused here, at load, naming the tensor
+ * and type. */
+static int get_mat_rows(eng_model *m, const char *name, uint32_t cols, uint32_t total, uint32_t first, uint32_t rows,
+                        int optional, eng_weight *w, eng_err *e)
 {
-    const eng_gguf_tensor *t = eng_gguf_tensor_find(m->gguf, name);
+    const eng_gguf_tensor *t = find(m, name);
     memset(w, 0, sizeof *w);
     if (!t)
         return optional ? 0 : eng_errf(e, ENG_EFORMAT, "missing tensor '%s'", name);
-    if (t->n_dims != 2 || t->ne[0] != cols || t->ne[1] != rows)
+    if (t->n_dims != 2 || t->ne[0] != cols || t->ne[1] != total)
         return eng_errf(e, ENG_EFORMAT, "tensor '%s' has shape [%llu, %llu%s], expected [%u, %u]", name,
                         (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], t->n_dims > 2 ? ", ..." : "",
-                        cols, rows);
+                        cols, total);
     const simd_traits *tr = simd_type_traits(t->type);
     if (!tr->dot || !tr->dequant)
         return eng_errf(e, ENG_EUNSUP, "tensor '%s': weight type %s is not supported yet", name, tr->name);
-    w->data = t->data;
     w->type = t->type;
     w->rows = rows;
     w->cols = cols;
     w->row_bytes = simd_row_bytes(t->type, cols);
+    w->data = (const char *)t->data + (size_t)first * w->row_bytes;
     w->act = tr->act;
     return 0;
 }
 
-static int load_arch(eng_model *m, eng_err *e)
+static int get_mat(eng_model *m, const char *name, uint32_t cols, uint32_t rows, int optional, eng_weight *w,
+                   eng_err *e)
+{
+    return get_mat_rows(m, name, cols, rows, 0, rows, optional, w, e);
+}
+
+static const arch_desc *load_arch(eng_model *m, eng_err *e)
 {
     const eng_gguf *g = m->gguf;
     eng_model_info *in = &m->info;
     eng_str s;
     int r = eng_gguf_get_str(g, "general.architecture", &s, e);
     if (r < 0)
-        return r;
-    if (r == 1)
-        return eng_errf(e, ENG_EFORMAT, "missing metadata key 'general.architecture'");
-    if (s.len == 0 || s.len >= sizeof in->arch)
-        return eng_errf(e, ENG_EUNSUP, "unsupported architecture (name of %llu bytes)", (unsigned long long)s.len);
-    memcpy(in->arch, s.ptr, s.len);
-    in->arch[s.len] = 0;
-    for (size_t i = 0; i < s.len; i++)
+        return NULL;
+    if (r == 1) {
+        eng_errf(e, ENG_EFORMAT, "missing metadata key 'general.architecture'");
+        return NULL;
+    }
+    size_t n = s.len < sizeof in->arch - 1 ? (size_t)s.len : sizeof in->arch - 1;
+    memcpy(in->arch, s.ptr, n);
+    in->arch[n] = 0;
+    for (size_t i = 0; i < n; i++)
         if (in->arch[i] < 32 || in->arch[i] > 126)
             in->arch[i] = '?';
-    size_t a;
-    for (a = 0; a < sizeof archs / sizeof archs[0]; a++)
-        if (strcmp(archs[a].name, in->arch) == 0)
-            break;
-    if (a == sizeof archs / sizeof archs[0])
-        return eng_errf(e, ENG_EUNSUP, "unsupported architecture '%s' (this version runs llama and qwen2)", in->arch);
-    in->rope_neox = archs[a].neox;
-    return 0;
+    for (size_t a = 0; a < N_ARCHS; a++)
+        if (s.len == strlen(archs[a].name) && memcmp(archs[a].name, s.ptr, s.len) == 0)
+            return &archs[a];
+    eng_errf(e, ENG_EUNSUP, "unsupported architecture '%s' (this version runs llama, qwen2, qwen3, phi3 and gpt2)",
+             in->arch);
+    return NULL;
 }
 
-static int load_hparams(eng_model *m, eng_err *e)
+static int load_rope(eng_model *m, const arch_desc *ad, eng_err *e)
 {
     const eng_gguf *g = m->gguf;
     eng_model_info *in = &m->info;
     const char *ar = in->arch;
     int r;
-    if ((r = hp_u32(g, ar, "embedding_length", &in->dim, 1, e)) ||
-        (r = hp_u32(g, ar, "block_count", &in->n_layers, 1, e)) ||
-        (r = hp_u32(g, ar, "feed_forward_length", &in->ffn, 1, e)) ||
-        (r = hp_u32(g, ar, "attention.head_count", &in->n_heads, 1, e)))
-        return r;
-    in->n_kv_heads = in->n_heads;
-    in->ctx_train = 2048;
-    if ((r = hp_u32(g, ar, "attention.head_count_kv", &in->n_kv_heads, 0, e)) ||
-        (r = hp_u32(g, ar, "context_length", &in->ctx_train, 0, e)))
-        return r;
-    if (in->dim == 0 || in->dim > MAX_DIM)
-        return eng_errf(e, ENG_EFORMAT, "%s.embedding_length %u is outside 1..%u", ar, in->dim, MAX_DIM);
-    if (in->n_layers == 0 || in->n_layers > MAX_LAYERS)
-        return eng_errf(e, ENG_EFORMAT, "%s.block_count %u is outside 1..%u", ar, in->n_layers, MAX_LAYERS);
-    if (in->ffn == 0 || in->ffn > MAX_FFN)
-        return eng_errf(e, ENG_EFORMAT, "%s.feed_forward_length %u is outside 1..%u", ar, in->ffn, MAX_FFN);
-    if (in->n_heads == 0 || in->n_heads > MAX_HEADS)
-        return eng_errf(e, ENG_EFORMAT, "%s.attention.head_count %u is outside 1..%u", ar, in->n_heads, MAX_HEADS);
-    if (in->n_kv_heads == 0 || in->n_kv_heads > in->n_heads || in->n_heads % in->n_kv_heads)
-        return eng_errf(e, ENG_EFORMAT, "%s.attention.head_count_kv %u does not divide head_count %u", ar,
-                        in->n_kv_heads, in->n_heads);
-    in->head_dim = in->dim / in->n_heads;
-    if ((r = hp_u32(g, ar, "attention.key_length", &in->head_dim, 0, e)))
-        return r;
-    uint32_t vlen = in->head_dim;
-    if ((r = hp_u32(g, ar, "attention.value_length", &vlen, 0, e)))
-        return r;
-    if (in->head_dim == 0 || in->head_dim > MAX_DIM || in->head_dim % 2 || vlen != in->head_dim)
-        return eng_errf(e, ENG_EFORMAT, "%s: head size %u (value %u) is not supported", ar, in->head_dim, vlen);
-    if ((uint64_t)in->head_dim * in->n_heads > MAX_DIM * 4ull)
-        return eng_errf(e, ENG_EFORMAT, "%s: heads x head size too large", ar);
+    if (ad->learned_pos) {
+        in->rope_dims = 0;
+        return 0;
+    }
     in->rope_dims = in->head_dim;
     if ((r = hp_u32(g, ar, "rope.dimension_count", &in->rope_dims, 0, e)))
         return r;
@@ -178,14 +212,10 @@ static int load_hparams(eng_model *m, eng_err *e)
                         in->rope_dims, in->head_dim);
     in->rope_base = 10000.0f;
     in->rope_scale = 1.0f;
-    in->norm_eps = 1e-5f;
-    if ((r = hp_f32(g, ar, "rope.freq_base", &in->rope_base, e)) ||
-        (r = hp_f32(g, ar, "attention.layer_norm_rms_epsilon", &in->norm_eps, e)))
+    if ((r = hp_f32(g, ar, "rope.freq_base", &in->rope_base, e)))
         return r;
     if (!(in->rope_base > 0))
         return eng_errf(e, ENG_EFORMAT, "%s.rope.freq_base must be positive", ar);
-    if (!(in->norm_eps > 0) || in->norm_eps > 1)
-        return eng_errf(e, ENG_EFORMAT, "%s.attention.layer_norm_rms_epsilon must be in (0, 1]", ar);
     char key[128];
     eng_str st;
     snprintf(key, sizeof key, "%s.rope.scaling.type", ar);
@@ -209,14 +239,154 @@ static int load_hparams(eng_model *m, eng_err *e)
             return eng_errf(e, ENG_EFORMAT, "%s.rope.scaling.factor %g is not a usable factor", ar, factor);
         in->rope_scale = factor;
     }
+    /* Llama 3's frequency factors; Phi-3's short-context factors play the
+     * same part (the long ones only matter past the original context) */
+    const char *ff = find(m, "rope_freqs.weight") ? "rope_freqs.weight" : "rope_factors_short.weight";
+    if ((r = get_vec(m, ff, in->rope_dims / 2, 1, &m->rope_freqs, e)))
+        return r;
+    for (uint32_t i = 0; m->rope_freqs && i < in->rope_dims / 2; i++)
+        if (!(m->rope_freqs[i] > 0) || !isfinite(m->rope_freqs[i]))
+            return eng_errf(e, ENG_EFORMAT, "tensor '%s': factor %u is not a positive number", ff, i);
     return 0;
 }
 
-static int load_tensors(eng_model *m, eng_err *e)
+static int load_hparams(eng_model *m, const arch_desc *ad, uint32_t **heads, uint32_t **kv, uint32_t **ffn, eng_err *e)
+{
+    const eng_gguf *g = m->gguf;
+    eng_model_info *in = &m->info;
+    const char *ar = in->arch;
+    int r;
+    if ((r = hp_u32(g, ar, "embedding_length", &in->dim, 1, e)) || (r = hp_u32(g, ar, "block_count", &in->n_layers, 1, e)))
+        return r;
+    in->ctx_train = 2048;
+    if ((r = hp_u32(g, ar, "context_length", &in->ctx_train, 0, e)))
+        return r;
+    if (in->dim == 0 || in->dim > MAX_DIM)
+        return eng_errf(e, ENG_EFORMAT, "%s.embedding_length %u is outside 1..%u", ar, in->dim, MAX_DIM);
+    if (in->n_layers == 0 || in->n_layers > MAX_LAYERS)
+        return eng_errf(e, ENG_EFORMAT, "%s.block_count %u is outside 1..%u", ar, in->n_layers, MAX_LAYERS);
+    if (in->ctx_train == 0 || in->ctx_train > MAX_CTX)
+        return eng_errf(e, ENG_EFORMAT, "%s.context_length %u is outside 1..%u", ar, in->ctx_train, MAX_CTX);
+    *heads = calloc(in->n_layers, sizeof **heads);
+    *kv = calloc(in->n_layers, sizeof **kv);
+    *ffn = calloc(in->n_layers, sizeof **ffn);
+    if (!*heads || !*kv || !*ffn)
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    if ((r = hp_layers(g, ar, "attention.head_count", in->n_layers, *heads, 1, 0, 0, MAX_HEADS, e)) ||
+        (r = hp_layers(g, ar, "feed_forward_length", in->n_layers, *ffn, 1, 0, 0, MAX_FFN, e)))
+        return r;
+    /* head_count_kv defaults to head_count, layer by layer */
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", ar);
+    int64_t kvi = eng_gguf_find(g, key);
+    if (kvi < 0)
+        memcpy(*kv, *heads, in->n_layers * sizeof **kv);
+    else if ((r = hp_layers(g, ar, "attention.head_count_kv", in->n_layers, *kv, 1, 0, 0, MAX_HEADS, e)))
+        return r;
+    uint32_t max_heads = 0;
+    for (uint32_t l = 0; l < in->n_layers; l++) {
+        uint32_t h = (*heads)[l], k = (*kv)[l];
+        if ((h == 0) != (k == 0) || (h && (k > h || h % k)))
+            return eng_errf(e, ENG_EFORMAT, "layer %u: %u kv heads do not divide %u heads", l, k, h);
+        if (h > max_heads)
+            max_heads = h;
+        if (h != (*heads)[0] || k != (*kv)[0] || (*ffn)[l] != (*ffn)[0])
+            in->per_layer = 1;
+    }
+    if (max_heads == 0)
+        return eng_errf(e, ENG_EFORMAT, "%s.attention.head_count: no layer has attention heads", ar);
+    in->n_heads = (*heads)[0];
+    in->n_kv_heads = (*kv)[0];
+    in->ffn = (*ffn)[0];
+    in->head_dim = in->dim / max_heads;
+    if ((r = hp_u32(g, ar, "attention.key_length", &in->head_dim, 0, e)))
+        return r;
+    uint32_t vlen = in->head_dim;
+    if ((r = hp_u32(g, ar, "attention.value_length", &vlen, 0, e)))
+        return r;
+    if (in->head_dim == 0 || in->head_dim > MAX_DIM || in->head_dim % 2 || vlen != in->head_dim)
+        return eng_errf(e, ENG_EFORMAT, "%s: head size %u (value %u) is not supported", ar, in->head_dim, vlen);
+    if ((uint64_t)in->head_dim * max_heads > MAX_DIM * 4ull)
+        return eng_errf(e, ENG_EFORMAT, "%s: heads x head size too large", ar);
+    in->norm_eps = 1e-5f;
+    if ((r = hp_f32(g, ar, ad->norm == ENG_NORM_RMS ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon",
+                    &in->norm_eps, e)))
+        return r;
+    if (!(in->norm_eps > 0) || in->norm_eps > 1)
+        return eng_errf(e, ENG_EFORMAT, "%s: the norm epsilon must be in (0, 1]", ar);
+    in->rope_neox = ad->neox;
+    return load_rope(m, ad, e);
+}
+
+static int load_layer(eng_model *m, const arch_desc *ad, uint32_t l, eng_err *e)
+{
+    eng_layer *L = &m->layers[l];
+    uint32_t dim = m->info.dim, hd = m->info.head_dim;
+    uint32_t nq = L->n_heads * hd, nkv = L->n_kv_heads * hd, ffn = L->ffn;
+    int bias_norm = m->norm == ENG_NORM_LAYER;
+    char n[96];
+    int r;
+#define NAME(s) (snprintf(n, sizeof n, "blk.%u." s, l), n)
+    if (nq) {
+        if ((r = get_vec(m, NAME("attn_norm.weight"), dim, 0, &L->attn_norm, e)) ||
+            (r = get_vec(m, NAME("attn_norm.bias"), dim, !bias_norm, &L->attn_norm_b, e)) ||
+            (r = get_mat(m, NAME("attn_output.weight"), nq, dim, 0, &L->wo, e)) ||
+            (r = get_vec(m, NAME("attn_output.bias"), dim, 1, &L->bo, e)))
+            return r;
+        if (find(m, NAME("attn_qkv.weight"))) {
+            /* fused: q rows, then k rows, then v rows */
+            uint32_t all = nq + 2 * nkv;
+            const float *b = NULL;
+            if ((r = get_mat_rows(m, n, dim, all, 0, nq, 0, &L->wq, e)) ||
+                (r = get_mat_rows(m, n, dim, all, nq, nkv, 0, &L->wk, e)) ||
+                (r = get_mat_rows(m, n, dim, all, nq + nkv, nkv, 0, &L->wv, e)) ||
+                (r = get_vec(m, NAME("attn_qkv.bias"), all, 1, &b, e)))
+                return r;
+            if (b) {
+                L->bq = b;
+                L->bk = b + nq;
+                L->bv = b + nq + nkv;
+            }
+        } else if ((r = get_mat(m, NAME("attn_q.weight"), dim, nq, 0, &L->wq, e)) ||
+                   (r = get_mat(m, NAME("attn_k.weight"), dim, nkv, 0, &L->wk, e)) ||
+                   (r = get_mat(m, NAME("attn_v.weight"), dim, nkv, 0, &L->wv, e)) ||
+                   (r = get_vec(m, NAME("attn_q.bias"), nq, 1, &L->bq, e)) ||
+                   (r = get_vec(m, NAME("attn_k.bias"), nkv, 1, &L->bk, e)) ||
+                   (r = get_vec(m, NAME("attn_v.bias"), nkv, 1, &L->bv, e)))
+            return r;
+        if (ad->qk_norm && ((r = get_vec(m, NAME("attn_q_norm.weight"), hd, 0, &L->q_norm, e)) ||
+                            (r = get_vec(m, NAME("attn_k_norm.weight"), hd, 0, &L->k_norm, e))))
+            return r;
+    }
+    if (ffn) {
+        if ((r = get_vec(m, NAME("ffn_norm.weight"), dim, 0, &L->ffn_norm, e)) ||
+            (r = get_vec(m, NAME("ffn_norm.bias"), dim, !bias_norm, &L->ffn_norm_b, e)) ||
+            (r = get_mat(m, NAME("ffn_down.weight"), ffn, dim, 0, &L->w_down, e)) ||
+            (r = get_vec(m, NAME("ffn_down.bias"), dim, 1, &L->b_down, e)) ||
+            (r = get_vec(m, NAME("ffn_up.bias"), ffn, 1, &L->b_up, e)))
+            return r;
+        if (ad->ffn == ENG_FFN_GELU) {
+            if ((r = get_mat(m, NAME("ffn_up.weight"), dim, ffn, 0, &L->w_up, e)))
+                return r;
+        } else if (!find(m, NAME("ffn_gate.weight"))) {
+            /* fused gate+up (phi3): gate rows first, then up rows */
+            if ((r = get_mat_rows(m, NAME("ffn_up.weight"), dim, 2 * ffn, 0, ffn, 0, &L->w_gate, e)) ||
+                (r = get_mat_rows(m, n, dim, 2 * ffn, ffn, ffn, 0, &L->w_up, e)))
+                return r;
+        } else if ((r = get_mat(m, NAME("ffn_gate.weight"), dim, ffn, 0, &L->w_gate, e)) ||
+                   (r = get_mat(m, NAME("ffn_up.weight"), dim, ffn, 0, &L->w_up, e)))
+            return r;
+    }
+#undef NAME
+    return 0;
+}
+
+static int load_tensors(eng_model *m, const arch_desc *ad, const uint32_t *heads, const uint32_t *kv,
+                        const uint32_t *ffn, eng_err *e)
 {
     eng_model_info *in = &m->info;
-    uint32_t dim = in->dim, hd = in->head_dim, nq = in->n_heads * hd, nkv = in->n_kv_heads * hd;
-    const eng_gguf_tensor *te = eng_gguf_tensor_find(m->gguf, "token_embd.weight");
+    uint32_t dim = in->dim;
+    const eng_gguf_tensor *te = find(m, "token_embd.weight");
     if (!te)
         return eng_errf(e, ENG_EFORMAT, "missing tensor 'token_embd.weight'");
     if (te->n_dims != 2 || te->ne[0] != dim || te->ne[1] == 0 || te->ne[1] > MAX_VOCAB)
@@ -226,9 +396,10 @@ static int load_tensors(eng_model *m, eng_err *e)
     int r;
     if ((r = get_mat(m, "token_embd.weight", dim, in->n_vocab, 0, &m->tok_embd, e)))
         return r;
-    if (!simd_type_traits(m->tok_embd.type)->dequant)
-        return eng_errf(e, ENG_EUNSUP, "token_embd.weight: type not supported");
+    if (ad->learned_pos && (r = get_mat(m, "position_embd.weight", dim, in->ctx_train, 0, &m->pos_embd, e)))
+        return r;
     if ((r = get_vec(m, "output_norm.weight", dim, 0, &m->out_norm, e)) ||
+        (r = get_vec(m, "output_norm.bias", dim, m->norm != ENG_NORM_LAYER, &m->out_norm_b, e)) ||
         (r = get_mat(m, "output.weight", dim, in->n_vocab, 1, &m->output, e)))
         return r;
     if (!m->output.data) {
@@ -240,24 +411,18 @@ static int load_tensors(eng_model *m, eng_err *e)
         return eng_errf(e, ENG_ENOMEM, "out of memory");
     for (uint32_t l = 0; l < in->n_layers; l++) {
         eng_layer *L = &m->layers[l];
-        char n[96];
-#define NAME(s) (snprintf(n, sizeof n, "blk.%u." s, l), n)
-        if ((r = get_vec(m, NAME("attn_norm.weight"), dim, 0, &L->attn_norm, e)) ||
-            (r = get_vec(m, NAME("ffn_norm.weight"), dim, 0, &L->ffn_norm, e)) ||
-            (r = get_mat(m, NAME("attn_q.weight"), dim, nq, 0, &L->wq, e)) ||
-            (r = get_mat(m, NAME("attn_k.weight"), dim, nkv, 0, &L->wk, e)) ||
-            (r = get_mat(m, NAME("attn_v.weight"), dim, nkv, 0, &L->wv, e)) ||
-            (r = get_mat(m, NAME("attn_output.weight"), nq, dim, 0, &L->wo, e)) ||
-            (r = get_mat(m, NAME("ffn_gate.weight"), dim, in->ffn, 0, &L->w_gate, e)) ||
-            (r = get_mat(m, NAME("ffn_up.weight"), dim, in->ffn, 0, &L->w_up, e)) ||
-            (r = get_mat(m, NAME("ffn_down.weight"), in->ffn, dim, 0, &L->w_down, e)) ||
-            (r = get_vec(m, NAME("attn_q.bias"), nq, 1, &L->bq, e)) ||
-            (r = get_vec(m, NAME("attn_k.bias"), nkv, 1, &L->bk, e)) ||
-            (r = get_vec(m, NAME("attn_v.bias"), nkv, 1, &L->bv, e)))
+        L->n_heads = heads[l];
+        L->n_kv_heads = kv[l];
+        L->ffn = ffn[l];
+        if ((r = load_layer(m, ad, l, e)))
             return r;
-#undef NAME
+        uint32_t q = L->n_heads * in->head_dim, k = L->n_kv_heads * in->head_dim;
+        if (q > m->max_q) m->max_q = q;
+        if (k > m->max_kv) m->max_kv = k;
+        if (L->ffn > m->max_ffn) m->max_ffn = L->ffn;
+        m->kv_floats += k;
     }
-    /* the weight type most parameters have, for display */
+    /* parameter count, and the weight type most parameters have (for display) */
     uint64_t per_type[SIMD_TYPE_COUNT] = {0};
     for (uint64_t i = 0; i < eng_gguf_n_tensors(m->gguf); i++) {
         const eng_gguf_tensor *t = eng_gguf_tensor_at(m->gguf, i);
@@ -273,6 +438,28 @@ static int load_tensors(eng_model *m, eng_err *e)
     return 0;
 }
 
+static int load(eng_model *m, eng_err *e)
+{
+    const arch_desc *ad = load_arch(m, e);
+    if (!ad)
+        return ENG_EUNSUP;
+    m->norm = ad->norm;
+    m->ffn_kind = ad->ffn;
+    uint32_t *heads = NULL, *kv = NULL, *ffn = NULL;
+    int r = load_hparams(m, ad, &heads, &kv, &ffn, e);
+    if (!r)
+        r = load_tensors(m, ad, heads, kv, ffn, e);
+    free(heads);
+    free(kv);
+    free(ffn);
+    if (!r)
+        r = eng_tok_from_gguf(m->gguf, &m->tok, e);
+    if (!r && eng_tok_n_vocab(m->tok) != m->info.n_vocab)
+        r = eng_errf(e, ENG_EFORMAT, "the tokenizer has %u tokens but token_embd.weight has %u rows",
+                     eng_tok_n_vocab(m->tok), m->info.n_vocab);
+    return r;
+}
+
 int eng_model_open(const char *path, eng_model **out, eng_err *e)
 {
     *out = NULL;
@@ -286,12 +473,7 @@ int eng_model_open(const char *path, eng_model **out, eng_err *e)
         return r;
     }
     m->info.file_size = eng_gguf_file_size(m->gguf);
-    if (!(r = load_arch(m, e)) && !(r = load_hparams(m, e)) && !(r = load_tensors(m, e)))
-        r = eng_tok_from_gguf(m->gguf, &m->tok, e);
-    if (!r && eng_tok_n_vocab(m->tok) != m->info.n_vocab)
-        r = eng_errf(e, ENG_EFORMAT, "the tokenizer has %u tokens but token_embd.weight has %u rows",
-                     eng_tok_n_vocab(m->tok), m->info.n_vocab);
-    if (r) {
+    if ((r = load(m, e))) {
         /* name the file once, keeping the reason */
         if (e && strncmp(e->msg, path, strlen(path)) != 0) {
             char tmp[sizeof e->msg];

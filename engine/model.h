@@ -15,6 +15,7 @@ typedef struct eng_model_info {
     char arch[32];         /* general.architecture */
     char name[128];        /* general.name, or the file name */
     uint32_t n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn, ctx_train;
+    int per_layer;         /* head counts or ffn sizes differ between layers (the fields above are layer 0's) */
     uint32_t rope_dims;    /* rotated dimensions per head */
     int rope_neox;         /* 1: NeoX (halves) layout, 0: adjacent pairs */
     float rope_base, rope_scale, norm_eps;

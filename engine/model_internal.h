@@ -7,7 +7,8 @@
 #include "simd.h"
 
 /* A weight matrix of rows x cols (cols = the GGUF ne[0]), used in place
- * from the mapping or from a buffer converted once at load. */
+ * from the mapping. A fused tensor (phi3's qkv, gpt2's qkv, phi3's
+ * gate+up) is seen as several weights over row ranges of one tensor. */
 typedef struct eng_weight {
     const void *data;
     int type;
@@ -16,21 +17,33 @@ typedef struct eng_weight {
     enum simd_act act; /* activation format its dot kernel takes */
 } eng_weight;
 
+enum eng_norm { ENG_NORM_RMS, ENG_NORM_LAYER };
+enum eng_ffn { ENG_FFN_SWIGLU, ENG_FFN_GELU };
+
 typedef struct eng_layer {
-    const float *attn_norm, *ffn_norm; /* dim */
-    const float *bq, *bk, *bv;         /* optional biases (qwen2) */
+    uint32_t n_heads, n_kv_heads, ffn; /* may differ per layer (pruned models) */
+    const float *attn_norm, *attn_norm_b, *ffn_norm, *ffn_norm_b; /* dim */
+    const float *q_norm, *k_norm;      /* head_dim, per-head RMSNorm (qwen3) */
+    const float *bq, *bk, *bv, *bo;    /* optional biases */
+    const float *b_up, *b_down;        /* optional FFN biases (gpt2) */
     eng_weight wq, wk, wv, wo;
-    eng_weight w_gate, w_up, w_down;
+    eng_weight w_gate, w_up, w_down;   /* w_gate unused for GELU */
 } eng_layer;
 
 struct eng_model {
     eng_gguf *gguf;
     eng_model_info info;
+    enum eng_norm norm;
+    enum eng_ffn ffn_kind;
     eng_tok *tok;
     eng_weight tok_embd;   /* n_vocab rows of dim; rows are dequantized on lookup */
+    eng_weight pos_embd;   /* ctx_train rows of dim (gpt2), else data NULL */
     eng_weight output;     /* n_vocab rows of dim */
-    const float *out_norm; /* dim */
+    const float *out_norm, *out_norm_b; /* dim */
+    const float *rope_freqs; /* rope_dims/2 frequency divisors (Llama 3), or NULL */
     eng_layer *layers;
+    uint32_t max_q, max_kv, max_ffn; /* widest layer: n_heads*hd, n_kv*hd, ffn */
+    size_t kv_floats;      /* K (or V) cache floats per position, all layers */
     void **owned;          /* buffers converted at load */
     size_t n_owned;
 };

@@ -7,7 +7,7 @@
 
 /* How long a worker spins on the generation counter before it sleeps: long
  * enough to bridge the gap between two matmuls of one token. */
-#define SPIN_ROUNDS 20000
+#define SPIN_ROUNDS 4000
 
 typedef struct worker {
     struct eng_pool *pool;
