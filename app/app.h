@@ -20,6 +20,7 @@ typedef struct app_opts {
     int pieces;             /* --pieces (tokenize) */
     int cpu;                /* --cpu (info) */
     int quiet;              /* --quiet: no stats on stderr */
+    int print_ids;          /* --ids (run): token ids instead of text */
     int seed_set;
     eng_sampler_params sp;
 } app_opts;
@@ -43,5 +44,9 @@ int isatty_stdout(void);
 int cmd_info(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_chat(int argc, char **argv, int first);
+int cmd_synth(int argc, char **argv);
+int cmd_score(int argc, char **argv);
+/* Weight type id from a name such as "q8_0" (any case), or -1. */
+int app_type_from_name(const char *name);
 
 #endif

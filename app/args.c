@@ -105,6 +105,7 @@ int app_parse(int argc, char **argv, int first, app_opts *o, const char **pos, i
         } else if (!strcmp(a, "--no-bos")) o->no_bos = 1;
         else if (!strcmp(a, "--pieces")) o->pieces = 1;
         else if (!strcmp(a, "--cpu")) o->cpu = 1;
+        else if (!strcmp(a, "--ids")) o->print_ids = 1;
         else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o->quiet = 1;
         else if (a[0] == '-' && a[1]) return bad(cmd, a, "", "unknown option");
         else if (np < maxpos) pos[np++] = a;

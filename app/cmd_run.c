@@ -31,6 +31,7 @@ static const char usage[] =
     "      --repeat-last-n N  how many recent tokens the penalty sees (default 64)\n"
     "  -s, --seed S           random seed (default: from the clock)\n"
     "      --no-bos           do not put BOS before the prompt\n"
+    "      --ids              print the prompt's and the generated token ids, not text\n"
     "  -q, --quiet            no timings on stderr\n";
 
 static double now_s(void)
@@ -117,6 +118,12 @@ int cmd_run(int argc, char **argv)
     }
     double t_prompt = now_s() - t0;
     uint32_t n_prompt = eng_session_pos(s);
+    if (o.print_ids && !status) {
+        printf("prompt:");
+        for (uint32_t i = 0; i < n_prompt; i++)
+            printf(" %d", eng_session_tokens(s)[i]);
+        printf("\ngenerated:");
+    }
     outbuf ob = {{0}, 0};
     int n_gen = 0;
     const char *why = "limit";
@@ -137,14 +144,20 @@ int cmd_run(int argc, char **argv)
             why = "end of text";
             break;
         }
-        char piece[256];
-        size_t n = eng_tok_piece(tk, tok, 0, piece, sizeof piece);
-        out_put(&ob, piece, n < sizeof piece ? n : sizeof piece, 0);
+        if (o.print_ids) {
+            printf(" %d", tok);
+        } else {
+            char piece[256];
+            size_t n = eng_tok_piece(tk, tok, 0, piece, sizeof piece);
+            out_put(&ob, piece, n < sizeof piece ? n : sizeof piece, 0);
+        }
         n_gen++;
     }
     double t_gen = now_s() - t0;
     out_put(&ob, "", 0, 1);
-    if (isatty_stdout())
+    if (o.print_ids && !status)
+        printf("\n");
+    else if (isatty_stdout())
         fputc('\n', stdout);
     if (!o.quiet && !status) {
         const eng_model_info *in = eng_model_get_info(m);

@@ -14,6 +14,8 @@ static const char usage[] =
     "       nibble run [-m MODEL] -p PROMPT [-n N]   print a continuation\n"
     "       nibble info MODEL | --cpu                what a model file holds; CPU features\n"
     "       nibble tokenize [-m MODEL] -p TEXT       token ids of a text\n"
+    "       nibble synth --shape NAME OUT.gguf       a random model of a real shape\n"
+    "       nibble score [-m MODEL] --ids \"1 2 3\"     teacher-forced top-1 per position\n"
     "       nibble --version | --help\n"
     "\n"
     "Without -m the embedded default model (stories260K, a tiny story teller)\n"
@@ -36,6 +38,10 @@ int main(int argc, char **argv)
         return cmd_info(argc, argv);
     if (!strcmp(cmd, "tokenize"))
         return cmd_tokenize(argc, argv);
+    if (!strcmp(cmd, "synth"))
+        return cmd_synth(argc, argv);
+    if (!strcmp(cmd, "score"))
+        return cmd_score(argc, argv);
     if (!strcmp(cmd, "chat"))
         return cmd_chat(argc, argv, 2);
     if (cmd[0] == '-' || cmd[0] == 0)

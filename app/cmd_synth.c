@@ -1,0 +1,87 @@
+/* nibble synth: a model of a real model's shape with seeded random
+ * weights, for benchmarks and cross-checks against llama.cpp. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "simd.h"
+#include "synth.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: nibble synth --shape NAME [--type TYPE] [--arch ARCH] [--seed S] OUT.gguf\n"
+               "       nibble synth --list\n"
+               "\n"
+               "Write a GGUF model of a real model's shape with seeded random weights\n"
+               "(llama.cpp loads it too). TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1\n"
+               "(default q8_0); matrices whose rows do not fit the type's block are f16.\n"
+               "ARCH overrides the shape's architecture: llama qwen2 qwen3 phi3 gpt2.\n"
+               "\nshapes:\n");
+    for (const eng_synth_shape *s = eng_synth_shapes(); s->name; s++)
+        fprintf(f, "  %-10s %-6s dim %4u, %2u layers, %2u/%-2u heads, ffn %4u, vocab %6u  (%s)\n", s->name, s->arch,
+                s->dim, s->n_layers, s->n_heads, s->n_kv_heads, s->ffn, s->n_vocab, s->about);
+}
+
+/* Type id from a name like "q8_0" (case-insensitive), or -1. */
+int app_type_from_name(const char *name)
+{
+    char low[16];
+    size_t i = 0;
+    for (; name[i] && i + 1 < sizeof low; i++)
+        low[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
+    low[i] = 0;
+    for (int t = 0; t < SIMD_TYPE_COUNT; t++) {
+        const simd_traits *tr = simd_type_traits(t);
+        if (tr && !strcmp(tr->name, low))
+            return t;
+    }
+    return -1;
+}
+
+int cmd_synth(int argc, char **argv)
+{
+    const char *shape = NULL, *out = NULL, *type = "q8_0";
+    eng_synth_opts o = {NULL, 0, 1, 1};
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "--list")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--shape") && v) { shape = v; i++; }
+        else if (!strcmp(a, "--type") && v) { type = v; i++; }
+        else if (!strcmp(a, "--arch") && v) { o.arch = v; i++; }
+        else if (!strcmp(a, "--seed") && v) { o.seed = strtoull(v, NULL, 10); i++; }
+        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o.verbose = 0;
+        else if (a[0] == '-') {
+            fprintf(stderr, "nibble synth: unknown option or missing value: %s (see --help)\n", a);
+            return 2;
+        } else if (!out) out = a;
+        else {
+            fprintf(stderr, "nibble synth: unexpected argument %s\n", a);
+            return 2;
+        }
+    }
+    if (!shape || !out) {
+        usage(stderr);
+        return 2;
+    }
+    const eng_synth_shape *s = eng_synth_find(shape);
+    if (!s) {
+        fprintf(stderr, "nibble synth: unknown shape '%s' (see --list)\n", shape);
+        return 2;
+    }
+    o.type = app_type_from_name(type);
+    const simd_traits *tr = o.type >= 0 ? simd_type_traits(o.type) : NULL;
+    if (!tr || !tr->quant) {
+        fprintf(stderr, "nibble synth: cannot write type '%s'\n", type);
+        return 2;
+    }
+    eng_err e;
+    if (eng_synth_write(s, &o, out, &e)) {
+        fprintf(stderr, "nibble synth: %s\n", e.msg);
+        return 1;
+    }
+    fprintf(stderr, "nibble synth: wrote %s (%s, %s)\n", out, o.arch ? o.arch : s->arch, tr->name);
+    return 0;
+}

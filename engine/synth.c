@@ -1,0 +1,275 @@
+#include "synth.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf.h"
+#include "simd.h"
+
+static const eng_synth_shape shapes[] = {
+    {"stories", "llama", 64, 5, 8, 4, 172, 512, 8, 2048, 10000.0f, 1, "the embedded stories260K model's shape"},
+    {"smol135", "llama", 576, 30, 9, 3, 1536, 49152, 64, 2048, 10000.0f, 1, "SmolLM2-135M"},
+    {"qwen05", "qwen2", 896, 24, 14, 2, 4864, 151936, 64, 4096, 1000000.0f, 1, "Qwen2.5-0.5B"},
+    {"llama1b", "llama", 2048, 16, 32, 8, 8192, 128256, 64, 4096, 500000.0f, 1, "Llama-3.2-1B"},
+    {"qwen3-06", "qwen3", 1024, 28, 16, 8, 3072, 151936, 128, 4096, 1000000.0f, 1, "Qwen3-0.6B"},
+    {"phi3-mini", "phi3", 3072, 32, 32, 32, 8192, 32064, 96, 4096, 10000.0f, 0, "Phi-3-mini-4k"},
+    {"gpt2", "gpt2", 768, 12, 12, 12, 3072, 50257, 64, 1024, 0.0f, 1, "GPT-2 124M"},
+    {"tiny", "llama", 128, 2, 4, 2, 256, 384, 32, 512, 10000.0f, 0, "a tiny model for cross-checks"},
+    {NULL, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0.0f, 0, NULL},
+};
+
+const eng_synth_shape *eng_synth_shapes(void) { return shapes; }
+
+const eng_synth_shape *eng_synth_find(const char *name)
+{
+    for (const eng_synth_shape *s = shapes; s->name; s++)
+        if (!strcmp(s->name, name))
+            return s;
+    return NULL;
+}
+
+/* ---- seeded normal numbers ---- */
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint64_t next64(rng *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* An approximately normal number: the sum of four uniforms, rescaled
+ * (cheap, and the exact distribution does not matter here). */
+static float gauss(rng *r)
+{
+    float s = 0;
+    for (int i = 0; i < 4; i++)
+        s += (float)(next64(r) >> 40) * (1.0f / 16777216.0f);
+    return (s - 2.0f) * 1.7320508f;
+}
+
+/* ---- building the file ---- */
+
+typedef struct builder {
+    eng_gguf_writer *w;
+    void **bufs;
+    size_t n_bufs;
+    rng r;
+    int type;
+    int failed;
+} builder;
+
+static void *keep(builder *b, size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    void **nb = p ? realloc(b->bufs, (b->n_bufs + 1) * sizeof *nb) : NULL;
+    if (!nb) {
+        free(p);
+        b->failed = 1;
+        return NULL;
+    }
+    b->bufs = nb;
+    b->bufs[b->n_bufs++] = p;
+    return p;
+}
+
+/* A tensor of rows x cols with values std * N(0,1) + mean, stored as type
+ * (or f16 where rows do not fit type's blocks); vectors are always f32. */
+static void tensor(builder *b, const char *name, uint32_t cols, uint32_t rows, float std, float mean, int is_vec)
+{
+    if (b->failed)
+        return;
+    int type = is_vec ? SIMD_F32 : b->type;
+    const simd_traits *tr = simd_type_traits(type);
+    if (!tr || !tr->quant || cols % tr->block) {
+        type = SIMD_F16;
+        tr = simd_type_traits(type);
+    }
+    size_t rb = simd_row_bytes(type, cols);
+    char *data = keep(b, rb * rows);
+    float *row = malloc(cols * sizeof *row);
+    if (!data || !row) {
+        free(row);
+        b->failed = 1;
+        return;
+    }
+    for (uint32_t i = 0; i < rows; i++) {
+        for (uint32_t j = 0; j < cols; j++)
+            row[j] = std * gauss(&b->r) + mean;
+        tr->quant(row, data + (size_t)i * rb, cols);
+    }
+    free(row);
+    uint64_t ne[2] = {cols, rows};
+    if (eng_gguf_writer_tensor(b->w, name, type, is_vec ? 1 : 2, ne, data))
+        b->failed = 1;
+}
+
+static void mat(builder *b, const char *name, uint32_t cols, uint32_t rows)
+{
+    /* std 1/sqrt(cols) keeps activations of order 1 through every layer */
+    tensor(b, name, cols, rows, 1.0f / sqrtf((float)cols), 0.0f, 0);
+}
+
+static void vec(builder *b, const char *name, uint32_t n, float mean, float std)
+{
+    tensor(b, name, n, 1, std, mean, 1);
+}
+
+/* A SentencePiece-style vocabulary: <unk> <s> </s>, the 256 byte tokens,
+ * then made-up pieces, so that llama.cpp accepts the file. */
+static void vocab(builder *b, uint32_t n)
+{
+    char **tok = calloc(n, sizeof *tok);
+    float *score = malloc(n * sizeof *score);
+    int32_t *type = malloc(n * sizeof *type);
+    if (!tok || !score || !type) {
+        b->failed = 1;
+        free(tok);
+        free(score);
+        free(type);
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        char buf[32];
+        if (i == 0) snprintf(buf, sizeof buf, "<unk>");
+        else if (i == 1) snprintf(buf, sizeof buf, "<s>");
+        else if (i == 2) snprintf(buf, sizeof buf, "</s>");
+        else if (i < 259) snprintf(buf, sizeof buf, "<0x%02X>", i - 3);
+        else snprintf(buf, sizeof buf, "\xe2\x96\x81w%u", i - 259); /* "▁w<i>" */
+        tok[i] = strdup(buf);
+        if (!tok[i])
+            b->failed = 1;
+        score[i] = i < 259 ? 0.0f : -(float)(i - 259);
+        type[i] = i == 0 ? 2 : i < 3 ? 3 : i < 259 ? 6 : 1;
+    }
+    if (!b->failed) {
+        eng_gguf_writer_str(b->w, "tokenizer.ggml.model", "llama");
+        eng_gguf_writer_arr_str(b->w, "tokenizer.ggml.tokens", (const char *const *)tok, n);
+        eng_gguf_writer_arr(b->w, "tokenizer.ggml.scores", GGUF_F32, score, n);
+        eng_gguf_writer_arr(b->w, "tokenizer.ggml.token_type", GGUF_I32, type, n);
+        eng_gguf_writer_u32(b->w, "tokenizer.ggml.bos_token_id", 1);
+        eng_gguf_writer_u32(b->w, "tokenizer.ggml.eos_token_id", 2);
+        eng_gguf_writer_u32(b->w, "tokenizer.ggml.unknown_token_id", 0);
+        eng_gguf_writer_bool(b->w, "tokenizer.ggml.add_bos_token", 1);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        free(tok[i]);
+    free(tok);
+    free(score);
+    free(type);
+}
+
+int eng_synth_write(const eng_synth_shape *s, const eng_synth_opts *o, const char *path, eng_err *e)
+{
+    const char *arch = o->arch ? o->arch : s->arch;
+    const char *known[] = {"llama", "qwen2", "qwen3", "phi3", "gpt2"};
+    int ok = 0;
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        ok |= !strcmp(arch, known[i]);
+    if (!ok)
+        return eng_errf(e, ENG_EINVAL, "unknown architecture '%s' (llama, qwen2, qwen3, phi3, gpt2)", arch);
+    const simd_traits *tr = simd_type_traits(o->type);
+    if (!tr || !tr->quant)
+        return eng_errf(e, ENG_EINVAL, "cannot write weights of type %s", simd_type_name(o->type));
+    builder b = {eng_gguf_writer_new(), NULL, 0, {o->seed * 0x2545f4914f6cdd1dull + 1}, o->type, 0};
+    if (!b.w)
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    int gpt2 = !strcmp(arch, "gpt2"), qwen2 = !strcmp(arch, "qwen2"), qwen3 = !strcmp(arch, "qwen3");
+    int phi3 = !strcmp(arch, "phi3");
+    uint32_t hd = s->head_dim, nq = s->n_heads * hd, nkv = s->n_kv_heads * hd, dim = s->dim;
+    char key[128];
+#define KEY(k) (snprintf(key, sizeof key, "%s." k, arch), key)
+    eng_gguf_writer_str(b.w, "general.architecture", arch);
+    snprintf(key, sizeof key, "synth-%s-%s", s->name, tr->name);
+    eng_gguf_writer_str(b.w, "general.name", key);
+    eng_gguf_writer_u32(b.w, KEY("context_length"), s->ctx);
+    eng_gguf_writer_u32(b.w, KEY("embedding_length"), dim);
+    eng_gguf_writer_u32(b.w, KEY("block_count"), s->n_layers);
+    eng_gguf_writer_u32(b.w, KEY("feed_forward_length"), s->ffn);
+    eng_gguf_writer_u32(b.w, KEY("attention.head_count"), s->n_heads);
+    eng_gguf_writer_u32(b.w, KEY("attention.head_count_kv"), s->n_kv_heads);
+    if (hd * s->n_heads != dim) {
+        eng_gguf_writer_u32(b.w, KEY("attention.key_length"), hd);
+        eng_gguf_writer_u32(b.w, KEY("attention.value_length"), hd);
+    }
+    if (gpt2) {
+        eng_gguf_writer_f32(b.w, KEY("attention.layer_norm_epsilon"), 1e-5f);
+    } else {
+        eng_gguf_writer_f32(b.w, KEY("attention.layer_norm_rms_epsilon"), 1e-5f);
+        eng_gguf_writer_u32(b.w, KEY("rope.dimension_count"), hd);
+        eng_gguf_writer_f32(b.w, KEY("rope.freq_base"), s->rope_base);
+    }
+    eng_gguf_writer_u32(b.w, "nibble.synth.seed", (uint32_t)o->seed);
+    vocab(&b, s->n_vocab);
+    /* embeddings of std 1 so that logits spread and greedy choices are
+     * clear, not ties decided by rounding */
+    tensor(&b, "token_embd.weight", dim, s->n_vocab, 1.0f, 0.0f, 0);
+    if (gpt2)
+        tensor(&b, "position_embd.weight", dim, s->ctx, 0.3f, 0.0f, 0);
+    vec(&b, "output_norm.weight", dim, 1.0f, 0.1f);
+    if (gpt2)
+        vec(&b, "output_norm.bias", dim, 0.0f, 0.1f);
+    if (!s->tied)
+        tensor(&b, "output.weight", dim, s->n_vocab, 3.0f / sqrtf((float)dim), 0.0f, 0);
+    for (uint32_t l = 0; l < s->n_layers && !b.failed; l++) {
+        char n[96];
+#define NAME(x) (snprintf(n, sizeof n, "blk.%u." x, l), n)
+        vec(&b, NAME("attn_norm.weight"), dim, 1.0f, 0.1f);
+        vec(&b, NAME("ffn_norm.weight"), dim, 1.0f, 0.1f);
+        if (gpt2) {
+            vec(&b, NAME("attn_norm.bias"), dim, 0.0f, 0.1f);
+            vec(&b, NAME("ffn_norm.bias"), dim, 0.0f, 0.1f);
+        }
+        if (gpt2 || phi3) {
+            mat(&b, NAME("attn_qkv.weight"), dim, nq + 2 * nkv);
+            if (gpt2)
+                vec(&b, NAME("attn_qkv.bias"), nq + 2 * nkv, 0.0f, 0.1f);
+        } else {
+            mat(&b, NAME("attn_q.weight"), dim, nq);
+            mat(&b, NAME("attn_k.weight"), dim, nkv);
+            mat(&b, NAME("attn_v.weight"), dim, nkv);
+            if (qwen2) {
+                vec(&b, NAME("attn_q.bias"), nq, 0.0f, 0.1f);
+                vec(&b, NAME("attn_k.bias"), nkv, 0.0f, 0.1f);
+                vec(&b, NAME("attn_v.bias"), nkv, 0.0f, 0.1f);
+            }
+        }
+        if (qwen3) {
+            vec(&b, NAME("attn_q_norm.weight"), hd, 1.0f, 0.1f);
+            vec(&b, NAME("attn_k_norm.weight"), hd, 1.0f, 0.1f);
+        }
+        mat(&b, NAME("attn_output.weight"), nq, dim);
+        if (gpt2)
+            vec(&b, NAME("attn_output.bias"), dim, 0.0f, 0.1f);
+        if (gpt2) {
+            mat(&b, NAME("ffn_up.weight"), dim, s->ffn);
+            vec(&b, NAME("ffn_up.bias"), s->ffn, 0.0f, 0.1f);
+        } else if (phi3) {
+            mat(&b, NAME("ffn_up.weight"), dim, 2 * s->ffn);
+        } else {
+            mat(&b, NAME("ffn_gate.weight"), dim, s->ffn);
+            mat(&b, NAME("ffn_up.weight"), dim, s->ffn);
+        }
+        mat(&b, NAME("ffn_down.weight"), s->ffn, dim);
+        if (gpt2)
+            vec(&b, NAME("ffn_down.bias"), dim, 0.0f, 0.1f);
+#undef NAME
+        if (o->verbose)
+            fprintf(stderr, "\rsynth: layer %u/%u", l + 1, s->n_layers);
+    }
+#undef KEY
+    if (o->verbose)
+        fprintf(stderr, "\n");
+    int r = b.failed ? eng_errf(e, ENG_ENOMEM, "out of memory building the model") : eng_gguf_writer_save(b.w, path, e);
+    eng_gguf_writer_free(b.w);
+    for (size_t i = 0; i < b.n_bufs; i++)
+        free(b.bufs[i]);
+    free(b.bufs);
+    return r;
+}

@@ -1,0 +1,35 @@
+/* Synthetic models: a real model's shape with seeded random weights,
+ * written as GGUF that nibble and llama.cpp both load. For benchmarks and
+ * cross-checks, where only the shape and the arithmetic matter. */
+#ifndef NIBBLE_ENG_SYNTH_H
+#define NIBBLE_ENG_SYNTH_H
+
+#include <stdint.h>
+
+#include "err.h"
+
+typedef struct eng_synth_shape {
+    const char *name;   /* "smol135", ... */
+    const char *arch;   /* default architecture */
+    uint32_t dim, n_layers, n_heads, n_kv_heads, ffn, n_vocab, head_dim, ctx;
+    float rope_base;
+    int tied;           /* output matrix tied to the embedding */
+    const char *about;
+} eng_synth_shape;
+
+/* The known shapes, NULL-name terminated. */
+const eng_synth_shape *eng_synth_shapes(void);
+const eng_synth_shape *eng_synth_find(const char *name);
+
+typedef struct eng_synth_opts {
+    const char *arch;   /* NULL: the shape's; "llama", "qwen2", "qwen3", "phi3", "gpt2" */
+    int type;           /* weight type of the matrices (enum simd_type) */
+    uint64_t seed;
+    int verbose;        /* progress on stderr */
+} eng_synth_opts;
+
+/* Write the model to path (through a temporary file). Matrices whose rows
+ * do not fit the type's block fall back to f16. */
+int eng_synth_write(const eng_synth_shape *shape, const eng_synth_opts *o, const char *path, eng_err *e);
+
+#endif
