@@ -42,18 +42,24 @@ int eng_tok_new(const eng_tok_spec *spec, eng_tok **out, eng_err *e);
 void eng_tok_free(eng_tok *t);
 
 /* Encode len bytes of UTF-8 text. add_bos: put BOS first if the model
- * wants one (tokenizer.ggml.add_bos_token, default on for SPM). parse_special:
- * recognise control/user-defined token texts (templates only). Invalid
- * UTF-8 is encoded as bytes, never rejected. Writes up to cap ids and
- * returns how many the text needs (call again with a bigger buffer if
- * that exceeds cap), or a negative code. */
+ * wants one (tokenizer.ggml.add_bos_token, default on for SPM and the
+ * Llama 3 family), and EOS last if it wants that (add_eos_token).
+ * parse_special: recognise control token texts (templates only);
+ * user-defined tokens (added words such as DeepSeek's) are always
+ * recognised, as the reference tokenizers do. Invalid UTF-8 is encoded as
+ * bytes (byte tokens; a byte a byte-level vocabulary has no token for
+ * becomes U+FFFD), never rejected. Writes up to cap ids (out may be NULL
+ * when cap is 0) and returns how many the text needs (call again with a
+ * bigger buffer if that exceeds cap), or a negative code. Thread-safe:
+ * t is only read. */
 int eng_tok_encode(const eng_tok *t, const char *text, size_t len, int add_bos, int parse_special, int32_t *out,
                    size_t cap);
 
 /* The bytes a token stands for in output text (SPM: U+2581 -> space,
- * <0xNN> -> that byte; BPE: the byte map undone; control tokens give
- * nothing unless show_special). Writes up to cap bytes, returns the full
- * length. */
+ * <0xNN> -> that byte; BPE: the byte map undone; control, unknown and
+ * unused tokens give nothing unless show_special, user-defined ones their
+ * text as written). Writes up to cap bytes (buf may be NULL when cap is
+ * 0), returns the full length. */
 size_t eng_tok_piece(const eng_tok *t, int32_t id, int show_special, char *buf, size_t cap);
 /* The token's text as stored in the vocabulary (for --pieces). */
 eng_str eng_tok_text(const eng_tok *t, int32_t id);
