@@ -46,6 +46,7 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_chat(int argc, char **argv, int first);
 int cmd_synth(int argc, char **argv);
 int cmd_score(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 /* Weight type id from a name such as "q8_0" (any case), or -1. */
 int app_type_from_name(const char *name);
 

@@ -10,10 +10,11 @@
 #endif
 
 static const char usage[] =
-    "usage: nibble [chat] [-m MODEL] [options]      chat (line mode for now)\n"
+    "usage: nibble [chat] [-m MODEL] [options]      chat (full screen; --plain: line mode)\n"
     "       nibble run [-m MODEL] -p PROMPT [-n N]   print a continuation\n"
     "       nibble info MODEL | --cpu                what a model file holds; CPU features\n"
     "       nibble tokenize [-m MODEL] -p TEXT       token ids of a text\n"
+    "       nibble bench [-m MODEL] [-t 1,2] [--kernel all]  prompt/decode speed, roofline\n"
     "       nibble synth --shape NAME OUT.gguf       a random model of a real shape\n"
     "       nibble score [-m MODEL] --ids \"1 2 3\"     teacher-forced top-1 per position\n"
     "       nibble --version | --help\n"
@@ -42,6 +43,8 @@ int main(int argc, char **argv)
         return cmd_synth(argc, argv);
     if (!strcmp(cmd, "score"))
         return cmd_score(argc, argv);
+    if (!strcmp(cmd, "bench"))
+        return cmd_bench(argc, argv);
     if (!strcmp(cmd, "chat"))
         return cmd_chat(argc, argv, 2);
     if (cmd[0] == '-' || cmd[0] == 0)

@@ -12,8 +12,9 @@ float simd_f16_to_f32(simd_f16 h)
     uint32_t sign = (uint32_t)(h & 0x8000) << 16;
     uint32_t exp = (h >> 10) & 0x1f;
     uint32_t man = h & 0x3ff;
-    if (exp == 0x1f) /* inf / nan */
-        return bits_f32(sign | 0x7f800000u | (man << 13));
+    if (exp == 0x1f) /* inf / nan; a nan comes out quiet with its payload,
+                      * as F16C's vcvtph2ps (and Arm's fcvt) give it */
+        return bits_f32(sign | 0x7f800000u | (man << 13) | (man ? 0x00400000u : 0));
     if (exp == 0) {
         if (man == 0)
             return bits_f32(sign);

@@ -60,6 +60,91 @@ static void install(const simd_kernel_set *set)
     }
 }
 
+/* What each set needs, in the order the reasons are reported. */
+typedef struct {
+    unsigned bit;
+    const char *why;
+} need;
+
+static const need needs_avx2[] = {
+    {SIMD_CPU_AVX, "CPU lacks AVX"},   {SIMD_CPU_AVX2, "CPU lacks AVX2"},
+    {SIMD_CPU_FMA, "CPU lacks FMA"},   {SIMD_CPU_F16C, "CPU lacks F16C"},
+    {SIMD_CPU_OS_YMM, "OS does not save AVX (YMM) registers"},
+};
+static const need needs_avx512[] = {
+    {SIMD_CPU_AVX512F, "CPU lacks AVX-512F"},
+    {SIMD_CPU_AVX512BW, "CPU lacks AVX-512BW"},
+    {SIMD_CPU_AVX512VL, "CPU lacks AVX-512VL"},
+    {SIMD_CPU_AVX512VNNI, "CPU lacks AVX-512 VNNI"},
+    {SIMD_CPU_OS_ZMM, "OS does not save AVX-512 (ZMM and mask) registers"},
+};
+
+static const char *missing(const need *n, size_t count, unsigned have)
+{
+    for (size_t i = 0; i < count; i++)
+        if (!(have & n[i].bit))
+            return n[i].why;
+    return NULL;
+}
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+#if defined(NIBBLE_X86_SETS)
+static void (*const fillers[SIMD_K_COUNT])(simd_kernel_set *) = {
+    [SIMD_K_AVX2] = simd_set_avx2,
+    [SIMD_K_AVXVNNI] = simd_set_avxvnni,
+    [SIMD_K_AVX512VNNI] = simd_set_avx512vnni,
+    [SIMD_K_AVXVNNIINT8] = simd_set_avxvnniint8,
+};
+#else
+static void (*const fillers[SIMD_K_COUNT])(simd_kernel_set *) = {0};
+#endif
+
+#if defined(__x86_64__) || defined(_M_X64)
+#define ARCH_X86 1
+#else
+#define ARCH_X86 0
+#endif
+#if defined(__aarch64__) || defined(_M_ARM64)
+#define ARCH_ARM 1
+#else
+#define ARCH_ARM 0
+#endif
+
+static int is_x86_set(enum simd_kernel k)
+{
+    return k == SIMD_K_AVX2 || k == SIMD_K_AVXVNNI || k == SIMD_K_AVX512VNNI || k == SIMD_K_AVXVNNIINT8;
+}
+
+static int is_arm_set(enum simd_kernel k) { return k == SIMD_K_NEON || k == SIMD_K_NEON_DOTPROD; }
+
+/* Why set k cannot run here, or NULL if it can. */
+static const char *unsupported(enum simd_kernel k)
+{
+    if ((unsigned)k >= SIMD_K_COUNT)
+        return "unknown kernel set";
+    if (k == SIMD_K_SCALAR)
+        return NULL;
+    if ((is_x86_set(k) && !ARCH_X86) || (is_arm_set(k) && !ARCH_ARM))
+        return "not built for this architecture";
+    if (!fillers[k])
+        return "not built into this version of nibble";
+    unsigned have = simd_cpu_features();
+    const char *why = missing(needs_avx2, COUNT(needs_avx2), have);
+    if (why)
+        return why;
+    switch (k) {
+    case SIMD_K_AVXVNNI:
+        return have & SIMD_CPU_AVXVNNI ? NULL : "CPU lacks AVX-VNNI";
+    case SIMD_K_AVXVNNIINT8:
+        return have & SIMD_CPU_AVXVNNIINT8 ? NULL : "CPU lacks AVX-VNNI-INT8";
+    case SIMD_K_AVX512VNNI:
+        return missing(needs_avx512, COUNT(needs_avx512), have);
+    default:
+        return NULL;
+    }
+}
+
 const char *simd_kernel_name(enum simd_kernel k)
 {
     return (unsigned)k < SIMD_K_COUNT ? kernel_names[k] : "?";
@@ -67,6 +152,8 @@ const char *simd_kernel_name(enum simd_kernel k)
 
 int simd_kernel_find(const char *name)
 {
+    if (!name)
+        return -1;
     for (int k = 0; k < SIMD_K_COUNT; k++)
         if (strcmp(name, kernel_names[k]) == 0)
             return k;
@@ -75,20 +162,21 @@ int simd_kernel_find(const char *name)
 
 int simd_kernel_supported(enum simd_kernel k, const char **why)
 {
-    if (k == SIMD_K_SCALAR)
-        return 1;
-    if (why)
-        *why = (unsigned)k < SIMD_K_COUNT ? "not built into this version of nibble" : "unknown kernel set";
-    return 0;
+    const char *w = unsupported(k);
+    if (w && why)
+        *why = w;
+    return w == NULL;
 }
 
 int simd_kernel_select(enum simd_kernel k)
 {
     if (!simd_kernel_supported(k, NULL))
         return -1;
-    simd_kernel_set empty;
-    memset(&empty, 0, sizeof empty);
-    install(&empty);
+    simd_kernel_set set;
+    memset(&set, 0, sizeof set);
+    if (fillers[k])
+        fillers[k](&set);
+    install(&set);
     current = k;
     initialised = 1;
     return 0;
@@ -96,14 +184,21 @@ int simd_kernel_select(enum simd_kernel k)
 
 enum simd_kernel simd_kernel_current(void) { return current; }
 
+/* Fastest first (measured with nibble_kbench, see bench/kernels_bench.c):
+ * 512-bit VNNI, then the 256-bit VNNI forms, then plain AVX2. */
+static const enum simd_kernel preference[] = {
+    SIMD_K_AVX512VNNI, SIMD_K_AVXVNNIINT8, SIMD_K_AVXVNNI, SIMD_K_AVX2,
+    SIMD_K_NEON_DOTPROD, SIMD_K_NEON,
+};
+
 void simd_init(void)
 {
     if (initialised)
         return;
     enum simd_kernel best = SIMD_K_SCALAR;
-    for (int k = SIMD_K_COUNT - 1; k > SIMD_K_SCALAR; k--)
-        if (simd_kernel_supported((enum simd_kernel)k, NULL)) {
-            best = (enum simd_kernel)k;
+    for (size_t i = 0; i < COUNT(preference); i++)
+        if (simd_kernel_supported(preference[i], NULL)) {
+            best = preference[i];
             break;
         }
     simd_kernel_select(best);

@@ -1,7 +1,16 @@
 /* The scalar kernel set: the reference every other set must reproduce bit
- * for bit. Integer block sums are exact; per block the float work is
- *     term = (d_w * d_a) * (float)isum        (+ (m_w * d_a) * (float)asum)
- * and term b goes to lane b mod 8 (see simd_reduce8). */
+ * for bit. The order below IS the definition; change it only together
+ * with every set (kernels_x86.h explains how they follow it).
+ *  - quantized types: integer block sums are exact; per block the float
+ *    work is
+ *        term = (d_w * d_a) * (float)isum   [+ (m_w * d_a) * (float)asum]
+ *    (both products, then their sum), and acc[b mod 8] += term, blocks in
+ *    increasing b;
+ *  - f32/f16/bf16 weights: acc[i mod 8] += w[i] * a[i], i increasing;
+ *  - the 8 lanes are combined by simd_reduce8.
+ * No FMA anywhere (-ffp-contract=off). A set may add extra zero terms
+ * (padding): an accumulator starting at +0 never becomes -0, so they
+ * change nothing. */
 #include "simd_internal.h"
 
 static float dot_f32(size_t n, const float *a, const float *b)
@@ -12,7 +21,7 @@ static float dot_f32(size_t n, const float *a, const float *b)
     return simd_reduce8(acc);
 }
 
-static float dot_w_f32(size_t n, const void *w, const void *a) { return simd_active.dot_f32(n, w, a); }
+static float dot_w_f32(size_t n, const void *w, const void *a) { return dot_f32(n, w, a); }
 
 static float dot_w_f16(size_t n, const void *w, const void *a)
 {

@@ -241,8 +241,12 @@ size_t simd_act_row_bytes(enum simd_act act, size_t n)
     }
 }
 
-/* q8a: scale amax/127, round half to even (lrintf in the default rounding
- * mode, which is what vector converts do too). */
+/* q8a: scale d = amax/127 (a division, not a multiplication by 1/127),
+ * q = x * (1/d) rounded half to even (lrintf in the default rounding mode,
+ * which is what vector converts do too). NaN inputs are ignored by amax.
+ * So that every input has one defined answer (and kernels may rely on
+ * |q| <= 127), x * (1/d) is first made total: NaN -> 0, then clamped to
+ * [-127, 127]; for finite inputs with a normal d this changes nothing. */
 void simd_q8a_quant_ref(const float *x, void *dst, size_t n)
 {
     simd_block_q8a *b = dst;
@@ -254,7 +258,11 @@ void simd_q8a_quant_ref(const float *x, void *dst, size_t n)
         float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
         int32_t sum = 0;
         for (int j = 0; j < SIMD_QK; j++) {
-            int q = (int)lrintf(v[j] * id);
+            float t = v[j] * id;
+            if (isnan(t))
+                t = 0;
+            t = t > 127.0f ? 127.0f : t < -127.0f ? -127.0f : t;
+            int q = (int)lrintf(t);
             b[i].qs[j] = (int8_t)q;
             sum += q;
         }

@@ -79,7 +79,10 @@ typedef struct {
 
 /* Activation block: one token's values, 32 at a time, quantized to int8
  * with a float scale (finer than f16, so quantizing activations costs
- * less). sum is the sum of qs, for weight types with a minimum. */
+ * less). sum is the sum of qs, for weight types with a minimum.
+ * Kernels rely on what simd_act_quant guarantees: every qs is in
+ * [-127, 127] and sum is exactly the sum of qs. Build q8a rows only with
+ * simd_act_quant. */
 typedef struct {
     float d;
     int32_t sum;
@@ -152,9 +155,15 @@ int simd_kernel_find(const char *name);
 /* 1 if this CPU (and OS) runs set k; else 0 and, if why is given, a short
  * reason naming the missing feature. */
 int simd_kernel_supported(enum simd_kernel k, const char **why);
-/* Install set k (which must be supported, or compiled in); returns 0 or -1. */
+/* Install set k if this CPU runs it; returns 0, or -1 (nothing changes).
+ * Not thread-safe: call while no kernel is running. */
 int simd_kernel_select(enum simd_kernel k);
 enum simd_kernel simd_kernel_current(void);
+/* One line naming the CPU and the features the kernel sets care about
+ * (present, or prefixed '-' when absent), for `nibble info --cpu`.
+ * Always NUL-terminates buf (n > 0); truncates if n is too small
+ * (160 bytes is plenty). */
+void simd_cpu_describe(char *buf, size_t n);
 
 /* ---- scalar helpers shared by every set ---- */
 

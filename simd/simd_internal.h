@@ -18,6 +18,33 @@ extern simd_kernel_set simd_active;
 
 void simd_q8a_quant_ref(const float *x, void *dst, size_t n);
 void simd_set_scalar(simd_kernel_set *s);
+/* x86 sets (each in its own file, built with its own ISA flags; only
+ * present when the compiler targets x86-64). They fill only what they
+ * provide. */
+void simd_set_avx2(simd_kernel_set *s);
+void simd_set_avxvnni(simd_kernel_set *s);
+void simd_set_avx512vnni(simd_kernel_set *s);
+void simd_set_avxvnniint8(simd_kernel_set *s);
+
+/* CPU features (cpu.c). A bit is set only if the CPU has the feature and,
+ * for register state, the OS saves it (XCR0). */
+enum {
+    SIMD_CPU_AVX = 1u << 0,
+    SIMD_CPU_AVX2 = 1u << 1,
+    SIMD_CPU_FMA = 1u << 2,
+    SIMD_CPU_F16C = 1u << 3,
+    SIMD_CPU_AVX512F = 1u << 4,
+    SIMD_CPU_AVX512BW = 1u << 5,
+    SIMD_CPU_AVX512VL = 1u << 6,
+    SIMD_CPU_AVX512VNNI = 1u << 7,
+    SIMD_CPU_AVXVNNI = 1u << 8,
+    SIMD_CPU_AVXVNNIINT8 = 1u << 9,
+    SIMD_CPU_OS_YMM = 1u << 10, /* XCR0 has SSE + AVX state */
+    SIMD_CPU_OS_ZMM = 1u << 11, /* XCR0 also has opmask + both ZMM parts */
+};
+unsigned simd_cpu_features(void);
+/* Test hook: pretend the features in mask are absent (0 restores). */
+void simd_cpu_disable(unsigned mask);
 
 /* The fixed order in which every set combines its 8 float lanes. Lane l
  * holds the sum, in index order, of the terms whose block (or element)

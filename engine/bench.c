@@ -1,0 +1,143 @@
+#include "bench.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "model_internal.h"
+#include "pool.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct bw_job {
+    const uint64_t *buf;
+    size_t words;
+    uint64_t sums[256];
+} bw_job;
+
+/* Each worker reads its slice; the sums keep the reads from being
+ * optimised away. Four independent accumulators let the loads overlap. */
+static void bw_worker(void *arg, int ith, int nth)
+{
+    bw_job *j = arg;
+    size_t lo = j->words * (size_t)ith / (size_t)nth, hi = j->words * (size_t)(ith + 1) / (size_t)nth;
+    uint64_t a = 0, b = 0, c = 0, d = 0;
+    for (size_t i = lo; i + 4 <= hi; i += 4) {
+        a += j->buf[i];
+        b += j->buf[i + 1];
+        c += j->buf[i + 2];
+        d += j->buf[i + 3];
+    }
+    j->sums[ith & 255] = a ^ b ^ c ^ d;
+}
+
+double eng_bench_membw(int n_threads, size_t bytes)
+{
+    size_t words = bytes / 8;
+    uint64_t *buf = malloc(words * 8);
+    eng_pool *p = eng_pool_new(n_threads);
+    if (!buf || !p) {
+        free(buf);
+        eng_pool_free(p);
+        return -1;
+    }
+    for (size_t i = 0; i < words; i++)
+        buf[i] = i * 0x9e3779b97f4a7c15ull;
+    bw_job j = {buf, words, {0}};
+    double best = 0;
+    for (int pass = 0; pass < 5; pass++) {
+        double t0 = now_s();
+        eng_pool_run(p, bw_worker, &j);
+        double dt = now_s() - t0;
+        double gbs = (double)words * 8 / dt / 1e9;
+        if (gbs > best)
+            best = gbs;
+    }
+    eng_pool_free(p);
+    free(buf);
+    return best;
+}
+
+static uint64_t weight_bytes(const eng_weight *w) { return w->data ? (uint64_t)w->rows * w->row_bytes : 0; }
+
+uint64_t eng_bench_bytes_per_token(const eng_model *m)
+{
+    uint64_t b = m->tok_embd.row_bytes + weight_bytes(&m->output);
+    for (uint32_t l = 0; l < m->info.n_layers; l++) {
+        const eng_layer *L = &m->layers[l];
+        b += weight_bytes(&L->wq) + weight_bytes(&L->wk) + weight_bytes(&L->wv) + weight_bytes(&L->wo) +
+             weight_bytes(&L->w_gate) + weight_bytes(&L->w_up) + weight_bytes(&L->w_down);
+    }
+    return b;
+}
+
+static void stat_of(const double *v, int n, eng_bench_stat *s)
+{
+    double sum = 0, ss = 0;
+    for (int i = 0; i < n; i++)
+        sum += v[i];
+    s->mean = sum / n;
+    for (int i = 0; i < n; i++)
+        ss += (v[i] - s->mean) * (v[i] - s->mean);
+    s->sd = n > 1 ? sqrt(ss / (n - 1)) : 0;
+    s->reps = n;
+}
+
+int eng_bench_run(eng_model *m, int n_threads, int n_prompt, int n_gen, int reps, eng_bench_stat *pp,
+                  eng_bench_stat *tg, eng_err *e)
+{
+    uint32_t need = (uint32_t)(n_prompt > n_gen + 1 ? n_prompt : n_gen + 1);
+    eng_ctx *c;
+    int r = eng_ctx_new(m, need, n_threads, &c, e);
+    if (r)
+        return r;
+    int32_t *ids = malloc(need * sizeof *ids);
+    float *logits = malloc(m->info.n_vocab * sizeof *logits);
+    double *v = malloc((size_t)(reps + 1) * sizeof *v);
+    if (!ids || !logits || !v) {
+        r = eng_errf(e, ENG_ENOMEM, "out of memory");
+        goto out;
+    }
+    uint64_t s = 12345;
+    for (uint32_t i = 0; i < need; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        ids[i] = (int32_t)((s >> 33) % m->info.n_vocab);
+    }
+    memset(pp, 0, sizeof *pp);
+    memset(tg, 0, sizeof *tg);
+    for (int run = 0; n_prompt > 0 && run <= reps; run++) {
+        eng_ctx_truncate(c, 0);
+        double t0 = now_s();
+        if ((r = eng_ctx_eval(c, ids, (uint32_t)n_prompt, logits, 0, NULL, e)))
+            goto out;
+        if (run > 0) /* run 0 warms caches and pages */
+            v[run - 1] = n_prompt / (now_s() - t0);
+    }
+    if (n_prompt > 0)
+        stat_of(v, reps, pp);
+    for (int run = 0; n_gen > 0 && run <= reps; run++) {
+        eng_ctx_truncate(c, 0);
+        if ((r = eng_ctx_eval(c, ids, 1, logits, 0, NULL, e)))
+            goto out;
+        double t0 = now_s();
+        for (int i = 1; i <= n_gen; i++)
+            if ((r = eng_ctx_eval(c, ids + i, 1, logits, 0, NULL, e)))
+                goto out;
+        if (run > 0)
+            v[run - 1] = n_gen / (now_s() - t0);
+    }
+    if (n_gen > 0)
+        stat_of(v, reps, tg);
+out:
+    free(ids);
+    free(logits);
+    free(v);
+    eng_ctx_free(c);
+    return r;
+}

@@ -1,0 +1,31 @@
+/* Measurements behind `nibble bench`: prompt (pp) and decode (tg) speed
+ * of a model on a kernel set and thread count, and the machine's memory
+ * read bandwidth, which bounds decode speed (the roofline). */
+#ifndef NIBBLE_ENG_BENCH_H
+#define NIBBLE_ENG_BENCH_H
+
+#include <stdint.h>
+
+#include "model.h"
+
+typedef struct eng_bench_stat {
+    double mean, sd;  /* tokens per second over the repetitions */
+    int reps;
+} eng_bench_stat;
+
+/* Read bandwidth in GB/s with n_threads readers over a buffer of `bytes`
+ * (bigger than the caches), best of a few passes. <= 0 on failure. */
+double eng_bench_membw(int n_threads, size_t bytes);
+
+/* Bytes one decode step reads: every weight matrix once plus one
+ * embedding row (what a bandwidth-bound decode must stream). */
+uint64_t eng_bench_bytes_per_token(const eng_model *m);
+
+/* pp: n_prompt tokens from an empty context, as one prefill; tg: n_gen
+ * single-token steps after one warm-up token. Token ids are seeded
+ * random ids. reps repetitions, after one warm-up run of each. A zero
+ * count skips that test. */
+int eng_bench_run(eng_model *m, int n_threads, int n_prompt, int n_gen, int reps, eng_bench_stat *pp,
+                  eng_bench_stat *tg, eng_err *e);
+
+#endif

@@ -1,0 +1,23 @@
+/* The avxvnni kernel set: AVX2 plus AVX-VNNI (the VEX-encoded vpdpbusd of
+ * Alder Lake and later, Zen 5); built with -mavx2 -mfma -mf16c -mavxvnni.
+ * Bit-identical to the scalar set: see kernels_x86.h for how. */
+#include "kernels_x86.h"
+
+/* vpdpbusd: four u8 x s8 products added into each int32, in one
+ * instruction and without intermediate saturation. */
+NB_INLINE __m256i nb_dot_us(__m256i u, __m256i s)
+{
+    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s);
+}
+
+/* s8 weights made unsigned by flipping the sign bit (w ^ 0x80 = w + 128),
+ * so the total is sum(w*a) + 128*sum(a); nb_finish8 subtracts 128 times
+ * the activation block's sum. One xor instead of two vpsignb. */
+NB_INLINE __m256i nb_dot_q8(__m256i w, __m256i a)
+{
+    return nb_dot_us(_mm256_xor_si256(w, _mm256_set1_epi8((char)0x80)), a);
+}
+
+#define NB_Q8_BIAS_SHIFT 7
+#define NB_SET_FN simd_set_avxvnni
+#include "kernels_x86_q.h"

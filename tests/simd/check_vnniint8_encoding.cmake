@@ -1,0 +1,43 @@
+# ctest script: the avxvnniint8 set must contain vpdpbssd in its VEX form
+# (C4 prefix, map 0F38, opcode 50), whichever way it was produced
+# (compiler intrinsic or the bytes in kernels_avxvnniint8.c). This CPU may
+# be unable to run it, so its encoding is checked here instead.
+#   cmake -DOBJDUMP=... -DLIB=libnibble_simd.a -P check_vnniint8_encoding.cmake
+# Prints "SKIP:" (the test's SKIP_REGULAR_EXPRESSION) if objdump is absent.
+if(NOT OBJDUMP OR NOT EXISTS "${OBJDUMP}")
+  find_program(OBJDUMP_FOUND objdump)
+  if(NOT OBJDUMP_FOUND)
+    message("SKIP: objdump not found")
+    return()
+  endif()
+  set(OBJDUMP "${OBJDUMP_FOUND}")
+endif()
+execute_process(COMMAND "${OBJDUMP}" -d "${LIB}" OUTPUT_VARIABLE dis RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "objdump -d ${LIB} failed: ${err}")
+endif()
+# Only the part of the archive that came from kernels_avxvnniint8.c
+string(FIND "${dis}" "kernels_avxvnniint8.c.o:" start)
+if(start EQUAL -1)
+  message(FATAL_ERROR "kernels_avxvnniint8.c.o is not in ${LIB}")
+endif()
+string(SUBSTRING "${dis}" ${start} -1 dis)
+string(REGEX REPLACE "\n[^\n]*\\.o:[ \t]+file format[^\n]*\n.*" "" dis "${dis}")
+string(REGEX MATCHALL "\t(c4 [0-9a-f][0-9a-f] [0-9a-f][0-9a-f] 50 [0-9a-f][0-9a-f][^\t]*)\t[ ]*vpdpbssd[^\n]*" vex "${dis}")
+string(REGEX MATCHALL "vpdpbssd" any "${dis}")
+list(LENGTH vex nvex)
+list(LENGTH any nany)
+if(nany EQUAL 0)
+  string(REGEX MATCHALL "c4 [0-9a-f][0-9a-f] [0-9a-f][0-9a-f] 50 [^\n]*\\(bad\\)" bad "${dis}")
+  if(bad)
+    message("SKIP: this objdump cannot decode AVX-VNNI-INT8 (binutils < 2.40)")
+    return()
+  endif()
+  message(FATAL_ERROR "no vpdpbssd in kernels_avxvnniint8.c.o")
+endif()
+if(NOT nvex EQUAL nany)
+  message(FATAL_ERROR "${nany} vpdpbssd, only ${nvex} of them VEX-encoded (C4 .. .. 50)")
+endif()
+list(GET vex 0 first)
+string(STRIP "${first}" first)
+message(STATUS "${nvex} VEX-encoded vpdpbssd, e.g. ${first}")
