@@ -18,6 +18,7 @@ have pkg-config || need_pkgs+=(pkg-config)
 pc ncursesw || need_pkgs+=(libncurses-dev)
 pc libutf8proc || need_pkgs+=(libutf8proc-dev)
 pc inih || need_pkgs+=(libinih-dev)
+have tmux || need_pkgs+=(tmux)  # the chat's end-to-end tests drive it
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if have apt-get; then

@@ -1,0 +1,308 @@
+#include "config.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+void cfg_defaults(cfg_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->color = 1;
+    c->mouse = 1;
+    /* the engine's sampler defaults (engine/sampler.c), repeated here
+     * because config/ stands alone */
+    c->v.temp = 0.8f;
+    c->v.top_k = 40;
+    c->v.top_p = 0.95f;
+    c->v.min_p = 0.05f;
+    c->v.repeat_penalty = 1.0f;
+    c->v.repeat_last_n = 64;
+    c->v.max_tokens = 512;
+    snprintf(c->v.tmpl, sizeof c->v.tmpl, "auto");
+}
+
+void cfg_default_path(char *buf, size_t n)
+{
+    const char *x = getenv("XDG_CONFIG_HOME"), *h = getenv("HOME");
+    if (x && *x)
+        snprintf(buf, n, "%s/nibble/nibble.ini", x);
+    else if (h && *h)
+        snprintf(buf, n, "%s/.config/nibble/nibble.ini", h);
+    else if (n)
+        buf[0] = 0;
+}
+
+typedef struct parse {
+    cfg_config *c;
+    const char *name;    /* file name for warnings */
+    const char *p;       /* rest of the text */
+    int lineno;
+} parse;
+
+static void warn(parse *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(parse *ps, const char *fmt, ...)
+{
+    if (ps->c->n_warn >= CFG_MAX_WARN)
+        return;
+    char msg[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(ps->c->warn[ps->c->n_warn++], sizeof ps->c->warn[0], "%s:%d: %s", ps->name, ps->lineno, msg);
+}
+
+/* inih's reader: one physical line per call, so inih's line count and
+ * ours agree. Also catches what inih would drop silently. */
+static char *reader(char *str, int num, void *stream)
+{
+    parse *ps = stream;
+    if (!*ps->p)
+        return NULL;
+    const char *nl = strchr(ps->p, '\n');
+    size_t len = nl ? (size_t)(nl - ps->p) + 1 : strlen(ps->p);
+    ps->lineno++;
+    size_t keep = len < (size_t)num - 1 ? len : (size_t)num - 2;
+    memcpy(str, ps->p, keep);
+    if (keep < len) {
+        warn(ps, "line longer than %d characters; cut", num - 2);
+        str[keep++] = '\n';
+    }
+    str[keep] = 0;
+    ps->p += len;
+    /* a line inih cannot read: no '=' and not a section or comment */
+    const char *s = str;
+    while (*s == ' ' || *s == '\t' || *s == '\r')
+        s++;
+    if (*s && *s != '\n' && *s != ';' && *s != '#' && *s != '[' && !strchr(s, '=') && !strchr(s, ':'))
+        warn(ps, "expected 'key = value', a [section] or a comment; line ignored");
+    else if (*s == '[' && !strchr(s, ']'))
+        warn(ps, "section header without ']'; settings below go to the previous section");
+    return str;
+}
+
+static int to_float(const char *v, float lo, float hi, float *out)
+{
+    char *end;
+    errno = 0;
+    float f = strtof(v, &end);
+    if (errno || end == v || *end || !(f >= lo && f <= hi))
+        return -1;
+    *out = f;
+    return 0;
+}
+
+static int to_int(const char *v, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || end == v || *end || n < lo || n > hi)
+        return -1;
+    *out = (int)n;
+    return 0;
+}
+
+/* A setting of cfg_values; 0 if the key is not one, 1 if set, -1 if bad. */
+static int set_value(parse *ps, cfg_values *v, const char *key, const char *val)
+{
+#define F(k, bit, field, lo, hi, what)                                                    \
+    if (!strcmp(key, k)) {                                                                \
+        if (to_float(val, lo, hi, &v->field)) {                                           \
+            warn(ps, "%s: '%s' is not %s; default kept", key, val, what);                 \
+            return -1;                                                                    \
+        }                                                                                 \
+        v->set |= bit;                                                                    \
+        return 1;                                                                         \
+    }
+#define I(k, bit, field, lo, hi, what)                                                    \
+    if (!strcmp(key, k)) {                                                                \
+        if (to_int(val, lo, hi, &v->field)) {                                             \
+            warn(ps, "%s: '%s' is not %s; default kept", key, val, what);                 \
+            return -1;                                                                    \
+        }                                                                                 \
+        v->set |= bit;                                                                    \
+        return 1;                                                                         \
+    }
+    F("temp", CFG_TEMP, temp, 0, 100, "a temperature in 0..100")
+    F("top_p", CFG_TOP_P, top_p, 1e-6f, 1, "in (0, 1]")
+    F("min_p", CFG_MIN_P, min_p, 0, 0.999f, "in [0, 1)")
+    F("repeat_penalty", CFG_REPEAT_PENALTY, repeat_penalty, 1e-6f, 10, "in (0, 10]")
+    I("top_k", CFG_TOP_K, top_k, 0, 1000000, "0 (off) or a count")
+    I("repeat_last_n", CFG_REPEAT_LAST_N, repeat_last_n, 0, 1 << 20, "a count")
+    I("max_tokens", CFG_MAX_TOKENS, max_tokens, 0, 1 << 20, "a count (0: no limit)")
+    I("threads", CFG_THREADS, threads, 0, 256, "a thread count in 0..256 (0: all cores)")
+    I("ctx_size", CFG_CTX, ctx, 0, 1 << 20, "a context size (0: the model's)")
+#undef F
+#undef I
+    if (!strcmp(key, "seed")) {
+        char *end;
+        errno = 0;
+        unsigned long long s = strtoull(val, &end, 10);
+        if (errno || end == val || *end || val[0] == '-') {
+            warn(ps, "seed: '%s' is not a non-negative integer; default kept", val);
+            return -1;
+        }
+        v->seed = s;
+        v->set |= CFG_SEED;
+        return 1;
+    }
+    if (!strcmp(key, "kernel") || !strcmp(key, "template")) {
+        int k = !strcmp(key, "kernel");
+        char *dst = k ? v->kernel : v->tmpl;
+        size_t cap = k ? sizeof v->kernel : sizeof v->tmpl;
+        if (strlen(val) >= cap || !*val) {
+            warn(ps, "%s: '%s' is not a %s name; default kept", key, val, key);
+            return -1;
+        }
+        memcpy(dst, val, strlen(val) + 1);
+        v->set |= k ? CFG_KERNEL : CFG_TEMPLATE;
+        return 1;
+    }
+    if (!strcmp(key, "system")) {
+        snprintf(v->system, sizeof v->system, "%s", val);
+        v->set |= CFG_SYSTEM;
+        return 1;
+    }
+    return 0;
+}
+
+static int handler(void *user, const char *section, const char *key, const char *val)
+{
+    parse *ps = user;
+    cfg_config *c = ps->c;
+    if (!strncmp(section, "model:", 6)) {
+        const char *name = section + 6;
+        cfg_model *m = NULL;
+        for (int i = 0; i < c->n_models; i++)
+            if (!strcmp(c->models[i].name, name))
+                m = &c->models[i];
+        if (!m) {
+            if (c->n_models == CFG_MAX_MODELS || !*name || strlen(name) >= sizeof m->name) {
+                warn(ps, "[%s]: too many model sections or a bad name; ignored", section);
+                return 1;
+            }
+            m = &c->models[c->n_models++];
+            memset(m, 0, sizeof *m);
+            snprintf(m->name, sizeof m->name, "%s", name);
+        }
+        if (!set_value(ps, &m->v, key, val))
+            warn(ps, "unknown key '%s' in [%s]; ignored", key, section);
+        return 1;
+    }
+    if (!strcmp(section, "sampler")) {
+        if (!set_value(ps, &c->v, key, val))
+            warn(ps, "unknown key '%s' in [sampler]; ignored", key);
+        return 1;
+    }
+    if (strcmp(section, "chat") && strcmp(section, "")) {
+        warn(ps, "unknown section [%s]; '%s' ignored", section, key);
+        return 1;
+    }
+    if (!strcmp(key, "model")) {
+        snprintf(c->model, sizeof c->model, "%s", val);
+    } else if (!strcmp(key, "model_dirs")) {
+        /* colon-separated, like PATH */
+        c->n_dirs = 0;
+        const char *p = val;
+        while (*p && c->n_dirs < CFG_MAX_DIRS) {
+            size_t n = strcspn(p, ":");
+            if (n && n < sizeof c->model_dirs[0]) {
+                memcpy(c->model_dirs[c->n_dirs], p, n);
+                c->model_dirs[c->n_dirs++][n] = 0;
+            }
+            p += n;
+            if (*p)
+                p++;
+        }
+    } else if (!strcmp(key, "color") || !strcmp(key, "mouse")) {
+        int *dst = !strcmp(key, "color") ? &c->color : &c->mouse;
+        if (!strcasecmp(val, "auto") || !strcasecmp(val, "on") || !strcasecmp(val, "yes") || !strcmp(val, "1"))
+            *dst = 1;
+        else if (!strcasecmp(val, "never") || !strcasecmp(val, "off") || !strcasecmp(val, "no") || !strcmp(val, "0"))
+            *dst = 0;
+        else
+            warn(ps, "%s: '%s' is not on/off; default kept", key, val);
+    } else if (!set_value(ps, &c->v, key, val))
+        warn(ps, "unknown key '%s'; ignored", key);
+    return 1;
+}
+
+int cfg_load_string(cfg_config *c, const char *text, const char *name)
+{
+    parse ps = {c, name, text, 0};
+    ini_parse_stream(reader, &ps, handler, &ps);
+    return 0;
+}
+
+int cfg_load(cfg_config *c, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT)
+            return 1;
+        if (c->n_warn < CFG_MAX_WARN)
+            snprintf(c->warn[c->n_warn++], sizeof c->warn[0], "%s: %s; defaults used", path, strerror(errno));
+        return 0;
+    }
+    size_t cap = 4096, len = 0, got;
+    char *buf = malloc(cap);
+    while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += got;
+        if (len + 1 == cap) {
+            char *nb = cap < (1u << 24) ? realloc(buf, cap * 2) : NULL;
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (!buf) {
+        if (c->n_warn < CFG_MAX_WARN)
+            snprintf(c->warn[c->n_warn++], sizeof c->warn[0], "%s: too large or out of memory; defaults used", path);
+        return 0;
+    }
+    buf[len] = 0;
+    cfg_load_string(c, buf, path);
+    free(buf);
+    return 0;
+}
+
+static void overlay(cfg_values *dst, const cfg_values *src)
+{
+    unsigned s = src->set;
+    if (s & CFG_TEMP) dst->temp = src->temp;
+    if (s & CFG_TOP_K) dst->top_k = src->top_k;
+    if (s & CFG_TOP_P) dst->top_p = src->top_p;
+    if (s & CFG_MIN_P) dst->min_p = src->min_p;
+    if (s & CFG_REPEAT_PENALTY) dst->repeat_penalty = src->repeat_penalty;
+    if (s & CFG_REPEAT_LAST_N) dst->repeat_last_n = src->repeat_last_n;
+    if (s & CFG_MAX_TOKENS) dst->max_tokens = src->max_tokens;
+    if (s & CFG_THREADS) dst->threads = src->threads;
+    if (s & CFG_CTX) dst->ctx = src->ctx;
+    if (s & CFG_SEED) dst->seed = src->seed;
+    if (s & CFG_KERNEL) memcpy(dst->kernel, src->kernel, sizeof dst->kernel);
+    if (s & CFG_TEMPLATE) memcpy(dst->tmpl, src->tmpl, sizeof dst->tmpl);
+    if (s & CFG_SYSTEM) memcpy(dst->system, src->system, sizeof dst->system);
+    dst->set |= s;
+}
+
+void cfg_for_model(const cfg_config *c, const char *path, cfg_values *out)
+{
+    *out = c->v;
+    const char *base = path ? strrchr(path, '/') : NULL;
+    base = base ? base + 1 : path;
+    for (int i = 0; path && i < c->n_models; i++)
+        if (!strcmp(c->models[i].name, base) || !strcmp(c->models[i].name, path)) {
+            overlay(out, &c->models[i].v);
+            break;
+        }
+}

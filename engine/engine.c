@@ -1,0 +1,928 @@
+/* The engine thread. Everything below eng_engine_* runs on that thread
+ * only; the queues are the only things the front end touches.
+ *
+ * The conversation is kept as turns (text, and for replies the token ids
+ * the model produced). Before each reply the whole conversation is
+ * rendered through the chat template into token ids and compared with
+ * what the KV cache holds; only the tokens after the common prefix are
+ * fed. That one mechanism covers a new turn, regenerate, a changed system
+ * prompt, a resumed conversation, a different model and the context
+ * shift (drop the oldest turns, re-prefill). */
+#include "engine.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "model.h"
+#include "queue.h"
+#include "session.h"
+#include "simd.h"
+#include "template.h"
+#include "utf8.h"
+
+#define CMDQ_CAP 64
+#define EVQ_CAP 256
+#define CHUNK 32          /* prefill tokens between command checks (the forward batch) */
+#define STATS_EVERY_MS 250
+
+struct eng_engine {
+    eng_queue *cmdq, *evq;
+    pthread_t th;
+};
+
+typedef struct turn {
+    int role;
+    char *text;
+    size_t len, cap;
+    int32_t *toks;    /* reply tokens as generated (NULL: tokenize text) */
+    uint32_t ntok, tokcap;
+    int closed;       /* reply finished: the template's end-of-turn follows */
+} turn;
+
+typedef struct run {
+    eng_engine *en;
+    eng_model *m;
+    eng_session *s;
+    const eng_tok *tk;
+    enum eng_tmpl tmpl;
+    int tmpl_from_file;
+    int32_t stop_ids[8];
+    int n_stop;
+    char *system;
+    turn *turns;
+    size_t nturns, capturns;
+    eng_gen_params gen;
+    eng_state st;       /* what LOADED / STATE / REPLY report */
+    int32_t *buf;       /* rendered conversation */
+    size_t nbuf, capbuf;
+    eng_cmd pending[8]; /* commands that wait for the reply to end */
+    int npending;
+    int quit;
+    int delay_ms;
+    double prefill_tps;
+    uint32_t last_prefill;
+} run;
+
+/* ---- messages ---- */
+
+void eng_cmd_free(eng_cmd *c)
+{
+    if (c) {
+        free(c->text);
+        c->text = NULL;
+    }
+}
+
+void eng_event_free(eng_event *ev)
+{
+    if (ev) {
+        free(ev->text);
+        ev->text = NULL;
+    }
+}
+
+const char *eng_done_name(int reason)
+{
+    switch (reason) {
+    case ENG_DONE_EOG: return "end of turn";
+    case ENG_DONE_STOPPED: return "stopped";
+    case ENG_DONE_MAX_TOKENS: return "length limit";
+    case ENG_DONE_CONTEXT: return "context full";
+    case ENG_DONE_ERROR: return "error";
+    default: return "?";
+    }
+}
+
+static void drop_cmd(void *p) { eng_cmd_free(p); }
+static void drop_ev(void *p) { eng_event_free(p); }
+
+static char *dupn(const char *s, size_t n)
+{
+    char *c = malloc(n + 1);
+    if (c) {
+        memcpy(c, s, n);
+        c[n] = 0;
+    }
+    return c;
+}
+
+static char *dup0(const char *s) { return s ? dupn(s, strlen(s)) : NULL; }
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* Send an event; it blocks while the front end is behind (backpressure)
+ * and drops the payload once the front end has gone. */
+static void emit(run *r, eng_event *ev)
+{
+    if (eng_queue_push(r->en->evq, ev, -1))
+        eng_event_free(ev);
+}
+
+static void emit_text(run *r, enum eng_ev_type type, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void emit_text(run *r, enum eng_ev_type type, int code, const char *fmt, ...)
+{
+    eng_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = type;
+    ev.code = code;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    ev.text = dup0(buf);
+    emit(r, &ev);
+}
+
+static void fill_state(run *r)
+{
+    eng_state *st = &r->st;
+    snprintf(st->kernel, sizeof st->kernel, "%s", simd_kernel_name(simd_kernel_current()));
+    st->threads = r->s ? eng_ctx_threads(eng_session_ctx(r->s)) : 0;
+    st->ctx_size = r->s ? eng_session_ctx_size(r->s) : 0;
+    st->gen = r->gen;
+    st->has_system = r->system && *r->system;
+    snprintf(st->tmpl, sizeof st->tmpl, "%s", eng_tmpl_name(r->tmpl));
+    st->tmpl_from_file = r->tmpl_from_file;
+}
+
+static void emit_state(run *r, enum eng_ev_type type)
+{
+    eng_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = type;
+    fill_state(r);
+    ev.state = r->st;
+    emit(r, &ev);
+}
+
+static void stats_now(run *r, eng_stats *st)
+{
+    st->ctx_used = r->s ? eng_session_pos(r->s) : 0;
+    st->ctx_size = r->s ? eng_session_ctx_size(r->s) : 0;
+    st->prefill_tps = r->prefill_tps;
+    st->n_prompt = r->last_prefill;
+}
+
+/* ---- conversation ---- */
+
+static void turn_free(turn *t)
+{
+    free(t->text);
+    free(t->toks);
+}
+
+static int turn_add(run *r, int role, const char *text)
+{
+    if (r->nturns == r->capturns) {
+        size_t cap = r->capturns ? r->capturns * 2 : 16;
+        turn *t = realloc(r->turns, cap * sizeof *t);
+        if (!t)
+            return ENG_ENOMEM;
+        r->turns = t;
+        r->capturns = cap;
+    }
+    turn *t = &r->turns[r->nturns];
+    memset(t, 0, sizeof *t);
+    t->role = role;
+    t->len = text ? strlen(text) : 0;
+    t->cap = t->len + 1;
+    t->text = dupn(text ? text : "", t->len);
+    if (!t->text)
+        return ENG_ENOMEM;
+    t->closed = role == ENG_ROLE_ASSISTANT;
+    r->nturns++;
+    return 0;
+}
+
+static int turn_append(turn *t, const char *s, size_t n, int32_t tok)
+{
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = (t->len + n + 1) * 2;
+        char *b = realloc(t->text, cap);
+        if (!b)
+            return ENG_ENOMEM;
+        t->text = b;
+        t->cap = cap;
+    }
+    memcpy(t->text + t->len, s, n);
+    t->len += n;
+    t->text[t->len] = 0;
+    if (t->ntok == t->tokcap) {
+        uint32_t cap = t->tokcap ? t->tokcap * 2 : 64;
+        int32_t *b = realloc(t->toks, cap * sizeof *b);
+        if (!b)
+            return ENG_ENOMEM;
+        t->toks = b;
+        t->tokcap = cap;
+    }
+    t->toks[t->ntok++] = tok;
+    return 0;
+}
+
+static void turns_drop_front(run *r, size_t k)
+{
+    if (!k)
+        return;
+    for (size_t i = 0; i < k; i++)
+        turn_free(&r->turns[i]);
+    memmove(r->turns, r->turns + k, (r->nturns - k) * sizeof *r->turns);
+    r->nturns -= k;
+}
+
+static void turns_clear(run *r) { turns_drop_front(r, r->nturns); }
+
+static int buf_reserve(run *r, size_t extra)
+{
+    if (r->nbuf + extra <= r->capbuf)
+        return 0;
+    size_t cap = (r->nbuf + extra) * 2;
+    int32_t *b = realloc(r->buf, cap * sizeof *b);
+    if (!b)
+        return ENG_ENOMEM;
+    r->buf = b;
+    r->capbuf = cap;
+    return 0;
+}
+
+/* Tokenize one piece onto the render buffer. */
+static int encode_into(run *r, const char *text, int special, int *bos)
+{
+    size_t len = strlen(text);
+    if (!len && !*bos)
+        return 0;
+    for (;;) {
+        int n = eng_tok_encode(r->tk, text, len, *bos, special, r->buf + r->nbuf, r->capbuf - r->nbuf);
+        if (n < 0)
+            return n;
+        if ((size_t)n <= r->capbuf - r->nbuf) {
+            r->nbuf += (size_t)n;
+            *bos = 0;
+            return 0;
+        }
+        if (buf_reserve(r, (size_t)n))
+            return ENG_ENOMEM;
+    }
+}
+
+static int encode_segs(run *r, eng_tmpl_out *o, int *bos)
+{
+    int rc = 0;
+    for (size_t i = 0; i < o->n && !rc; i++)
+        rc = encode_into(r, o->seg[i].text, o->seg[i].special, bos);
+    eng_tmpl_out_clear(o);
+    return rc;
+}
+
+/* Render turns [0, upto) into r->buf. */
+static int render(run *r, size_t upto)
+{
+    eng_tmpl_out o = {0};
+    int bos = 1, rc;
+    r->nbuf = 0;
+    if (buf_reserve(r, 256))
+        return ENG_ENOMEM;
+    if (eng_tmpl_begin(r->tmpl, r->system, &o) || (rc = encode_segs(r, &o, &bos)) != 0)
+        goto fail;
+    int first_user = 1;
+    for (size_t i = 0; i < upto; i++) {
+        turn *t = &r->turns[i];
+        if (t->role == ENG_ROLE_USER) {
+            if (eng_tmpl_user(r->tmpl, t->text, first_user, r->system, &o) || (rc = encode_segs(r, &o, &bos)))
+                goto fail;
+            first_user = 0;
+            continue;
+        }
+        if (t->toks && t->ntok) {
+            if (buf_reserve(r, t->ntok))
+                goto fail;
+            memcpy(r->buf + r->nbuf, t->toks, t->ntok * sizeof *t->toks);
+            r->nbuf += t->ntok;
+        } else if (t->len && (rc = encode_into(r, t->text, 0, &bos)))
+            goto fail;
+        if (t->closed && (eng_tmpl_close(r->tmpl, &o) || (rc = encode_segs(r, &o, &bos))))
+            goto fail;
+    }
+    return 0;
+fail:
+    eng_tmpl_out_clear(&o);
+    return ENG_ENOMEM;
+}
+
+/* ---- commands that may arrive while the engine is busy ---- */
+
+enum { POLL_GO = 0, POLL_STOP = 1 };
+
+static int set_kernel(const char *name, eng_err *e)
+{
+    int k = simd_kernel_find(name);
+    if (k < 0)
+        return eng_errf(e, ENG_EINVAL, "unknown kernel set '%s'", name);
+    const char *why = NULL;
+    if (!simd_kernel_supported((enum simd_kernel)k, &why))
+        return eng_errf(e, ENG_EUNSUP, "kernel set %s cannot run here: %s", name, why ? why : "unsupported");
+    /* between tokens: no worker is inside a kernel now */
+    if (simd_kernel_select((enum simd_kernel)k))
+        return eng_errf(e, ENG_EUNSUP, "kernel set %s cannot run here", name);
+    return 0;
+}
+
+static void describe_sampler_change(const eng_gen_params *a, const eng_gen_params *b, char *buf, size_t n)
+{
+    size_t u = 0;
+    buf[0] = 0;
+#define CH(cond, ...) if ((cond) && u < n) u += (size_t)snprintf(buf + u, n - u, __VA_ARGS__)
+    CH(a->sp.temp != b->sp.temp, "%stemp %.2f->%.2f", u ? ", " : "", a->sp.temp, b->sp.temp);
+    CH(a->sp.top_p != b->sp.top_p, "%stop-p %.2f->%.2f", u ? ", " : "", a->sp.top_p, b->sp.top_p);
+    CH(a->sp.top_k != b->sp.top_k, "%stop-k %d->%d", u ? ", " : "", (int)a->sp.top_k, (int)b->sp.top_k);
+    CH(a->sp.min_p != b->sp.min_p, "%smin-p %.2f->%.2f", u ? ", " : "", a->sp.min_p, b->sp.min_p);
+    CH(a->sp.repeat_penalty != b->sp.repeat_penalty, "%srepeat %.2f->%.2f", u ? ", " : "", a->sp.repeat_penalty,
+       b->sp.repeat_penalty);
+    CH(a->sp.repeat_last_n != b->sp.repeat_last_n, "%srepeat-last-n %d->%d", u ? ", " : "", (int)a->sp.repeat_last_n,
+       (int)b->sp.repeat_last_n);
+    CH(a->sp.seed != b->sp.seed, "%sseed %llu", u ? ", " : "", (unsigned long long)b->sp.seed);
+    CH(a->max_tokens != b->max_tokens, "%smax tokens %d->%d", u ? ", " : "", (int)a->max_tokens, (int)b->max_tokens);
+#undef CH
+}
+
+/* Apply a command that does not need the engine idle. mid_reply: the
+ * token count of the reply in progress, or -1. Returns 1 if handled. */
+static int apply_now(run *r, eng_cmd *c, int mid_reply)
+{
+    eng_err e = {{0}};
+    char what[256] = "";
+    switch (c->type) {
+    case ENG_CMD_SET_SAMPLER: {
+        const char *bad = eng_sampler_check(&c->gen.sp);
+        if (bad) {
+            emit_text(r, ENG_EV_ERROR, c->type, "sampler: %s", bad);
+            break;
+        }
+        describe_sampler_change(&r->gen, &c->gen, what, sizeof what);
+        r->gen = c->gen;
+        if (r->s)
+            eng_sampler_set(eng_session_sampler(r->s), &r->gen.sp);
+        break;
+    }
+    case ENG_CMD_SET_THREADS:
+        if (r->s && eng_ctx_set_threads(eng_session_ctx(r->s), c->n)) {
+            emit_text(r, ENG_EV_ERROR, c->type, "cannot start %d threads", c->n);
+            break;
+        }
+        snprintf(what, sizeof what, "threads %d", r->s ? eng_ctx_threads(eng_session_ctx(r->s)) : c->n);
+        break;
+    case ENG_CMD_SET_KERNEL:
+        if (set_kernel(c->name, &e)) {
+            emit_text(r, ENG_EV_ERROR, c->type, "%s", e.msg);
+            break;
+        }
+        snprintf(what, sizeof what, "kernel %s", c->name);
+        break;
+    case ENG_CMD_SET_DELAY:
+        r->delay_ms = c->n < 0 ? 0 : c->n > 10000 ? 10000 : c->n;
+        return 1;
+    case ENG_CMD_SET_SYSTEM:
+        free(r->system);
+        r->system = c->text;
+        c->text = NULL;
+        break;
+    default:
+        return 0;
+    }
+    if (mid_reply >= 0 && what[0]) {
+        eng_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.type = ENG_EV_MARK;
+        ev.text = dup0(what);
+        stats_now(r, &ev.stats);
+        ev.stats.n_gen = (uint32_t)mid_reply;
+        emit(r, &ev);
+    }
+    emit_state(r, ENG_EV_STATE);
+    return 1;
+}
+
+/* Take every queued command without waiting. Settings apply at once;
+ * STOP and QUIT ask the caller to stop; the rest wait in pending (and
+ * stop the reply, since they replace it). */
+static int poll_cmds(run *r, int mid_reply)
+{
+    int res = POLL_GO;
+    eng_cmd c;
+    while (eng_queue_pop(r->en->cmdq, &c, 0) == 0) {
+        if (c.type == ENG_CMD_STOP) {
+            res = POLL_STOP;
+        } else if (c.type == ENG_CMD_QUIT) {
+            r->quit = 1;
+            res = POLL_STOP;
+        } else if (apply_now(r, &c, mid_reply)) {
+        } else if (r->npending < (int)(sizeof r->pending / sizeof r->pending[0])) {
+            r->pending[r->npending++] = c;
+            res = POLL_STOP;
+            continue;
+        } else
+            emit_text(r, ENG_EV_ERROR, c.type, "busy: command dropped");
+        eng_cmd_free(&c);
+    }
+    return res;
+}
+
+/* ---- feeding the rendered conversation ---- */
+
+/* Drop the oldest whole exchanges (keeping the system prompt and the
+ * last `keep` turns) until the render is at most `limit` tokens. Returns
+ * the number of turns dropped, or a negative code. */
+static int shift_context(run *r, size_t limit, size_t keep)
+{
+    int dropped = 0;
+    for (;;) {
+        int rc = render(r, r->nturns);
+        if (rc)
+            return rc;
+        if (r->nbuf <= limit || r->nturns <= keep)
+            return dropped;
+        /* drop up to the next user turn, so an exchange goes as a whole */
+        size_t k = 1;
+        while (k < r->nturns - keep && r->turns[k].role != ENG_ROLE_USER)
+            k++;
+        turns_drop_front(r, k);
+        dropped += (int)k;
+    }
+}
+
+/* Make the KV cache hold exactly r->buf[0..nbuf) with logits for the
+ * last token. Checks commands between batches; returns ENG_ESTOPPED if
+ * asked to stop (the cache keeps a correct prefix). */
+static int sync_kv(run *r, int progress, eng_err *e)
+{
+    eng_session *s = r->s;
+    uint32_t pos = eng_session_pos(s);
+    const int32_t *h = eng_session_tokens(s);
+    size_t common = 0;
+    while (common < pos && common < r->nbuf && h[common] == r->buf[common])
+        common++;
+    if (common == r->nbuf && common == pos && eng_session_logits(s))
+        return 0;
+    if (common >= r->nbuf)
+        common = r->nbuf ? r->nbuf - 1 : 0; /* re-run the last token for its logits */
+    if (common < pos || !eng_session_logits(s))
+        eng_session_rewind(s, (uint32_t)common);
+    if (r->nbuf > eng_session_ctx_size(s))
+        return eng_errf(e, ENG_EINVAL, "the conversation (%zu tokens) does not fit the context (%u)", r->nbuf,
+                        eng_session_ctx_size(s));
+    size_t total = r->nbuf - common, done = 0;
+    double t0 = now_ms(), last_prog = t0;
+    while (common + done < r->nbuf) {
+        if (poll_cmds(r, -1) == POLL_STOP) {
+            r->last_prefill = (uint32_t)done;
+            return eng_errf(e, ENG_ESTOPPED, "stopped");
+        }
+        size_t n = r->nbuf - common - done < CHUNK ? r->nbuf - common - done : CHUNK;
+        int rc = eng_session_feed(s, r->buf + common + done, (uint32_t)n, NULL, e);
+        if (rc)
+            return rc;
+        done += n;
+        double t = now_ms();
+        if (progress && total > CHUNK && (t - last_prog > 100 || done == total)) {
+            eng_event ev;
+            memset(&ev, 0, sizeof ev);
+            ev.type = ENG_EV_PROGRESS;
+            snprintf(ev.stage, sizeof ev.stage, "prefill");
+            ev.fraction = (double)done / (double)total;
+            ev.eta_s = (t - t0) / 1e3 / (double)done * (double)(total - done);
+            emit(r, &ev);
+            last_prog = t;
+        }
+    }
+    double dt = now_ms() - t0;
+    if (total) {
+        r->prefill_tps = dt > 0 ? total / (dt / 1e3) : 0;
+        r->last_prefill = (uint32_t)total;
+    }
+    return 0;
+}
+
+/* ---- one reply ---- */
+
+static int is_stop(run *r, int32_t tok)
+{
+    for (int i = 0; i < r->n_stop; i++)
+        if (r->stop_ids[i] == tok)
+            return 1;
+    return 0;
+}
+
+static void send_stats(run *r, enum eng_ev_type type, int code, double t_submit, double t_first, double t_gen0,
+                       uint32_t n_gen)
+{
+    eng_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = type;
+    ev.code = code;
+    stats_now(r, &ev.stats);
+    double t = now_ms();
+    ev.stats.n_gen = n_gen;
+    ev.stats.ttft_ms = t_first > 0 ? t_first - t_submit : 0;
+    ev.stats.gen_ms = t_gen0 > 0 ? t - t_gen0 : 0;
+    ev.stats.decode_tps = n_gen > 1 && t_first > 0 && t > t_first ? (n_gen - 1) / ((t - t_first) / 1e3) : 0;
+    emit(r, &ev);
+}
+
+/* Answer the last user turn. */
+static void reply(run *r)
+{
+    eng_err e = {{0}};
+    double t_submit = now_ms(), t_first = 0, t_gen0 = 0;
+    uint32_t n_gen = 0;
+    int reason = ENG_DONE_EOG;
+    emit_state(r, ENG_EV_REPLY);
+    uint32_t ctx = eng_session_ctx_size(r->s);
+    /* room for the answer: a quarter of the context, at most max_tokens */
+    size_t room = ctx / 4;
+    if (r->gen.max_tokens > 0 && (size_t)r->gen.max_tokens < room)
+        room = (size_t)r->gen.max_tokens;
+    int dropped = shift_context(r, ctx - room, 1);
+    if (dropped < 0) {
+        emit_text(r, ENG_EV_ERROR, ENG_CMD_SUBMIT, "out of memory");
+        send_stats(r, ENG_EV_DONE, ENG_DONE_ERROR, t_submit, 0, 0, 0);
+        return;
+    }
+    if (dropped > 0)
+        emit_text(r, ENG_EV_NOTICE, 0,
+                  "context full: the oldest %d turn%s left the model's memory (the system prompt stays)", dropped,
+                  dropped == 1 ? "" : "s");
+    int rc = sync_kv(r, 1, &e);
+    if (rc) {
+        if (rc != ENG_ESTOPPED)
+            emit_text(r, ENG_EV_ERROR, ENG_CMD_SUBMIT, "%s", e.msg);
+        send_stats(r, ENG_EV_DONE, rc == ENG_ESTOPPED ? ENG_DONE_STOPPED : ENG_DONE_ERROR, t_submit, 0, 0, 0);
+        return;
+    }
+    if (turn_add(r, ENG_ROLE_ASSISTANT, "")) {
+        send_stats(r, ENG_EV_DONE, ENG_DONE_ERROR, t_submit, 0, 0, 0);
+        return;
+    }
+    turn *t = &r->turns[r->nturns - 1];
+    t->closed = 0;
+    char pend[64];
+    size_t npend = 0;
+    t_gen0 = now_ms();
+    double last_stats = t_gen0;
+    for (;;) {
+        if (poll_cmds(r, (int)n_gen) == POLL_STOP) {
+            reason = ENG_DONE_STOPPED;
+            break;
+        }
+        t = &r->turns[r->nturns - 1]; /* poll_cmds never adds turns, but stay safe */
+        if (r->gen.max_tokens > 0 && n_gen >= (uint32_t)r->gen.max_tokens) {
+            reason = ENG_DONE_MAX_TOKENS;
+            break;
+        }
+        if (eng_session_pos(r->s) >= ctx) {
+            int d = shift_context(r, ctx - ctx / 4, 2);
+            if (d <= 0) {
+                reason = ENG_DONE_CONTEXT;
+                break;
+            }
+            emit_text(r, ENG_EV_NOTICE, 0, "context full: the oldest %d turn%s left the model's memory", d,
+                      d == 1 ? "" : "s");
+            t = &r->turns[r->nturns - 1];
+            rc = sync_kv(r, 1, &e);
+            if (rc) {
+                reason = rc == ENG_ESTOPPED ? ENG_DONE_STOPPED : ENG_DONE_ERROR;
+                if (rc != ENG_ESTOPPED)
+                    emit_text(r, ENG_EV_ERROR, ENG_CMD_SUBMIT, "%s", e.msg);
+                break;
+            }
+        }
+        int32_t tok;
+        rc = eng_session_next(r->s, &tok, &e);
+        if (rc == 1 || (rc == 0 && is_stop(r, tok))) {
+            reason = ENG_DONE_EOG;
+            break;
+        }
+        if (rc < 0) {
+            emit_text(r, ENG_EV_ERROR, ENG_CMD_SUBMIT, "%s", e.msg);
+            reason = ENG_DONE_ERROR;
+            break;
+        }
+        if (!n_gen)
+            t_first = now_ms();
+        n_gen++;
+        char piece[256];
+        size_t np = eng_tok_piece(r->tk, tok, 0, piece, sizeof piece);
+        if (np > sizeof piece)
+            np = sizeof piece;
+        if (turn_append(t, piece, np, tok)) {
+            reason = ENG_DONE_ERROR;
+            break;
+        }
+        /* hold back a character split across tokens */
+        if (npend + np > sizeof pend) {
+            eng_event ev = {.type = ENG_EV_TOKEN, .text = dupn(pend, npend)};
+            emit(r, &ev);
+            npend = 0;
+        }
+        if (np <= sizeof pend) {
+            memcpy(pend + npend, piece, np);
+            npend += np;
+        }
+        size_t ok = eng_utf8_complete(pend, npend);
+        if (ok) {
+            eng_event ev = {.type = ENG_EV_TOKEN, .text = dupn(pend, ok)};
+            emit(r, &ev);
+            memmove(pend, pend + ok, npend - ok);
+            npend -= ok;
+        }
+        if (r->delay_ms) {
+            struct timespec d = {r->delay_ms / 1000, (long)(r->delay_ms % 1000) * 1000000L};
+            nanosleep(&d, NULL);
+        }
+        double tn = now_ms();
+        if (tn - last_stats >= STATS_EVERY_MS) {
+            send_stats(r, ENG_EV_STATS, 0, t_submit, t_first, t_gen0, n_gen);
+            last_stats = tn;
+        }
+    }
+    if (npend) {
+        eng_event ev = {.type = ENG_EV_TOKEN, .text = dupn(pend, npend)};
+        emit(r, &ev);
+    }
+    /* the reply stays, finished or not; its end-of-turn goes into the
+     * cache now so the next turn only feeds its own tokens */
+    t->closed = 1;
+    if (!r->quit && render(r, r->nturns) == 0 && r->nbuf <= ctx) {
+        eng_err e2;
+        sync_kv(r, 0, &e2);
+    }
+    send_stats(r, ENG_EV_DONE, reason, t_submit, t_first, t_gen0, n_gen);
+}
+
+/* ---- idle commands ---- */
+
+static void fingerprint(const char *path, char *out, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    FILE *f = fopen(path, "rb");
+    snprintf(out, n, "?");
+    if (!f)
+        return;
+    long long size = -1;
+    if (fseek(f, 0, SEEK_END) == 0)
+        size = ftell(f);
+    unsigned char *b = malloc(1 << 20);
+    if (b && size >= 0) {
+        long long offs[3] = {0, size / 2, size - (1 << 20)};
+        for (int i = 0; i < 3; i++) {
+            long long o = offs[i] < 0 ? 0 : offs[i];
+            if (fseek(f, (long)o, SEEK_SET))
+                break;
+            size_t got = fread(b, 1, 1 << 20, f);
+            for (size_t j = 0; j < got; j++)
+                h = (h ^ b[j]) * 1099511628211ULL;
+        }
+        for (int i = 0; i < 8; i++)
+            h = (h ^ ((uint64_t)size >> (8 * i) & 0xff)) * 1099511628211ULL;
+        snprintf(out, n, "%016llx", (unsigned long long)h);
+    }
+    free(b);
+    fclose(f);
+}
+
+static void do_load(run *r, eng_cmd *c)
+{
+    eng_err e = {{0}};
+    eng_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = ENG_EV_PROGRESS;
+    snprintf(ev.stage, sizeof ev.stage, "load");
+    emit(r, &ev);
+    const char *path = c->text ? c->text : "";
+    eng_model *m = NULL;
+    eng_session *s = NULL;
+    int rc = eng_model_open(path, &m, &e);
+    if (!rc)
+        rc = eng_session_new(m, (uint32_t)(c->n > 0 ? c->n : 0), c->n2, &r->gen.sp, &s, &e);
+    if (rc) {
+        /* the old model (if any) stays */
+        eng_model_close(m);
+        emit_text(r, ENG_EV_ERROR, ENG_CMD_LOAD, "%s", e.msg);
+        return;
+    }
+    eng_session_free(r->s);
+    eng_model_close(r->m);
+    r->m = m;
+    r->s = s;
+    r->tk = eng_model_tok(m);
+    r->prefill_tps = 0;
+    r->last_prefill = 0;
+    /* a different vocabulary: replies are re-tokenized from their text */
+    for (size_t i = 0; i < r->nturns; i++) {
+        free(r->turns[i].toks);
+        r->turns[i].toks = NULL;
+        r->turns[i].ntok = r->turns[i].tokcap = 0;
+    }
+    const eng_model_info *in = eng_model_get_info(m);
+    eng_state *st = &r->st;
+    memset(st, 0, sizeof *st);
+    snprintf(st->model_path, sizeof st->model_path, "%s", path);
+    snprintf(st->model_name, sizeof st->model_name, "%s", in->name);
+    snprintf(st->arch, sizeof st->arch, "%s", in->arch);
+    snprintf(st->weight_type, sizeof st->weight_type, "%s", simd_type_name(in->main_type));
+    st->file_size = in->file_size;
+    st->n_params = in->n_params;
+    fingerprint(path, st->fingerprint, sizeof st->fingerprint);
+
+    eng_str jt = {0};
+    eng_err ig;
+    int have_t = eng_gguf_get_str(eng_model_gguf(m), "tokenizer.chat_template", &jt, &ig) == 0 && jt.len;
+    enum eng_tmpl detected = have_t ? eng_tmpl_detect(jt.ptr, (size_t)jt.len) : ENG_TMPL_NONE;
+    int forced = c->name[0] && strcmp(c->name, "auto") != 0 ? eng_tmpl_find(c->name) : -1;
+    if (c->name[0] && strcmp(c->name, "auto") != 0 && forced < 0)
+        emit_text(r, ENG_EV_NOTICE, 0, "unknown template '%s'; using the model's own", c->name);
+    r->tmpl = forced >= 0 ? (enum eng_tmpl)forced : detected;
+    r->tmpl_from_file = forced < 0 && detected != ENG_TMPL_NONE;
+    r->n_stop = 0;
+    for (const char *const *p = eng_tmpl_stops(r->tmpl); *p && r->n_stop < 8; p++) {
+        int32_t id = eng_tok_find(r->tk, *p);
+        if (id >= 0)
+            r->stop_ids[r->n_stop++] = id;
+    }
+    emit_state(r, ENG_EV_LOADED);
+    if (r->tmpl == ENG_TMPL_NONE)
+        emit_text(r, ENG_EV_NOTICE, 0, "%s: it continues the text you type",
+                  have_t ? "unrecognised chat template, so plain continuation (set template= in the config)"
+                         : "this model has no chat template");
+}
+
+static void do_regenerate(run *r)
+{
+    /* drop the reply (if the last turn is one) and answer the user again */
+    if (r->nturns && r->turns[r->nturns - 1].role == ENG_ROLE_ASSISTANT) {
+        turn_free(&r->turns[r->nturns - 1]);
+        r->nturns--;
+    }
+    if (!r->nturns || r->turns[r->nturns - 1].role != ENG_ROLE_USER) {
+        emit_text(r, ENG_EV_ERROR, ENG_CMD_REGENERATE, "nothing to regenerate yet");
+        return;
+    }
+    /* rewind to where the user turn began, so its prompt runs in the same
+     * batches as the first time and the reply can come out identical */
+    if (render(r, r->nturns - 1) == 0 && r->nbuf < eng_session_pos(r->s))
+        eng_session_rewind(r->s, (uint32_t)r->nbuf);
+    reply(r);
+}
+
+static void handle(run *r, eng_cmd *c)
+{
+    if (apply_now(r, c, -1))
+        return;
+    switch (c->type) {
+    case ENG_CMD_LOAD:
+        do_load(r, c);
+        break;
+    case ENG_CMD_SUBMIT:
+        if (!r->s) {
+            emit_text(r, ENG_EV_ERROR, c->type, "no model loaded");
+            break;
+        }
+        if (!c->text || !eng_utf8_valid(c->text, strlen(c->text))) {
+            emit_text(r, ENG_EV_ERROR, c->type, "the message is not valid UTF-8; nothing was sent");
+            break;
+        }
+        if (turn_add(r, ENG_ROLE_USER, c->text)) {
+            emit_text(r, ENG_EV_ERROR, c->type, "out of memory");
+            break;
+        }
+        reply(r);
+        break;
+    case ENG_CMD_REGENERATE:
+        if (!r->s)
+            emit_text(r, ENG_EV_ERROR, c->type, "no model loaded");
+        else
+            do_regenerate(r);
+        break;
+    case ENG_CMD_RESET:
+        turns_clear(r);
+        if (r->s)
+            eng_session_rewind(r->s, 0);
+        emit_state(r, ENG_EV_STATE);
+        break;
+    case ENG_CMD_ADD_TURN:
+        if (turn_add(r, c->n == ENG_ROLE_ASSISTANT ? ENG_ROLE_ASSISTANT : ENG_ROLE_USER, c->text))
+            emit_text(r, ENG_EV_ERROR, c->type, "out of memory");
+        break;
+    case ENG_CMD_STOP:
+        break; /* nothing running */
+    case ENG_CMD_QUIT:
+        r->quit = 1;
+        break;
+    default:
+        break;
+    }
+}
+
+static void *engine_main(void *arg)
+{
+    run r;
+    memset(&r, 0, sizeof r);
+    r.en = arg;
+    r.gen.sp = eng_sampler_defaults();
+    r.gen.max_tokens = 512;
+    r.tmpl = ENG_TMPL_NONE;
+    while (!r.quit) {
+        eng_cmd c;
+        if (r.npending) {
+            c = r.pending[0];
+            memmove(r.pending, r.pending + 1, (size_t)--r.npending * sizeof *r.pending);
+        } else if (eng_queue_pop(r.en->cmdq, &c, -1))
+            break; /* closed */
+        handle(&r, &c);
+        eng_cmd_free(&c);
+    }
+    for (int i = 0; i < r.npending; i++)
+        eng_cmd_free(&r.pending[i]);
+    turns_clear(&r);
+    free(r.turns);
+    free(r.buf);
+    free(r.system);
+    eng_session_free(r.s);
+    eng_model_close(r.m);
+    eng_queue_close(r.en->evq);
+    return NULL;
+}
+
+/* ---- front-end side ---- */
+
+int eng_engine_start(eng_engine **out, eng_err *e)
+{
+    *out = NULL;
+    eng_engine *en = calloc(1, sizeof *en);
+    if (!en)
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    int rc = eng_queue_new(sizeof(eng_cmd), CMDQ_CAP, drop_cmd, &en->cmdq, e);
+    if (!rc)
+        rc = eng_queue_new(sizeof(eng_event), EVQ_CAP, drop_ev, &en->evq, e);
+    if (!rc && pthread_create(&en->th, NULL, engine_main, en))
+        rc = eng_errf(e, ENG_ENOMEM, "cannot start the engine thread");
+    if (rc) {
+        eng_queue_free(en->cmdq);
+        eng_queue_free(en->evq);
+        free(en);
+        return rc;
+    }
+    *out = en;
+    return 0;
+}
+
+void eng_engine_stop(eng_engine *en)
+{
+    if (!en)
+        return;
+    eng_cmd q = {.type = ENG_CMD_QUIT};
+    /* never block on a full event queue: nobody reads it any more */
+    eng_queue_close(en->evq);
+    if (eng_queue_push(en->cmdq, &q, -1))
+        eng_queue_close(en->cmdq);
+    pthread_join(en->th, NULL);
+    eng_queue_free(en->cmdq);
+    eng_queue_free(en->evq);
+    free(en);
+}
+
+int eng_engine_send(eng_engine *en, eng_cmd *c)
+{
+    int rc = eng_queue_push(en->cmdq, c, 0);
+    if (rc == 0)
+        c->text = NULL; /* moved */
+    return rc;
+}
+
+int eng_engine_send_simple(eng_engine *en, enum eng_cmd_type type, const char *text, int n)
+{
+    eng_cmd c;
+    memset(&c, 0, sizeof c);
+    c.type = type;
+    c.n = n;
+    if (text && (type == ENG_CMD_SET_KERNEL)) {
+        snprintf(c.name, sizeof c.name, "%s", text);
+    } else if (text && !(c.text = dup0(text)))
+        return ENG_ENOMEM;
+    int rc = eng_engine_send(en, &c);
+    eng_cmd_free(&c);
+    return rc;
+}
+
+int eng_engine_poll(eng_engine *en, eng_event *ev, int wait_ms) { return eng_queue_pop(en->evq, ev, wait_ms); }
+
+int eng_engine_fd(const eng_engine *en) { return eng_queue_fd(en->evq); }

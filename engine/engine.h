@@ -1,0 +1,122 @@
+/* The engine thread: owns the model, its session (KV cache, sampler, worker
+ * pool) and the conversation as the model sees it. Front ends talk to it
+ * only through two queues: commands in, events out (DESIGN.md, "Threads
+ * and the message queue"). Nothing else is shared.
+ *
+ * Payload ownership: a command's or event's text is heap memory that moves
+ * with the message; the receiver frees it (eng_cmd_free / eng_event_free). */
+#ifndef NIBBLE_ENG_ENGINE_H
+#define NIBBLE_ENG_ENGINE_H
+
+#include <stdint.h>
+
+#include "err.h"
+#include "queue.h"
+#include "sampler.h"
+
+enum eng_cmd_type {
+    ENG_CMD_LOAD = 1,    /* text: model path; n: n_ctx (0 default); n2: threads (0 default);
+                            name: template ("" or "auto": from the file) */
+    ENG_CMD_SUBMIT,      /* text: the user's message; a reply follows */
+    ENG_CMD_STOP,        /* end the reply in progress, keeping what was written */
+    ENG_CMD_RESET,       /* forget the conversation (the system prompt stays) */
+    ENG_CMD_REGENERATE,  /* drop the last reply and answer the last message again */
+    ENG_CMD_SET_KERNEL,  /* name: kernel set; applied between tokens */
+    ENG_CMD_SET_THREADS, /* n: worker threads (0: physical cores); between tokens */
+    ENG_CMD_SET_SAMPLER, /* gen: takes effect at the next sampled token */
+    ENG_CMD_SET_SYSTEM,  /* text: system prompt (NULL or "": none); from the next turn */
+    ENG_CMD_ADD_TURN,    /* n: role (ENG_ROLE_*), text: a past turn (resume); no reply */
+    ENG_CMD_SET_DELAY,   /* n: pause after each reply token, ms (tests and demos) */
+    ENG_CMD_QUIT
+};
+
+enum eng_role { ENG_ROLE_USER = 1, ENG_ROLE_ASSISTANT = 2 };
+
+/* Generation settings: the sampler plus the reply length cap. */
+typedef struct eng_gen_params {
+    eng_sampler_params sp;
+    int32_t max_tokens; /* per reply; <= 0: until end of turn or context */
+} eng_gen_params;
+
+typedef struct eng_cmd {
+    enum eng_cmd_type type;
+    char *text;        /* heap, owned by the message (NULL if unused) */
+    char name[32];     /* kernel or template name */
+    int n, n2;
+    eng_gen_params gen;
+} eng_cmd;
+
+enum eng_ev_type {
+    ENG_EV_LOADED = 1, /* state: the new model and settings */
+    ENG_EV_PROGRESS,   /* stage, fraction, eta_s: loading or a long prompt */
+    ENG_EV_TOKEN,      /* text: bytes of whole UTF-8 characters of the reply */
+    ENG_EV_STATS,      /* stats */
+    ENG_EV_DONE,       /* code: enum eng_done; stats: the reply's final figures */
+    ENG_EV_ERROR,      /* text: message; code: the command type that failed */
+    ENG_EV_NOTICE,     /* text: something the user should know (context shifted, ...) */
+    ENG_EV_MARK,       /* text: a setting changed mid-reply; stats.n_gen: at which token */
+    ENG_EV_STATE,      /* state: settings changed (kernel, threads, sampler, system) */
+    ENG_EV_REPLY       /* state: a reply starts with these settings (provenance) */
+};
+
+enum eng_done { ENG_DONE_EOG = 1, ENG_DONE_STOPPED, ENG_DONE_MAX_TOKENS, ENG_DONE_CONTEXT, ENG_DONE_ERROR };
+
+typedef struct eng_stats {
+    double prefill_tps;  /* prompt tokens per second of the last prefill (0: none) */
+    double decode_tps;   /* reply tokens per second so far */
+    double ttft_ms;      /* submit to first reply token */
+    double gen_ms;       /* time spent generating this reply */
+    uint32_t n_prompt;   /* tokens prefilled for this reply */
+    uint32_t n_gen;      /* reply tokens so far */
+    uint32_t ctx_used, ctx_size;
+} eng_stats;
+
+typedef struct eng_state {
+    char model_path[1024];
+    char model_name[128];
+    char arch[32];
+    char weight_type[16];
+    char fingerprint[24]; /* 64-bit hash of size + first/middle/last MiB, hex */
+    uint64_t file_size, n_params;
+    char tmpl[16];        /* template in use */
+    int tmpl_from_file;   /* 1: detected from tokenizer.chat_template */
+    char kernel[24];
+    int threads;
+    uint32_t ctx_size;
+    eng_gen_params gen;
+    int has_system;
+} eng_state;
+
+typedef struct eng_event {
+    enum eng_ev_type type;
+    int code;
+    char *text;          /* heap, owned by the message (NULL if unused) */
+    char stage[16];      /* PROGRESS: "load" or "prefill" */
+    double fraction, eta_s;
+    eng_stats stats;
+    eng_state state;
+} eng_event;
+
+void eng_cmd_free(eng_cmd *c);     /* frees the payload, not c */
+void eng_event_free(eng_event *ev);
+const char *eng_done_name(int reason); /* "end of turn", "stopped", ... */
+
+typedef struct eng_engine eng_engine;
+
+/* Start the engine thread with no model; send ENG_CMD_LOAD first. */
+int eng_engine_start(eng_engine **out, eng_err *e);
+/* Send QUIT, wait for the thread, free both queues. Accepts NULL. */
+void eng_engine_stop(eng_engine *en);
+
+/* Queue a command without waiting. On 0 the message (and its text) now
+ * belongs to the engine; on ENG_EAGAIN (queue full) the caller keeps it. */
+int eng_engine_send(eng_engine *en, eng_cmd *c);
+/* Convenience senders; text is copied. */
+int eng_engine_send_simple(eng_engine *en, enum eng_cmd_type type, const char *text, int n);
+/* Next event: wait_ms -1 waits, 0 polls. 0, ENG_EAGAIN, or ENG_ECLOSED
+ * once the engine has quit and every event was taken. */
+int eng_engine_poll(eng_engine *en, eng_event *ev, int wait_ms);
+/* Readable while events wait: poll it together with the terminal. */
+int eng_engine_fd(const eng_engine *en);
+
+#endif

@@ -1,0 +1,540 @@
+#include "journal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "utf8.h"
+
+static char *dupn(const char *s, size_t n)
+{
+    char *c = malloc(n + 1);
+    if (c) {
+        memcpy(c, s, n);
+        c[n] = 0;
+    }
+    return c;
+}
+
+eng_journal *eng_journal_new(void) { return calloc(1, sizeof(eng_journal)); }
+
+static void entry_free(eng_jentry *x)
+{
+    free(x->text);
+    for (size_t i = 0; i < x->nmeta; i++) {
+        free(x->meta[i].key);
+        free(x->meta[i].value);
+    }
+    free(x->meta);
+    for (size_t i = 0; i < x->nmarks; i++)
+        free(x->marks[i].what);
+    free(x->marks);
+}
+
+void eng_journal_clear(eng_journal *j)
+{
+    for (size_t i = 0; i < j->n; i++)
+        entry_free(&j->e[i]);
+    j->n = 0;
+}
+
+void eng_journal_free(eng_journal *j)
+{
+    if (!j)
+        return;
+    eng_journal_clear(j);
+    free(j->e);
+    free(j->system);
+    free(j);
+}
+
+int eng_journal_add(eng_journal *j, enum eng_jkind kind, const char *text)
+{
+    if (j->n == j->cap) {
+        size_t cap = j->cap ? j->cap * 2 : 16;
+        eng_jentry *e = realloc(j->e, cap * sizeof *e);
+        if (!e)
+            return ENG_ENOMEM;
+        j->e = e;
+        j->cap = cap;
+    }
+    eng_jentry *x = &j->e[j->n];
+    memset(x, 0, sizeof *x);
+    x->kind = kind;
+    x->len = text ? strlen(text) : 0;
+    x->cap = x->len + 1;
+    x->text = dupn(text ? text : "", x->len);
+    if (!x->text)
+        return ENG_ENOMEM;
+    return (int)j->n++;
+}
+
+int eng_journal_append(eng_journal *j, size_t idx, const char *b, size_t n)
+{
+    if (idx >= j->n)
+        return ENG_EINVAL;
+    eng_jentry *x = &j->e[idx];
+    if (x->len + n + 1 > x->cap) {
+        size_t cap = (x->len + n + 1) * 2;
+        char *t = realloc(x->text, cap);
+        if (!t)
+            return ENG_ENOMEM;
+        x->text = t;
+        x->cap = cap;
+    }
+    memcpy(x->text + x->len, b, n);
+    x->len += n;
+    x->text[x->len] = 0;
+    return 0;
+}
+
+int eng_journal_meta(eng_journal *j, size_t idx, const char *key, const char *value)
+{
+    if (idx >= j->n)
+        return ENG_EINVAL;
+    eng_jentry *x = &j->e[idx];
+    char *v = dupn(value, strlen(value));
+    if (!v)
+        return ENG_ENOMEM;
+    for (size_t i = 0; i < x->nmeta; i++)
+        if (!strcmp(x->meta[i].key, key)) {
+            free(x->meta[i].value);
+            x->meta[i].value = v;
+            return 0;
+        }
+    eng_jmeta *m = realloc(x->meta, (x->nmeta + 1) * sizeof *m);
+    char *k = dupn(key, strlen(key));
+    if (!m || !k) {
+        free(v);
+        free(k);
+        if (m)
+            x->meta = m;
+        return ENG_ENOMEM;
+    }
+    x->meta = m;
+    m[x->nmeta].key = k;
+    m[x->nmeta].value = v;
+    x->nmeta++;
+    return 0;
+}
+
+const char *eng_journal_get_meta(const eng_journal *j, size_t idx, const char *key)
+{
+    if (idx >= j->n)
+        return NULL;
+    const eng_jentry *x = &j->e[idx];
+    for (size_t i = 0; i < x->nmeta; i++)
+        if (!strcmp(x->meta[i].key, key))
+            return x->meta[i].value;
+    return NULL;
+}
+
+static int mark_at(eng_journal *j, size_t idx, size_t byte, uint32_t token, const char *what)
+{
+    if (idx >= j->n)
+        return ENG_EINVAL;
+    eng_jentry *x = &j->e[idx];
+    eng_jmark *m = realloc(x->marks, (x->nmarks + 1) * sizeof *m);
+    if (!m)
+        return ENG_ENOMEM;
+    x->marks = m;
+    char *w = dupn(what, strlen(what));
+    if (!w)
+        return ENG_ENOMEM;
+    m[x->nmarks].byte = byte; /* clamped by the caller once the text is known */
+    m[x->nmarks].token = token;
+    m[x->nmarks].what = w;
+    x->nmarks++;
+    return 0;
+}
+
+int eng_journal_mark(eng_journal *j, size_t idx, uint32_t token, const char *what)
+{
+    if (idx >= j->n)
+        return ENG_EINVAL;
+    return mark_at(j, idx, j->e[idx].len, token, what);
+}
+
+int eng_journal_set_system(eng_journal *j, const char *text)
+{
+    char *s = NULL;
+    if (text && *text && !(s = dupn(text, strlen(text))))
+        return ENG_ENOMEM;
+    free(j->system);
+    j->system = s;
+    return 0;
+}
+
+/* ---- escaping ---- */
+
+char *eng_journal_escape(const char *s, size_t n)
+{
+    char *o = malloc(n * 4 + 1), *p = o;
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '\\': *p++ = '\\'; *p++ = '\\'; break;
+        case '\n': *p++ = '\\'; *p++ = 'n'; break;
+        case '\r': *p++ = '\\'; *p++ = 'r'; break;
+        case '\t': *p++ = '\\'; *p++ = 't'; break;
+        default:
+            if (c < 0x20 || c == 0x7f)
+                p += sprintf(p, "\\x%02x", c);
+            else
+                *p++ = (char)c;
+        }
+    }
+    *p = 0;
+    return o;
+}
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+long eng_journal_unescape(char *s)
+{
+    char *r = s, *w = s;
+    while (*r) {
+        if (*r != '\\') {
+            *w++ = *r++;
+            continue;
+        }
+        r++;
+        switch (*r) {
+        case '\\': *w++ = '\\'; break;
+        case 'n': *w++ = '\n'; break;
+        case 'r': *w++ = '\r'; break;
+        case 't': *w++ = '\t'; break;
+        case 'x': {
+            int h = hexval(r[1]), l = h >= 0 ? hexval(r[2]) : -1;
+            if (h < 0 || l < 0 || (h == 0 && l == 0))
+                return -1;
+            *w++ = (char)(h * 16 + l);
+            r += 2;
+            break;
+        }
+        default:
+            return -1;
+        }
+        r++;
+    }
+    *w = 0;
+    return (long)(w - s);
+}
+
+/* ---- files ---- */
+
+int eng_mkdirs(const char *path, eng_err *e)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf)
+        return eng_errf(e, ENG_EINVAL, "bad folder name");
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != 0)
+            continue;
+        char c = buf[i];
+        buf[i] = 0;
+        if (mkdir(buf, 0700) && errno != EEXIST)
+            return eng_errf(e, ENG_EIO, "cannot create %s: %s", buf, strerror(errno));
+        buf[i] = c;
+    }
+    return 0;
+}
+
+int eng_write_atomic(const char *path, const char *data, size_t n, eng_err *e)
+{
+    char tmp[4200];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return eng_errf(e, ENG_EINVAL, "path too long");
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return eng_errf(e, ENG_EIO, "cannot write %s: %s", tmp, strerror(errno));
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(fd, data + done, n - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int err = errno;
+            close(fd);
+            unlink(tmp);
+            return eng_errf(e, ENG_EIO, "cannot write %s: %s", tmp, strerror(err));
+        }
+        done += (size_t)w;
+    }
+    if (fsync(fd) || close(fd)) {
+        int err = errno;
+        unlink(tmp);
+        return eng_errf(e, ENG_EIO, "cannot write %s: %s", tmp, strerror(err));
+    }
+    if (rename(tmp, path)) {
+        int err = errno;
+        unlink(tmp);
+        return eng_errf(e, ENG_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(err));
+    }
+    return 0;
+}
+
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+    int oom;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = (b->n + n + 1) * 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+
+static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
+
+static void sb_esc(sbuf *b, const char *s, size_t n)
+{
+    char *x = eng_journal_escape(s, n);
+    if (!x) {
+        b->oom = 1;
+        return;
+    }
+    sb_str(b, x);
+    free(x);
+}
+
+static const char *kind_name(enum eng_jkind k)
+{
+    return k == ENG_J_USER ? "user" : k == ENG_J_ASSISTANT ? "assistant" : "notice";
+}
+
+int eng_journal_save(const eng_journal *j, const char *path, eng_err *e)
+{
+    sbuf b = {0};
+    sb_str(&b, "nibble-journal 1\n");
+    if (j->system) {
+        sb_str(&b, "system ");
+        sb_esc(&b, j->system, strlen(j->system));
+        sb_str(&b, "\n");
+    }
+    for (size_t i = 0; i < j->n; i++) {
+        const eng_jentry *x = &j->e[i];
+        if (x->transient)
+            continue;
+        sb_str(&b, "entry ");
+        sb_str(&b, kind_name(x->kind));
+        sb_str(&b, "\n");
+        if (x->partial)
+            sb_str(&b, "partial 1\n");
+        for (size_t k = 0; k < x->nmeta; k++) {
+            sb_str(&b, "meta ");
+            sb_esc(&b, x->meta[k].key, strlen(x->meta[k].key));
+            sb_str(&b, " ");
+            sb_esc(&b, x->meta[k].value, strlen(x->meta[k].value));
+            sb_str(&b, "\n");
+        }
+        for (size_t k = 0; k < x->nmarks; k++) {
+            char num[64];
+            snprintf(num, sizeof num, "mark %zu %u ", x->marks[k].byte, x->marks[k].token);
+            sb_str(&b, num);
+            sb_esc(&b, x->marks[k].what, strlen(x->marks[k].what));
+            sb_str(&b, "\n");
+        }
+        sb_str(&b, "text ");
+        sb_esc(&b, x->text, x->len);
+        sb_str(&b, "\n");
+    }
+    sb_str(&b, "end\n");
+    if (b.oom) {
+        free(b.p);
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    }
+    int rc = eng_write_atomic(path, b.p, b.n, e);
+    free(b.p);
+    return rc;
+}
+
+static char *read_all(const char *path, size_t *len, eng_err *e, int *rc)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        *rc = eng_errf(e, ENG_EIO, "cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    sbuf b = {0};
+    char chunk[8192];
+    size_t got;
+    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
+        sb_add(&b, chunk, got);
+    int err = ferror(f);
+    fclose(f);
+    if (err || b.oom) {
+        free(b.p);
+        *rc = eng_errf(e, err ? ENG_EIO : ENG_ENOMEM, "cannot read %s", path);
+        return NULL;
+    }
+    *len = b.n;
+    if (!b.p)
+        b.p = calloc(1, 1);
+    return b.p;
+}
+
+int eng_journal_load(const char *path, eng_journal **out, eng_err *e)
+{
+    *out = NULL;
+    size_t len = 0;
+    int rc = 0;
+    char *data = read_all(path, &len, e, &rc);
+    if (!data)
+        return rc;
+    eng_journal *j = eng_journal_new();
+    if (!j) {
+        free(data);
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    }
+    if (strlen(data) != len) {
+        rc = eng_errf(e, ENG_EFORMAT, "%s: contains a NUL byte; not a journal", path);
+        goto done;
+    }
+    int line = 0, seen_end = 0;
+    char *p = data;
+    while (*p) {
+        char *nl = strchr(p, '\n');
+        if (!nl) {
+            rc = eng_errf(e, ENG_EFORMAT, "%s:%d: file ends inside a line (cut short?)", path, line + 1);
+            goto done;
+        }
+        *nl = 0;
+        line++;
+        char *key = p, *val = strchr(p, ' ');
+        p = nl + 1;
+        if (val)
+            *val++ = 0;
+        else
+            val = key + strlen(key);
+        if (line == 1) {
+            if (strcmp(key, "nibble-journal") || strcmp(val, "1")) {
+                rc = eng_errf(e, ENG_EFORMAT, "%s: not a nibble journal (first line)", path);
+                goto done;
+            }
+            continue;
+        }
+        if (seen_end) {
+            rc = eng_errf(e, ENG_EFORMAT, "%s:%d: text after 'end'", path, line);
+            goto done;
+        }
+        if (!strcmp(key, "end")) {
+            seen_end = 1;
+            continue;
+        }
+        if (!strcmp(key, "entry")) {
+            enum eng_jkind k = !strcmp(val, "user") ? ENG_J_USER : !strcmp(val, "assistant") ? ENG_J_ASSISTANT
+                               : !strcmp(val, "notice")                                   ? ENG_J_NOTICE
+                                                                                          : 0;
+            if (!k) {
+                rc = eng_errf(e, ENG_EFORMAT, "%s:%d: unknown entry kind '%s'", path, line, val);
+                goto done;
+            }
+            if ((rc = eng_journal_add(j, k, "")) < 0)
+                goto oom;
+            rc = 0;
+            continue;
+        }
+        int needs_entry = !strcmp(key, "text") || !strcmp(key, "meta") || !strcmp(key, "mark") ||
+                          !strcmp(key, "partial");
+        if (needs_entry && !j->n) {
+            rc = eng_errf(e, ENG_EFORMAT, "%s:%d: '%s' before any entry", path, line, key);
+            goto done;
+        }
+        eng_jentry *x = j->n ? &j->e[j->n - 1] : NULL;
+        if (!strcmp(key, "partial")) {
+            x->partial = atoi(val) != 0;
+        } else if (!strcmp(key, "text") || !strcmp(key, "system")) {
+            long n = eng_journal_unescape(val);
+            if (n < 0 || !eng_utf8_valid(val, (size_t)n)) {
+                rc = eng_errf(e, ENG_EFORMAT, "%s:%d: bad escape or invalid UTF-8 in %s", path, line, key);
+                goto done;
+            }
+            if (!strcmp(key, "system")) {
+                if (eng_journal_set_system(j, val))
+                    goto oom;
+            } else {
+                x->len = 0;
+                if (eng_journal_append(j, j->n - 1, val, (size_t)n))
+                    goto oom;
+            }
+        } else if (!strcmp(key, "meta")) {
+            char *v = strchr(val, ' ');
+            if (!v) {
+                rc = eng_errf(e, ENG_EFORMAT, "%s:%d: meta needs a key and a value", path, line);
+                goto done;
+            }
+            *v++ = 0;
+            if (eng_journal_unescape(val) < 0 || eng_journal_unescape(v) < 0) {
+                rc = eng_errf(e, ENG_EFORMAT, "%s:%d: bad escape in meta", path, line);
+                goto done;
+            }
+            if (eng_journal_meta(j, j->n - 1, val, v))
+                goto oom;
+        } else if (!strcmp(key, "mark")) {
+            unsigned long long byte, tok;
+            int used = 0;
+            if (sscanf(val, "%llu %llu %n", &byte, &tok, &used) < 2 || !used || tok > UINT32_MAX ||
+                eng_journal_unescape(val + used) < 0) {
+                rc = eng_errf(e, ENG_EFORMAT, "%s:%d: mark needs BYTE TOKEN WHAT", path, line);
+                goto done;
+            }
+            if (mark_at(j, j->n - 1, (size_t)byte, (uint32_t)tok, val + used))
+                goto oom;
+        }
+        /* other keys: written by a newer nibble; skipped */
+    }
+    if (line == 0) {
+        rc = eng_errf(e, ENG_EFORMAT, "%s: empty file; not a nibble journal", path);
+        goto done;
+    }
+    if (!seen_end) {
+        rc = eng_errf(e, ENG_EFORMAT, "%s: no 'end' line (cut short?)", path);
+        goto done;
+    }
+    /* marks were read before the text: clamp them now */
+    for (size_t i = 0; i < j->n; i++)
+        for (size_t k = 0; k < j->e[i].nmarks; k++)
+            if (j->e[i].marks[k].byte > j->e[i].len)
+                j->e[i].marks[k].byte = j->e[i].len;
+    free(data);
+    *out = j;
+    return 0;
+oom:
+    rc = eng_errf(e, ENG_ENOMEM, "out of memory");
+done:
+    free(data);
+    eng_journal_free(j);
+    return rc;
+}

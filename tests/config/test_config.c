@@ -1,0 +1,105 @@
+/* config: defaults, every key, [model:NAME] sections over [chat] and
+ * [sampler], and bad lines: each a warning with its line number while the
+ * default stays. */
+#include "config.h"
+#include "testutil.h"
+
+static int warned(const cfg_config *c, const char *needle)
+{
+    for (int i = 0; i < c->n_warn; i++)
+        if (strstr(c->warn[i], needle))
+            return 1;
+    return 0;
+}
+
+int main(void)
+{
+    cfg_config c;
+    cfg_defaults(&c);
+    CHECK(c.v.temp == 0.8f && c.v.top_k == 40 && c.v.max_tokens == 512 && !strcmp(c.v.tmpl, "auto"));
+    CHECK(c.v.set == 0 && c.color == 1);
+
+    const char *good =
+        "; comment\n"
+        "[chat]\n"
+        "model = /m/a.gguf\n"
+        "model_dirs = /m:/n\n"
+        "threads = 2\n"
+        "kernel = avx2\n"
+        "template = chatml\n"
+        "system = Be brief.\n"
+        "color = never\n"
+        "[sampler]\n"
+        "temp = 0.3\n"
+        "top_k = 10\n"
+        "top_p = 0.9\n"
+        "min_p = 0.1\n"
+        "repeat_penalty = 1.1\n"
+        "repeat_last_n = 32\n"
+        "seed = 42\n"
+        "[model:small.gguf]\n"
+        "temp = 0\n"
+        "template = none\n";
+    cfg_load_string(&c, good, "good.ini");
+    CHECKF(c.n_warn == 0, "%s", c.warn[0]);
+    CHECK(!strcmp(c.model, "/m/a.gguf"));
+    CHECK(c.n_dirs == 2 && !strcmp(c.model_dirs[1], "/n"));
+    CHECK(c.v.threads == 2 && !strcmp(c.v.kernel, "avx2") && !strcmp(c.v.system, "Be brief."));
+    CHECK(c.color == 0);
+    CHECK(c.v.temp == 0.3f && c.v.top_k == 10 && c.v.seed == 42 && (c.v.set & CFG_SEED));
+    cfg_values v;
+    cfg_for_model(&c, "/any/where/small.gguf", &v);
+    CHECK(v.temp == 0 && !strcmp(v.tmpl, "none") && v.top_k == 10 && v.threads == 2);
+    cfg_for_model(&c, "/any/where/other.gguf", &v);
+    CHECK(v.temp == 0.3f && !strcmp(v.tmpl, "chatml"));
+
+    cfg_defaults(&c);
+    const char *bad =
+        "[chat]\n"                 /* 1 */
+        "threads = lots\n"         /* 2 */
+        "temp = 0.5\n"             /* 3: fine ([chat] takes sampler keys too) */
+        "what is this\n"           /* 4 */
+        "colour = on\n"            /* 5 */
+        "[sampler]\n"              /* 6 */
+        "top_p = 7\n"              /* 7 */
+        "temp = -1\n"              /* 8 */
+        "seed = -3\n"              /* 9 */
+        "[nonsense]\n"             /* 10 */
+        "x = 1\n"                  /* 11 */
+        "[model:a.gguf]\n"         /* 12 */
+        "bogus = 1\n"              /* 13 */
+        "[broken\n";               /* 14 */
+    cfg_load_string(&c, bad, "bad.ini");
+    CHECK(warned(&c, "bad.ini:2: threads"));
+    CHECK(warned(&c, "bad.ini:4: expected"));
+    CHECK(warned(&c, "bad.ini:5: unknown key 'colour'"));
+    CHECK(warned(&c, "bad.ini:7: top_p"));
+    CHECK(warned(&c, "bad.ini:8: temp"));
+    CHECK(warned(&c, "bad.ini:9: seed"));
+    CHECK(warned(&c, "bad.ini:11: unknown section [nonsense]"));
+    CHECK(warned(&c, "bad.ini:13: unknown key 'bogus'"));
+    CHECK(warned(&c, "bad.ini:14:"));
+    /* defaults kept where the value was bad; good lines still count */
+    CHECK(c.v.threads == 0 && c.v.top_p == 0.95f && c.v.temp == 0.5f && !(c.v.set & CFG_SEED));
+
+    /* a very long line is cut, with a warning, and the rest of the file reads on */
+    cfg_defaults(&c);
+    char longtxt[1200];
+    memset(longtxt, 0, sizeof longtxt);
+    strcpy(longtxt, "system = ");
+    memset(longtxt + 9, 'x', 600);
+    strcat(longtxt, "\ntemp = 0.25\n");
+    cfg_load_string(&c, longtxt, "long.ini");
+    CHECK(warned(&c, "long.ini:1: line longer"));
+    CHECK(c.v.temp == 0.25f);
+
+    /* a missing file is not an error; an unreadable one is a warning */
+    cfg_defaults(&c);
+    CHECK(cfg_load(&c, "/nonexistent/nibble.ini") == 1 && c.n_warn == 0);
+    CHECK(cfg_load(&c, "/") == 0);
+    char p[256];
+    setenv("XDG_CONFIG_HOME", "/x/y", 1);
+    cfg_default_path(p, sizeof p);
+    CHECK(!strcmp(p, "/x/y/nibble/nibble.ini"));
+    return tu_result("test_config");
+}

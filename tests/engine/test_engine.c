@@ -1,0 +1,195 @@
+/* engine/engine: the engine thread driven only through its queues, on the
+ * embedded stories model: a bad file gives an error and the engine goes
+ * on; a reply streams; a kernel switch and regenerate at temperature 0
+ * repeats it exactly; a sampler change mid-reply is marked; STOP ends a
+ * reply within a token and keeps its text; a small context shifts out old
+ * turns and says so. Run under ThreadSanitizer too (-DNIBBLE_TSAN=ON). */
+#include <poll.h>
+
+#include "engine.h"
+#include "simd.h"
+#include "testutil.h"
+#include "utf8.h"
+
+static eng_engine *en;
+
+typedef struct got {
+    char text[16384];
+    size_t len;
+    int done, done_reason, errors, notices_ctx, marks, loaded, reply;
+    uint32_t mark_at;
+    char last_error[512];
+} got;
+
+/* Take events until want (a type) arrives or the time is up. Tokens are
+ * collected into g. stop_after: send STOP once that many tokens came. */
+static int run_until(got *g, enum eng_ev_type want, int timeout_ms, int stop_after, int set_after)
+{
+    int tokens = 0;
+    for (int waited = 0; waited < timeout_ms;) {
+        eng_event ev;
+        int rc = eng_engine_poll(en, &ev, 50);
+        if (rc == ENG_EAGAIN) {
+            waited += 50;
+            continue;
+        }
+        if (rc)
+            return 0;
+        enum eng_ev_type t = ev.type;
+        switch (t) {
+        case ENG_EV_TOKEN:
+            CHECK(ev.text && eng_utf8_valid(ev.text, strlen(ev.text)));
+            if (ev.text && g->len + strlen(ev.text) < sizeof g->text) {
+                memcpy(g->text + g->len, ev.text, strlen(ev.text));
+                g->len += strlen(ev.text);
+                g->text[g->len] = 0;
+            }
+            tokens++;
+            if (tokens == set_after) {
+                eng_cmd c = {.type = ENG_CMD_SET_SAMPLER};
+                c.gen.sp = eng_sampler_defaults();
+                c.gen.sp.temp = 0.5f;
+                c.gen.max_tokens = 0;
+                CHECK(eng_engine_send(en, &c) == 0);
+            }
+            if (tokens == stop_after)
+                CHECK(eng_engine_send_simple(en, ENG_CMD_STOP, NULL, 0) == 0);
+            break;
+        case ENG_EV_DONE:
+            g->done++;
+            g->done_reason = ev.code;
+            break;
+        case ENG_EV_ERROR:
+            g->errors++;
+            snprintf(g->last_error, sizeof g->last_error, "%s", ev.text ? ev.text : "");
+            break;
+        case ENG_EV_NOTICE:
+            if (ev.text && !strncmp(ev.text, "context full", 12))
+                g->notices_ctx++;
+            break;
+        case ENG_EV_MARK:
+            g->marks++;
+            g->mark_at = ev.stats.n_gen;
+            break;
+        case ENG_EV_LOADED:
+            g->loaded++;
+            break;
+        case ENG_EV_REPLY:
+            g->reply++;
+            break;
+        default:
+            break;
+        }
+        eng_event_free(&ev);
+        if (t == want)
+            return 1;
+    }
+    return 0;
+}
+
+static void set_gen(float temp, int max_tokens)
+{
+    eng_cmd c = {.type = ENG_CMD_SET_SAMPLER};
+    c.gen.sp = eng_sampler_defaults();
+    c.gen.sp.temp = temp;
+    c.gen.sp.seed = 7;
+    c.gen.max_tokens = max_tokens;
+    CHECK(eng_engine_send(en, &c) == 0);
+}
+
+static void load(const char *path, int n_ctx, int threads)
+{
+    eng_cmd c = {.type = ENG_CMD_LOAD, .n = n_ctx, .n2 = threads};
+    c.text = strdup(path);
+    snprintf(c.name, sizeof c.name, "auto");
+    CHECK(eng_engine_send(en, &c) == 0);
+}
+
+int main(void)
+{
+    const char *assets = getenv("NIBBLE_ASSETS");
+    char model[4096];
+    snprintf(model, sizeof model, "%s/stories260K.gguf", assets ? assets : "assets");
+    FILE *f = fopen(model, "rb");
+    if (!f) {
+        printf("skip: %s not found\n", model);
+        return TU_SKIP;
+    }
+    fclose(f);
+    simd_init();
+    eng_err e;
+    CHECK(eng_engine_start(&en, &e) == 0);
+    int long_wait = 60000;
+
+    /* no model yet: a message is refused, not crashed on */
+    got g0 = {0};
+    CHECK(eng_engine_send_simple(en, ENG_CMD_SUBMIT, "hello", 0) == 0);
+    CHECK(run_until(&g0, ENG_EV_ERROR, long_wait, 0, 0));
+    CHECK(strstr(g0.last_error, "no model"));
+
+    /* a file that is not a model */
+    got g1 = {0};
+    load("/nonexistent/model.gguf", 0, 1);
+    CHECK(run_until(&g1, ENG_EV_ERROR, long_wait, 0, 0));
+    CHECK(g1.loaded == 0 && g1.last_error[0]);
+
+    got g2 = {0};
+    load(model, 0, 1);
+    CHECK(run_until(&g2, ENG_EV_LOADED, long_wait, 0, 0));
+
+    /* a reply at temperature 0 */
+    set_gen(0, 48);
+    got a = {0};
+    CHECK(eng_engine_send_simple(en, ENG_CMD_SUBMIT, "Once upon a time", 0) == 0);
+    CHECK(run_until(&a, ENG_EV_DONE, long_wait, 0, 0));
+    CHECK(a.reply == 1 && a.len > 20 && a.errors == 0);
+    CHECK(a.done_reason == ENG_DONE_MAX_TOKENS || a.done_reason == ENG_DONE_EOG);
+
+    /* another kernel set (scalar runs everywhere), two threads, regenerate */
+    CHECK(eng_engine_send_simple(en, ENG_CMD_SET_KERNEL, "scalar", 0) == 0);
+    CHECK(eng_engine_send_simple(en, ENG_CMD_SET_THREADS, NULL, 2) == 0);
+    got b = {0};
+    CHECK(eng_engine_send_simple(en, ENG_CMD_REGENERATE, NULL, 0) == 0);
+    CHECK(run_until(&b, ENG_EV_DONE, long_wait, 0, 0));
+    CHECKF(b.len == a.len && !strcmp(a.text, b.text), "\n first: %s\n regen: %s", a.text, b.text);
+    CHECK(eng_engine_send_simple(en, ENG_CMD_SET_KERNEL, "no-such-set", 0) == 0);
+    got bk = {0};
+    CHECK(run_until(&bk, ENG_EV_ERROR, long_wait, 0, 0));
+    CHECK(strstr(bk.last_error, "no-such-set"));
+
+    /* mid-reply: a sampler change is marked at its token, STOP keeps text */
+    set_gen(0.8f, 0);
+    CHECK(eng_engine_send_simple(en, ENG_CMD_SET_DELAY, NULL, 5) == 0);
+    got c = {0};
+    CHECK(eng_engine_send_simple(en, ENG_CMD_SUBMIT, " The dog", 0) == 0);
+    CHECK(run_until(&c, ENG_EV_DONE, long_wait, 12, 4));
+    CHECK(c.done_reason == ENG_DONE_STOPPED);
+    CHECK(c.marks == 1 && c.mark_at >= 4 && c.mark_at <= 6);
+    CHECK(c.len > 0);
+    CHECK(eng_engine_send_simple(en, ENG_CMD_SET_DELAY, NULL, 0) == 0);
+
+    /* a small context: old turns are shifted out, with a notice */
+    got d = {0};
+    load(model, 64, 1);
+    CHECK(run_until(&d, ENG_EV_LOADED, long_wait, 0, 0));
+    set_gen(0, 24);
+    for (int i = 0; i < 5; i++) {
+        CHECK(eng_engine_send_simple(en, ENG_CMD_SUBMIT, " Once upon a time there was a cat.", 0) == 0);
+        CHECK(run_until(&d, ENG_EV_DONE, long_wait, 0, 0));
+    }
+    CHECK(d.notices_ctx >= 1);
+    CHECKF(d.errors == 0, "%s", d.last_error);
+    CHECK(d.done == 5);
+
+    /* reset, then resume-style turns, then one more reply */
+    CHECK(eng_engine_send_simple(en, ENG_CMD_RESET, NULL, 0) == 0);
+    eng_cmd t1 = {.type = ENG_CMD_ADD_TURN, .n = ENG_ROLE_USER, .text = strdup("Lily had a ball.")};
+    CHECK(eng_engine_send(en, &t1) == 0);
+    got h = {0};
+    CHECK(eng_engine_send_simple(en, ENG_CMD_SUBMIT, " She", 0) == 0);
+    CHECK(run_until(&h, ENG_EV_DONE, long_wait, 0, 0));
+    CHECK(h.errors == 0 && h.len > 0);
+
+    eng_engine_stop(en);
+    return tu_result("test_engine");
+}

@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# End-to-end tests of `nibble chat`: the real binary in a tmux session,
+# driven with send-keys and read with capture-pane. One scenario per run:
+#   e2e_tui.sh SCENARIO
+# Needs NIBBLE_BIN (the binary) and NIBBLE_ASSETS (for stories260K.gguf).
+# Exit 77 (skip) without tmux. Every wait polls the screen with a timeout,
+# so a slow machine only makes it slower, not flaky.
+set -u
+scenario=${1:?scenario}
+bin=${NIBBLE_BIN:?NIBBLE_BIN}
+model=${NIBBLE_ASSETS:?NIBBLE_ASSETS}/stories260K.gguf
+command -v tmux >/dev/null 2>&1 || { echo "skip: tmux not installed"; exit 77; }
+[ -f "$model" ] || { echo "skip: $model missing"; exit 77; }
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/nibble-e2e.XXXXXX")
+sock="nb-e2e-$$-$scenario"
+tm() { tmux -L "$sock" -f /dev/null "$@"; }
+cleanup() {
+    tm kill-server >/dev/null 2>&1
+    [ -f "$T/pid" ] && kill -0 "$(cat "$T/pid")" 2>/dev/null && kill "$(cat "$T/pid")" 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+export LC_ALL=C.UTF-8 LANG=C.UTF-8
+# ncurses keeps some memory until the process ends; under ASan that is not
+# ours to report (the unit tests check our modules for leaks)
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=0"
+export HOME="$T/home" XDG_DATA_HOME="$T/data" XDG_CONFIG_HOME="$T/cfg"
+mkdir -p "$HOME" "$T/cfg/nibble" "$T/models"
+cp "$model" "$T/models/story-a.gguf"
+cp "$model" "$T/models/story-b.gguf"
+# a file that claims to be GGUF and is not
+printf 'GGUF\003\000\000\000garbage that is not a model' >"$T/models/broken.gguf"
+cat >"$T/cfg/nibble/nibble.ini" <<INI
+[chat]
+model_dirs = $T/models
+INI
+
+fail() {
+    echo "FAIL ($scenario): $*"
+    echo "---- screen ----"
+    tm capture-pane -p -t s 2>/dev/null
+    echo "----------------"
+    exit 1
+}
+
+# start W H ARGS...: run nibble in a fresh session; its pid lands in $T/pid
+start() {
+    local w=$1 h=$2
+    shift 2
+    { echo 'echo $$ > "$1"; shift; exec "$@"'; } >"$T/run.sh"
+    tm new-session -d -s s -x "$w" -y "$h" \
+        "sh $T/run.sh $T/pid $(printf '%q ' "$bin" "$@"); echo \"[exited \$?]\"; sleep 600"
+    wait_for "F10Quit" 20 || fail "the screen did not come up"
+}
+
+screen() { tm capture-pane -p -t s; }
+
+# wait_for REGEX SECONDS: poll the screen until it matches
+wait_for() {
+    local re=$1 secs=${2:-20} i=0
+    while [ $i -lt $((secs * 20)) ]; do
+        local scr
+        scr=$(screen)
+        printf '%s\n' "$scr" | grep -Eq -- "$re" && return 0
+        # nibble is gone: no point waiting
+        case "$re" in *exited*) ;; *) printf '%s\n' "$scr" | grep -q '^\[exited' && return 1 ;; esac
+        sleep 0.05
+        i=$((i + 1))
+    done
+    return 1
+}
+
+keys() { tm send-keys -t s "$@"; }
+type_line() { tm send-keys -t s -l "$1"; tm send-keys -t s Enter; }
+footer_re='─ [a-z ]+ · [0-9]+ tokens · [0-9.]+ tok/s'
+journal() { ls -t "$XDG_DATA_HOME"/nibble/conversations/*.nbj 2>/dev/null | head -1; }
+
+case "$scenario" in
+stream)
+    # a typed message gets a streamed reply and a tok/s figure
+    start 120 40 -m "$T/models/story-a.gguf" -n 60
+    wait_for "loaded story-a.gguf" 20 || fail "no load notice"
+    type_line "Once upon a time"
+    wait_for "$footer_re" 30 || fail "no reply footer"
+    screen | grep -q "^ You" || fail "no user entry"
+    screen | grep -Eq "Decode +[1-9][0-9.]* tok/s" || fail "no decode tok/s meter"
+    screen | grep -Eq "Ctx \[.*\] [1-9][0-9]*/[0-9]+" || fail "no context gauge"
+    keys F10
+    wait_for "\[exited 0\]" 10 || fail "F10 did not quit"
+    ;;
+slider)
+    # a slider moved mid-reply is recorded in the reply
+    start 120 40 -m "$T/models/story-a.gguf" -n 200 --debug-token-delay 25
+    type_line "Once upon a time"
+    wait_for "… writing" 20 || fail "reply did not start"
+    keys Tab Left
+    wait_for "⟦temp 0.80->0.75⟧" 20 || fail "no mark in the reply"
+    wait_for "$footer_re" 40 || fail "reply did not finish"
+    j=$(journal)
+    grep -q "^mark [0-9]* [0-9]* temp 0.80->0.75" "$j" || fail "mark not in the journal $j"
+    grep -q "^meta temp 0.8" "$j" || fail "provenance temp missing"
+    ;;
+kernel)
+    # switching kernel then regenerating at temperature 0 gives the same text
+    start 120 40 -m "$T/models/story-a.gguf" -n 60 --temp 0
+    type_line "Once upon a time"
+    wait_for "$footer_re" 30 || fail "no first reply"
+    keys F3
+    wait_for "Kernel sets and threads" 10 || fail "no kernel menu"
+    screen | grep -q "scalar" || fail "scalar not listed"
+    for _ in 1 2 3 4 5 6 7 8; do keys Up; done
+    keys Enter
+    wait_for "kernel scalar" 10 || fail "kernel did not switch"
+    keys F5
+    wait_for "Reply \(replaced\)" 10 || fail "regenerate did not start"
+    n=0
+    for _ in $(seq 1 400); do
+        n=$(grep -c '^entry assistant' "$(journal)" 2>/dev/null)
+        [ "$n" = 2 ] && ! grep -q '^partial 1' "$(journal)" && break
+        sleep 0.05
+    done
+    j=$(journal)
+    mapfile -t texts < <(awk '/^entry assistant/{a=1} a&&/^text /{print; a=0}' "$j")
+    [ ${#texts[@]} -eq 2 ] || fail "expected two replies in $j"
+    [ "${texts[0]}" = "${texts[1]}" ] || fail "regenerated text differs: ${texts[0]} VS ${texts[1]}"
+    grep -q "^meta kernel scalar" "$j" || fail "second reply not on scalar"
+    ;;
+model)
+    # switching model from the menu works
+    start 120 40 -m "$T/models/story-a.gguf" -n 30
+    wait_for "loaded story-a.gguf" 20 || fail "first model"
+    keys F2
+    wait_for "story-b.gguf" 10 || fail "model menu lacks story-b"
+    screen | grep -q "broken.gguf.*unreadable" || fail "broken file not marked"
+    keys Down Down Enter
+    wait_for "loaded story-b.gguf" 20 || fail "story-b did not load"
+    type_line "Once upon a time"
+    wait_for "$footer_re" 30 || fail "no reply on the new model"
+    grep -q "^meta model_file .*story-b.gguf" "$(journal)" || fail "provenance lacks the new model"
+    ;;
+corrupt)
+    # a corrupt model file chosen in the menu shows an error; the app keeps running
+    start 120 40 -m "$T/models/story-a.gguf" -n 30
+    wait_for "loaded story-a.gguf" 20 || fail "first model"
+    keys F2
+    wait_for "broken.gguf" 10 || fail "no broken.gguf in the menu"
+    keys Enter
+    # back in the menu, with the reason on top
+    wait_for "│ /.*broken\.gguf: " 20 || fail "no load error in the menu"
+    screen | grep -q "Models  (Enter opens" || fail "not back in the model menu"
+    keys Escape
+    wait_for "cannot load .*broken.gguf" 10 || fail "no load error in the conversation"
+    screen | grep -q "previous model stays" || fail "no word that the old model stays"
+    type_line "Once upon a time"
+    wait_for "$footer_re" 30 || fail "the app stopped working"
+    ;;
+stop)
+    # Ctrl+C stops a reply and keeps the partial text; twice on idle quits
+    start 120 40 -m "$T/models/story-a.gguf" -n 400 --debug-token-delay 25
+    type_line "Once upon a time"
+    wait_for "… writing" 20 || fail "reply did not start"
+    sleep 0.5
+    keys C-c
+    wait_for "─ stopped · [0-9]+ tokens" 10 || fail "reply not stopped"
+    toks=$(screen | grep -Eo '[0-9]+ tokens' | head -1 | cut -d' ' -f1)
+    [ "${toks:-0}" -gt 0 ] && [ "${toks:-0}" -lt 400 ] || fail "partial reply has $toks tokens"
+    grep -q "^meta end stopped" "$(journal)" || fail "journal lacks the stopped reply"
+    keys C-c
+    wait_for "Ctrl\+C again" 5 || fail "no quit hint"
+    keys C-c
+    wait_for "\[exited 0\]" 10 || fail "double Ctrl+C did not quit"
+    ;;
+resize)
+    # resizing 120x40 -> 80x24 -> 200x60 leaves no garbage
+    start 120 40 -m "$T/models/story-a.gguf" -n 80
+    type_line "Once upon a time"
+    wait_for "$footer_re" 30 || fail "no reply"
+    for size in "80 24" "200 60" "120 40"; do
+        set -- $size
+        tm resize-window -t s -x "$1" -y "$2"
+        wait_for "F10Quit" 10 || fail "no redraw at $size"
+        sleep 0.3
+        a=$(screen)
+        keys C-l # a full repaint: must give the same picture
+        sleep 0.3
+        b=$(screen)
+        # (rows 2-3 hold live meters such as memory; compare the rest)
+        [ "$(echo "$a" | sed 2,3d)" = "$(echo "$b" | sed 2,3d)" ] || fail "screen at $size differs from a full repaint"
+        [ "$(echo "$a" | tail -1 | grep -c F10Quit)" = 1 ] || fail "key bar not on the last row at $size"
+        echo "$a" | head -1 | grep -q "nibble" || fail "title not on the first row at $size"
+        echo "$a" | grep -q "Once upon a time" || fail "conversation lost at $size"
+        w=$(echo "$a" | wc -L)
+        [ "$w" -le "$1" ] || fail "a line wider than $1 at $size"
+    done
+    tm resize-window -t s -x 70 -y 20
+    wait_for "needs at least 80x24" 10 || fail "no small-terminal message"
+    tm resize-window -t s -x 100 -y 30
+    wait_for "F10Quit" 10 || fail "did not come back after growing"
+    ;;
+wide)
+    # wide characters line up: the side panel's border stays in one column
+    start 120 40 -m "$T/models/story-a.gguf" -n 20
+    type_line "你好世界 😀 中文字符测试 café naïve e$(printf '\xcc\x81') 日本語のテキスト"
+    wait_for "$footer_re" 30 || fail "no reply"
+    screen | grep -q "你好世界" || fail "CJK text not shown"
+    cols=$(screen | sed -n '5,30p' | grep '│' | while IFS= read -r line; do
+        prefix=${line%%│*}
+        printf '%s\n' "$prefix" | wc -L
+    done | sort -u)
+    [ "$(echo "$cols" | wc -l)" = 1 ] || fail "border columns differ: $(echo $cols)"
+    ;;
+resume)
+    # kill -9 during a reply; --resume brings back everything up to the last partial save
+    start 120 40 -m "$T/models/story-a.gguf" -n 400 --debug-token-delay 30
+    type_line "Once upon a time"
+    wait_for "… writing" 20 || fail "reply did not start"
+    for _ in $(seq 1 100); do
+        grep -q '^partial 1' "$(journal)" 2>/dev/null && grep -Eq '^text .{30}' <(awk '/^entry assistant/{a=1} a' "$(journal)") && break
+        sleep 0.05
+    done
+    kill -9 "$(cat "$T/pid")"
+    wait_for "\[exited 137\]" 10 || fail "nibble did not die"
+    j=$(journal)
+    grep -q '^partial 1' "$j" || fail "no partial save in $j"
+    saved=$(awk '/^entry assistant/{a=1} a&&/^text /{sub(/^text /,""); print; exit}' "$j")
+    [ ${#saved} -gt 5 ] || fail "partial save is empty"
+    tm kill-server
+    rm -f "$T/pid"
+    start 120 40 -m "$T/models/story-a.gguf" -n 30 --resume
+    wait_for "resumed" 20 || fail "no resume notice"
+    wait_for "cut short" 10 || fail "partial reply not marked"
+    # the saved text is on screen (compare its first words; wrapping may split later ones)
+    first=$(printf '%s' "$saved" | cut -c1-25)
+    screen | tr -s ' \n' ' ' | grep -qF -- "$(printf '%s' "$first" | tr -s ' ' ' ')" || fail "saved text '$first' not shown"
+    type_line "The end"
+    wait_for "$footer_re" 30 || fail "cannot continue after resume"
+    ;;
+plain)
+    # line mode with the same commands, for scripts
+    out=$(printf 'Once upon a time\n/set temp 0\n/list\n/quit\nnever sent\n' |
+        "$bin" chat --plain -m "$T/models/story-a.gguf" -n 20 2>"$T/err")
+    echo "$out" | grep -q "^> Once upon a time" || fail "no echo: $out"
+    [ "$(echo "$out" | wc -l)" -ge 2 ] || fail "no reply: $out"
+    grep -q "temp = 0" "$T/err" || fail "/set not run: $(cat "$T/err")"
+    grep -q "saved conversations" "$T/err" || fail "/list not run"
+    echo "$out" | grep -q "never sent" && fail "/quit did not stop reading"
+    [ -n "$(journal)" ] || fail "no journal written"
+    ;;
+config)
+    # a bad config line: warning with its line number, default kept
+    printf '[chat]\nthreads = many\n[sampler]\ntemp = 0.3\n' >"$T/cfg/nibble/nibble.ini"
+    out=$(printf '/quit\n' | "$bin" chat --plain -m "$T/models/story-a.gguf" 2>&1)
+    echo "$out" | grep -q "nibble.ini:2: threads" || fail "no warning: $out"
+    start 120 40 -m "$T/models/story-a.gguf"
+    wait_for "config: .*nibble.ini:2" 10 || fail "warning not shown in the chat"
+    wait_for "Temperature +0.30" 10 || fail "temp from the config not applied"
+    keys F10
+    wait_for "\[exited 0\]" 10 || fail "no clean exit"
+    screen | grep -q "nibble.ini:2" || fail "warning not left on the terminal after exit"
+    ;;
+*)
+    echo "unknown scenario $scenario"
+    exit 2
+    ;;
+esac
+echo "ok: $scenario"
+exit 0

@@ -1,0 +1,727 @@
+#include "chat.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "simd.h"
+
+#define SAVE_EVERY_MS 500
+#define EXT ".nbj"
+
+double ui_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static const char help[] =
+    "Commands:\n"
+    "  /reset            forget the conversation (the system prompt stays)\n"
+    "  /regen            answer the last message again\n"
+    "  /stop             stop the reply (also Esc or Ctrl+C)\n"
+    "  /system TEXT      set the system prompt (empty: none)\n"
+    "  /set KEY VALUE    temp, top_k, top_p, min_p, repeat_penalty, repeat_last_n,\n"
+    "                    max_tokens, seed\n"
+    "  /model PATH       open another model file\n"
+    "  /kernel NAME      switch kernel set (/kernels lists them)\n"
+    "  /threads N        worker threads\n"
+    "  /save [NAME]      save the conversation (under NAME from now on)\n"
+    "  /load NAME        bring back a saved conversation (/list shows them)\n"
+    "  /list             saved conversations, newest first\n"
+    "  /help             this list          /quit  leave\n";
+
+const char *ui_chat_help(void) { return help; }
+
+static void mark_changed(ui_chat *ch, unsigned what) { ch->changed |= what; }
+
+void ui_chat_notice(ui_chat *ch, const char *fmt, ...)
+{
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    int i = eng_journal_add(ch->doc, ENG_J_NOTICE, buf);
+    if (i >= 0)
+        ch->doc->e[i].transient = 1;
+    mark_changed(ch, UI_CH_DOC);
+}
+
+/* ---- journal ---- */
+
+static void conv_dir(const ui_chat *ch, char *buf, size_t n) { snprintf(buf, n, "%s/conversations", ch->data_dir); }
+
+static void set_name(ui_chat *ch, const char *name)
+{
+    snprintf(ch->name, sizeof ch->name, "%s", name);
+    char dir[1100];
+    conv_dir(ch, dir, sizeof dir);
+    snprintf(ch->jpath, sizeof ch->jpath, "%s/%s%s", dir, name, EXT);
+}
+
+static int save_now(ui_chat *ch)
+{
+    if (!ch->data_dir[0])
+        return 0;
+    eng_err e = {{0}};
+    char dir[1100];
+    conv_dir(ch, dir, sizeof dir);
+    int rc = eng_mkdirs(dir, &e);
+    if (!rc)
+        rc = eng_journal_save(ch->doc, ch->jpath, &e);
+    ch->last_save_ms = ui_now_ms();
+    if (rc) {
+        if (strcmp(ch->last_error, e.msg)) {
+            snprintf(ch->last_error, sizeof ch->last_error, "%s", e.msg);
+            ui_chat_notice(ch, "cannot save the conversation: %s", e.msg);
+        }
+        return rc;
+    }
+    ch->unsaved = 0;
+    return 0;
+}
+
+void ui_chat_tick(ui_chat *ch)
+{
+    if (ch->unsaved && ui_now_ms() - ch->last_save_ms >= SAVE_EVERY_MS)
+        save_now(ch);
+}
+
+int ui_chat_timeout(const ui_chat *ch)
+{
+    if (!ch->unsaved)
+        return -1;
+    double left = SAVE_EVERY_MS - (ui_now_ms() - ch->last_save_ms);
+    return left < 0 ? 0 : (int)left + 1;
+}
+
+static int valid_name(const char *s)
+{
+    if (!*s || *s == '.' || strlen(s) > 100)
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '-' ||
+              *s == '_' || *s == '.'))
+            return 0;
+    return 1;
+}
+
+typedef struct named {
+    char *name;
+    time_t mtime;
+} named;
+
+static int by_mtime(const void *a, const void *b)
+{
+    const named *x = a, *y = b;
+    if (x->mtime != y->mtime)
+        return x->mtime < y->mtime ? 1 : -1;
+    return strcmp(y->name, x->name);
+}
+
+int ui_chat_list(const ui_chat *ch, char ***names)
+{
+    *names = NULL;
+    char dir[1100];
+    conv_dir(ch, dir, sizeof dir);
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    named *v = NULL;
+    int n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        if (len <= strlen(EXT) || strcmp(de->d_name + len - strlen(EXT), EXT))
+            continue;
+        char path[1400];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (stat(path, &sb) || !S_ISREG(sb.st_mode))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            named *nv = realloc(v, (size_t)cap * sizeof *nv);
+            if (!nv)
+                break;
+            v = nv;
+        }
+        v[n].name = malloc(len - strlen(EXT) + 1);
+        if (!v[n].name)
+            break;
+        memcpy(v[n].name, de->d_name, len - strlen(EXT));
+        v[n].name[len - strlen(EXT)] = 0;
+        v[n].mtime = sb.st_mtime;
+        n++;
+    }
+    closedir(d);
+    qsort(v, (size_t)n, sizeof *v, by_mtime);
+    char **out = malloc(((size_t)n + 1) * sizeof *out);
+    for (int i = 0; i < n; i++) {
+        if (out)
+            out[i] = v[i].name;
+        else
+            free(v[i].name);
+    }
+    free(v);
+    *names = out;
+    return out ? n : 0;
+}
+
+/* Replace the document with a saved one and hand its turns to the engine. */
+static int restore(ui_chat *ch, const char *name, eng_err *e)
+{
+    char path[1400], dir[1100];
+    conv_dir(ch, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/%s%s", dir, name, EXT);
+    eng_journal *j;
+    int rc = eng_journal_load(path, &j, e);
+    if (rc)
+        return rc;
+    eng_journal_free(ch->doc);
+    ch->doc = j;
+    set_name(ch, name);
+    eng_engine_send_simple(ch->en, ENG_CMD_RESET, NULL, 0);
+    eng_engine_send_simple(ch->en, ENG_CMD_SET_SYSTEM, j->system ? j->system : "", 0);
+    int turns = 0;
+    for (size_t i = 0; i < j->n; i++) {
+        eng_jentry *x = &j->e[i];
+        if (x->kind == ENG_J_NOTICE)
+            continue;
+        const char *sup = eng_journal_get_meta(j, i, "superseded");
+        if (sup && !strcmp(sup, "1"))
+            continue;
+        eng_cmd c = {.type = ENG_CMD_ADD_TURN, .n = x->kind == ENG_J_USER ? ENG_ROLE_USER : ENG_ROLE_ASSISTANT};
+        c.text = malloc(x->len + 1);
+        if (!c.text)
+            break;
+        memcpy(c.text, x->text, x->len + 1);
+        if (eng_engine_send(ch->en, &c)) {
+            eng_cmd_free(&c);
+            ui_chat_notice(ch, "the engine is busy; part of the conversation was not restored");
+            break;
+        }
+        turns++;
+    }
+    ui_chat_notice(ch, "resumed '%s' (%d turns)", name, turns);
+    mark_changed(ch, UI_CH_DOC);
+    return 0;
+}
+
+/* ---- engine events ---- */
+
+static void fmt_f(char *b, size_t n, double v) { snprintf(b, n, "%.6g", v); }
+
+static void reply_meta(ui_chat *ch, int idx, const eng_state *st)
+{
+    char b[64];
+    eng_journal *j = ch->doc;
+    eng_journal_meta(j, (size_t)idx, "model", st->model_name);
+    eng_journal_meta(j, (size_t)idx, "model_file", st->model_path);
+    eng_journal_meta(j, (size_t)idx, "model_hash", st->fingerprint);
+    eng_journal_meta(j, (size_t)idx, "weight_type", st->weight_type);
+    eng_journal_meta(j, (size_t)idx, "template", st->tmpl);
+    eng_journal_meta(j, (size_t)idx, "kernel", st->kernel);
+    snprintf(b, sizeof b, "%d", st->threads);
+    eng_journal_meta(j, (size_t)idx, "threads", b);
+    fmt_f(b, sizeof b, st->gen.sp.temp);
+    eng_journal_meta(j, (size_t)idx, "temp", b);
+    snprintf(b, sizeof b, "%d", (int)st->gen.sp.top_k);
+    eng_journal_meta(j, (size_t)idx, "top_k", b);
+    fmt_f(b, sizeof b, st->gen.sp.top_p);
+    eng_journal_meta(j, (size_t)idx, "top_p", b);
+    fmt_f(b, sizeof b, st->gen.sp.min_p);
+    eng_journal_meta(j, (size_t)idx, "min_p", b);
+    fmt_f(b, sizeof b, st->gen.sp.repeat_penalty);
+    eng_journal_meta(j, (size_t)idx, "repeat_penalty", b);
+    snprintf(b, sizeof b, "%d", (int)st->gen.sp.repeat_last_n);
+    eng_journal_meta(j, (size_t)idx, "repeat_last_n", b);
+    snprintf(b, sizeof b, "%llu", (unsigned long long)st->gen.sp.seed);
+    eng_journal_meta(j, (size_t)idx, "seed", b);
+    snprintf(b, sizeof b, "%d", (int)st->gen.max_tokens);
+    eng_journal_meta(j, (size_t)idx, "max_tokens", b);
+}
+
+static void done_meta(ui_chat *ch, int idx, const eng_event *ev)
+{
+    char b[64];
+    eng_journal *j = ch->doc;
+    snprintf(b, sizeof b, "%u", ev->stats.n_gen);
+    eng_journal_meta(j, (size_t)idx, "tokens", b);
+    snprintf(b, sizeof b, "%.2f", ev->stats.decode_tps);
+    eng_journal_meta(j, (size_t)idx, "decode_tps", b);
+    snprintf(b, sizeof b, "%.2f", ev->stats.prefill_tps);
+    eng_journal_meta(j, (size_t)idx, "prefill_tps", b);
+    snprintf(b, sizeof b, "%u", ev->stats.n_prompt);
+    eng_journal_meta(j, (size_t)idx, "prompt_tokens", b);
+    snprintf(b, sizeof b, "%.1f", ev->stats.ttft_ms);
+    eng_journal_meta(j, (size_t)idx, "ttft_ms", b);
+    snprintf(b, sizeof b, "%.1f", ev->stats.gen_ms);
+    eng_journal_meta(j, (size_t)idx, "gen_ms", b);
+    eng_journal_meta(j, (size_t)idx, "end", eng_done_name(ev->code));
+}
+
+static void take_stats(ui_chat *ch, const eng_stats *s)
+{
+    ch->stats = *s;
+    if (s->prefill_tps > 0)
+        ch->prefill_tps = s->prefill_tps;
+    if (s->ttft_ms > 0)
+        ch->ttft_ms = s->ttft_ms;
+    if (s->decode_tps > 0) {
+        ch->decode_tps = s->decode_tps;
+        if (ch->nspark == UI_SPARK) {
+            memmove(ch->spark, ch->spark + 1, (UI_SPARK - 1) * sizeof *ch->spark);
+            ch->nspark--;
+        }
+        ch->spark[ch->nspark++] = (float)s->decode_tps;
+    }
+    mark_changed(ch, UI_CH_STATS);
+}
+
+static void on_event(ui_chat *ch, eng_event *ev)
+{
+    switch (ev->type) {
+    case ENG_EV_LOADED:
+        ch->st = ev->state;
+        ch->gen = ev->state.gen;
+        ch->loading = 0;
+        ch->have_model = 1;
+        ch->load_error = 0;
+        ch->prog_active = 0;
+        ch->stats.ctx_used = 0;
+        ch->stats.ctx_size = ev->state.ctx_size;
+        {
+            const char *base = strrchr(ev->state.model_path, '/');
+            ui_chat_notice(ch, "loaded %s: %s (%s, %s, %s template, context %u)",
+                           base ? base + 1 : ev->state.model_path, ev->state.model_name, ev->state.arch,
+                           ev->state.weight_type, ev->state.tmpl, ev->state.ctx_size);
+        }
+        mark_changed(ch, UI_CH_STATE | UI_CH_PROGRESS);
+        break;
+    case ENG_EV_STATE:
+        if (ch->have_model) {
+            char path[sizeof ch->st.model_path];
+            memcpy(path, ch->st.model_path, sizeof path);
+            ch->st = ev->state;
+            /* STATE carries runtime settings; the model fields are the same */
+            memcpy(ch->st.model_path, path, sizeof path);
+        }
+        ch->gen = ev->state.gen;
+        mark_changed(ch, UI_CH_STATE);
+        break;
+    case ENG_EV_PROGRESS:
+        if (!ch->prog_active || strcmp(ch->prog_stage, ev->stage))
+            ch->prog_t0 = ui_now_ms();
+        ch->prog_active = ev->fraction < 1.0 || !strcmp(ev->stage, "load");
+        snprintf(ch->prog_stage, sizeof ch->prog_stage, "%s", ev->stage);
+        ch->prog_frac = ev->fraction;
+        ch->prog_eta = ev->eta_s;
+        mark_changed(ch, UI_CH_PROGRESS);
+        break;
+    case ENG_EV_REPLY: {
+        int i = eng_journal_add(ch->doc, ENG_J_ASSISTANT, "");
+        if (i >= 0) {
+            ch->reply = i;
+            ch->doc->e[i].partial = 1;
+            reply_meta(ch, i, &ev->state);
+        }
+        ch->st.gen = ev->state.gen;
+        ch->unsaved = 1;
+        mark_changed(ch, UI_CH_DOC);
+        break;
+    }
+    case ENG_EV_TOKEN:
+        if (ch->reply >= 0 && ev->text) {
+            eng_journal_append(ch->doc, (size_t)ch->reply, ev->text, strlen(ev->text));
+            ch->unsaved = 1;
+        }
+        ch->prog_active = 0;
+        mark_changed(ch, UI_CH_DOC);
+        break;
+    case ENG_EV_MARK:
+        if (ch->reply >= 0 && ev->text) {
+            eng_journal_mark(ch->doc, (size_t)ch->reply, ev->stats.n_gen, ev->text);
+            ch->unsaved = 1;
+        }
+        mark_changed(ch, UI_CH_DOC);
+        break;
+    case ENG_EV_STATS:
+        take_stats(ch, &ev->stats);
+        break;
+    case ENG_EV_DONE:
+        take_stats(ch, &ev->stats);
+        if (ch->reply >= 0) {
+            ch->doc->e[ch->reply].partial = 0;
+            done_meta(ch, ch->reply, ev);
+        }
+        ch->reply = -1;
+        ch->busy = 0;
+        ch->prog_active = 0;
+        save_now(ch);
+        mark_changed(ch, UI_CH_DOC | UI_CH_PROGRESS);
+        break;
+    case ENG_EV_ERROR:
+        if (ev->code == ENG_CMD_LOAD) {
+            ch->loading = 0;
+            ch->load_error = 1;
+            ch->prog_active = 0;
+            ui_chat_notice(ch, "cannot load %s: %s%s", ch->loading_path, ev->text ? ev->text : "?",
+                           ch->have_model ? " (the previous model stays)" : "");
+            mark_changed(ch, UI_CH_PROGRESS | UI_CH_STATE);
+        } else
+            ui_chat_notice(ch, "error: %s", ev->text ? ev->text : "?");
+        snprintf(ch->last_error, sizeof ch->last_error, "%s", ev->text ? ev->text : "");
+        break;
+    case ENG_EV_NOTICE:
+        if (ev->text) {
+            /* context shifts are part of the story: keep them */
+            int i = eng_journal_add(ch->doc, ENG_J_NOTICE, ev->text);
+            if (i >= 0 && strncmp(ev->text, "context full", 12))
+                ch->doc->e[i].transient = 1;
+            ch->unsaved = 1;
+        }
+        mark_changed(ch, UI_CH_DOC);
+        break;
+    }
+}
+
+int ui_chat_pump(ui_chat *ch)
+{
+    int n = 0;
+    eng_event ev;
+    while (eng_engine_poll(ch->en, &ev, 0) == 0) {
+        on_event(ch, &ev);
+        eng_event_free(&ev);
+        n++;
+    }
+    return n;
+}
+
+/* ---- actions ---- */
+
+static int send(ui_chat *ch, eng_cmd *c)
+{
+    int rc = eng_engine_send(ch->en, c);
+    if (rc) {
+        eng_cmd_free(c);
+        ui_chat_notice(ch, "the engine is busy; try again");
+    }
+    return rc;
+}
+
+void ui_chat_stop(ui_chat *ch)
+{
+    if (ch->busy || ch->loading)
+        eng_engine_send_simple(ch->en, ENG_CMD_STOP, NULL, 0);
+}
+
+void ui_chat_regen(ui_chat *ch)
+{
+    if (ch->busy || !ch->have_model) {
+        ui_chat_notice(ch, ch->busy ? "a reply is running; stop it first" : "no model is loaded");
+        return;
+    }
+    /* the old reply stays visible, marked as replaced */
+    for (size_t i = ch->doc->n; i-- > 0;) {
+        eng_jentry *x = &ch->doc->e[i];
+        if (x->kind == ENG_J_USER)
+            break;
+        if (x->kind == ENG_J_ASSISTANT) {
+            eng_journal_meta(ch->doc, i, "superseded", "1");
+            break;
+        }
+    }
+    if (eng_engine_send_simple(ch->en, ENG_CMD_REGENERATE, NULL, 0) == 0)
+        ch->busy = 1;
+    mark_changed(ch, UI_CH_DOC);
+}
+
+void ui_chat_set_gen(ui_chat *ch, const eng_gen_params *g)
+{
+    eng_cmd c = {.type = ENG_CMD_SET_SAMPLER, .gen = *g};
+    ch->gen = *g;
+    send(ch, &c);
+    mark_changed(ch, UI_CH_STATE);
+}
+
+void ui_chat_set_kernel(ui_chat *ch, const char *name)
+{
+    eng_engine_send_simple(ch->en, ENG_CMD_SET_KERNEL, name, 0);
+}
+
+void ui_chat_set_threads(ui_chat *ch, int n) { eng_engine_send_simple(ch->en, ENG_CMD_SET_THREADS, NULL, n); }
+
+void ui_chat_load_model(ui_chat *ch, const char *path)
+{
+    ui_model_settings s;
+    memset(&s, 0, sizeof s);
+    s.gen = ch->gen;
+    snprintf(s.tmpl, sizeof s.tmpl, "auto");
+    if (ch->settings)
+        ch->settings(ch->settings_ud, path, &s);
+    if (ch->busy)
+        ui_chat_stop(ch);
+    if (s.kernel[0])
+        ui_chat_set_kernel(ch, s.kernel);
+    ui_chat_set_gen(ch, &s.gen);
+    if (s.system[0] && !ch->doc->system) {
+        eng_journal_set_system(ch->doc, s.system);
+        eng_engine_send_simple(ch->en, ENG_CMD_SET_SYSTEM, s.system, 0);
+    }
+    eng_cmd c = {.type = ENG_CMD_LOAD, .n = s.n_ctx, .n2 = s.threads};
+    snprintf(c.name, sizeof c.name, "%s", s.tmpl);
+    c.text = malloc(strlen(path) + 1);
+    if (!c.text)
+        return;
+    strcpy(c.text, path);
+    snprintf(ch->loading_path, sizeof ch->loading_path, "%s", path);
+    if (send(ch, &c) == 0) {
+        ch->loading = 1;
+        ch->prog_active = 1;
+        ch->prog_frac = 0;
+        ch->prog_eta = 0;
+        ch->prog_t0 = ui_now_ms();
+        snprintf(ch->prog_stage, sizeof ch->prog_stage, "load");
+        mark_changed(ch, UI_CH_PROGRESS);
+    }
+}
+
+static void submit(ui_chat *ch, const char *text)
+{
+    if (!ch->have_model) {
+        ui_chat_notice(ch, ch->loading ? "the model is still loading" : "no model is loaded: F2 or /model PATH");
+        return;
+    }
+    if (ch->busy) {
+        ui_chat_notice(ch, "a reply is running; wait or stop it (Esc)");
+        return;
+    }
+    eng_cmd c = {.type = ENG_CMD_SUBMIT};
+    c.text = malloc(strlen(text) + 1);
+    if (!c.text)
+        return;
+    strcpy(c.text, text);
+    if (send(ch, &c))
+        return;
+    eng_journal_add(ch->doc, ENG_J_USER, text);
+    ch->busy = 1;
+    save_now(ch);
+    mark_changed(ch, UI_CH_DOC);
+}
+
+static int set_key(ui_chat *ch, const char *key, const char *val)
+{
+    eng_gen_params g = ch->gen;
+    char *end;
+    double v = strtod(val, &end);
+    if (end == val || *end)
+        return -1;
+    if (!strcmp(key, "temp") || !strcmp(key, "temperature"))
+        g.sp.temp = (float)v;
+    else if (!strcmp(key, "top_k") || !strcmp(key, "top-k"))
+        g.sp.top_k = (int32_t)v;
+    else if (!strcmp(key, "top_p") || !strcmp(key, "top-p"))
+        g.sp.top_p = (float)v;
+    else if (!strcmp(key, "min_p") || !strcmp(key, "min-p"))
+        g.sp.min_p = (float)v;
+    else if (!strcmp(key, "repeat_penalty") || !strcmp(key, "repeat-penalty") || !strcmp(key, "repeat"))
+        g.sp.repeat_penalty = (float)v;
+    else if (!strcmp(key, "repeat_last_n") || !strcmp(key, "repeat-last-n"))
+        g.sp.repeat_last_n = (int32_t)v;
+    else if (!strcmp(key, "max_tokens") || !strcmp(key, "max-tokens") || !strcmp(key, "n"))
+        g.max_tokens = (int32_t)v;
+    else if (!strcmp(key, "seed"))
+        g.sp.seed = (uint64_t)v;
+    else
+        return -2;
+    const char *bad = eng_sampler_check(&g.sp);
+    if (bad) {
+        ui_chat_notice(ch, "/set: %s", bad);
+        return 0;
+    }
+    ui_chat_set_gen(ch, &g);
+    return 0;
+}
+
+static void list_kernels(ui_chat *ch)
+{
+    char buf[1024];
+    size_t u = 0;
+    for (int k = 0; k < SIMD_K_COUNT && u < sizeof buf; k++) {
+        const char *why = NULL;
+        int ok = simd_kernel_supported((enum simd_kernel)k, &why);
+        const char *name = simd_kernel_name((enum simd_kernel)k);
+        u += (size_t)snprintf(buf + u, sizeof buf - u, "\n  %s %-13s %s", !strcmp(name, ch->st.kernel) ? "*" : " ",
+                              name, ok ? "usable" : (why ? why : "not on this CPU"));
+    }
+    ui_chat_notice(ch, "kernel sets (* in use):%s", buf);
+}
+
+enum ui_action ui_chat_input(ui_chat *ch, const char *text)
+{
+    if (text[0] != '/' || text[1] == '/') {
+        submit(ch, text[0] == '/' ? text + 1 : text); /* "//x" sends "/x" */
+        return UI_ACT_NONE;
+    }
+    char cmd[32];
+    size_t n = strcspn(text + 1, " \t\n");
+    snprintf(cmd, sizeof cmd, "%.*s", (int)(n < 31 ? n : 31), text + 1);
+    const char *arg = text + 1 + n;
+    while (*arg == ' ' || *arg == '\t')
+        arg++;
+    if (!strcmp(cmd, "quit") || !strcmp(cmd, "exit") || !strcmp(cmd, "q"))
+        return UI_ACT_QUIT;
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "?"))
+        return UI_ACT_HELP;
+    if (!strcmp(cmd, "reset")) {
+        if (ch->busy)
+            ui_chat_stop(ch);
+        eng_engine_send_simple(ch->en, ENG_CMD_RESET, NULL, 0);
+        eng_journal_clear(ch->doc);
+        ui_chat_notice(ch, "conversation forgotten%s", ch->doc->system ? " (the system prompt stays)" : "");
+        ch->unsaved = 1;
+    } else if (!strcmp(cmd, "regen") || !strcmp(cmd, "regenerate"))
+        ui_chat_regen(ch);
+    else if (!strcmp(cmd, "stop"))
+        ui_chat_stop(ch);
+    else if (!strcmp(cmd, "system")) {
+        eng_journal_set_system(ch->doc, arg);
+        eng_engine_send_simple(ch->en, ENG_CMD_SET_SYSTEM, arg, 0);
+        ui_chat_notice(ch, *arg ? "system prompt set (from the next reply)" : "system prompt removed");
+        ch->unsaved = 1;
+    } else if (!strcmp(cmd, "set")) {
+        char key[32], val[64];
+        if (sscanf(arg, "%31s %63s", key, val) != 2)
+            ui_chat_notice(ch, "usage: /set KEY VALUE (temp, top_k, top_p, min_p, repeat_penalty, "
+                               "repeat_last_n, max_tokens, seed)");
+        else {
+            int r = set_key(ch, key, val);
+            if (r == -1)
+                ui_chat_notice(ch, "/set %s: '%s' is not a number", key, val);
+            else if (r == -2)
+                ui_chat_notice(ch, "/set: unknown key '%s'", key);
+            else
+                ui_chat_notice(ch, "%s = %s", key, val);
+        }
+    } else if (!strcmp(cmd, "model")) {
+        if (!*arg)
+            ui_chat_notice(ch, "usage: /model PATH");
+        else
+            ui_chat_load_model(ch, arg);
+    } else if (!strcmp(cmd, "kernel")) {
+        if (!*arg)
+            list_kernels(ch);
+        else
+            ui_chat_set_kernel(ch, arg);
+    } else if (!strcmp(cmd, "kernels"))
+        list_kernels(ch);
+    else if (!strcmp(cmd, "threads")) {
+        char *end;
+        long t = strtol(arg, &end, 10);
+        if (end == arg || *end || t < 0 || t > 256)
+            ui_chat_notice(ch, "usage: /threads N (1..256, 0: all cores)");
+        else
+            ui_chat_set_threads(ch, (int)t);
+    } else if (!strcmp(cmd, "save")) {
+        if (!ch->data_dir[0])
+            ui_chat_notice(ch, "nothing is saved: no data folder");
+        else if (*arg && !valid_name(arg))
+            ui_chat_notice(ch, "/save: use letters, digits, '-', '_' and '.' for the name");
+        else {
+            if (*arg)
+                set_name(ch, arg);
+            if (save_now(ch) == 0)
+                ui_chat_notice(ch, "saved as '%s' (%s)", ch->name, ch->jpath);
+        }
+    } else if (!strcmp(cmd, "load")) {
+        eng_err e = {{0}};
+        if (!*arg || !valid_name(arg))
+            ui_chat_notice(ch, "usage: /load NAME (/list shows the names)");
+        else if (ch->busy)
+            ui_chat_notice(ch, "a reply is running; stop it first");
+        else if (restore(ch, arg, &e))
+            ui_chat_notice(ch, "cannot load '%s': %s", arg, e.msg);
+    } else if (!strcmp(cmd, "list")) {
+        char **names;
+        int k = ui_chat_list(ch, &names);
+        char buf[1500];
+        size_t u = 0;
+        buf[0] = 0;
+        for (int i = 0; i < k; i++) {
+            if (u < sizeof buf - 1 && i < 20)
+                u += (size_t)snprintf(buf + u, sizeof buf - u, "\n  %s%s", names[i],
+                                      !strcmp(names[i], ch->name) ? "  (this one)" : "");
+            free(names[i]);
+        }
+        free(names);
+        ui_chat_notice(ch, k ? "saved conversations, newest first:%s%s" : "no saved conversations yet", buf,
+                       k > 20 ? "\n  ..." : "");
+    } else
+        ui_chat_notice(ch, "unknown command /%s; /help lists them", cmd);
+    return UI_ACT_NONE;
+}
+
+/* ---- setup ---- */
+
+int ui_chat_init(ui_chat *ch, eng_engine *en, const ui_chat_opts *o, eng_err *e)
+{
+    memset(ch, 0, sizeof *ch);
+    ch->en = en;
+    ch->reply = -1;
+    ch->settings = o->settings;
+    ch->settings_ud = o->settings_ud;
+    ch->model_dirs = o->model_dirs;
+    ch->n_dirs = o->n_dirs;
+    ch->doc = eng_journal_new();
+    if (!ch->doc)
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    ch->gen.sp = eng_sampler_defaults();
+    ch->gen.max_tokens = 512;
+    if (o->data_dir)
+        snprintf(ch->data_dir, sizeof ch->data_dir, "%s", o->data_dir);
+    /* a new conversation is named by its start time */
+    char name[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(name, sizeof name, "%Y%m%d-%H%M%S", &tm);
+    set_name(ch, name);
+    /* settings first, then the model, then the conversation */
+    if (o->model)
+        ui_chat_load_model(ch, o->model);
+    if (o->resume && ch->data_dir[0]) {
+        char **names = NULL;
+        const char *want = o->resume;
+        int k = 0;
+        if (!*want) {
+            k = ui_chat_list(ch, &names);
+            want = k ? names[0] : NULL;
+        }
+        eng_err re = {{0}};
+        if (!want)
+            ui_chat_notice(ch, "--resume: no saved conversation yet; starting a new one");
+        else if (restore(ch, want, &re))
+            ui_chat_notice(ch, "--resume: %s", re.msg);
+        for (int i = 0; i < k; i++)
+            free(names[i]);
+        free(names);
+    }
+    ch->unsaved = 0;
+    return 0;
+}
+
+void ui_chat_close(ui_chat *ch)
+{
+    if (ch->unsaved)
+        save_now(ch);
+    eng_journal_free(ch->doc);
+    ch->doc = NULL;
+}

@@ -1,0 +1,109 @@
+/* The chat as both front ends (curses and line mode) run it: the
+ * conversation document and its journal, the last state the engine
+ * reported, and the user's actions (slash commands, settings, stop,
+ * regenerate, model switch) turned into engine commands. No terminal
+ * I/O here: the front ends draw ch->doc and the fields below. */
+#ifndef NIBBLE_UI_CHAT_H
+#define NIBBLE_UI_CHAT_H
+
+#include <stddef.h>
+
+#include "engine.h"
+#include "journal.h"
+
+/* Settings for one model file, as the app computes them (config file,
+ * its [model:NAME] section, and the command-line flags over both). */
+typedef struct ui_model_settings {
+    eng_gen_params gen;
+    int threads;        /* 0: physical cores */
+    int n_ctx;          /* 0: model default */
+    char kernel[24];    /* "": leave as is */
+    char tmpl[16];      /* "auto", "none", "chatml", ... */
+    char system[2048];  /* "": none */
+} ui_model_settings;
+
+typedef void (*ui_settings_fn)(void *ud, const char *model_path, ui_model_settings *out);
+
+typedef struct ui_chat_opts {
+    const char *data_dir;  /* e.g. ~/.local/share/nibble; NULL: nothing is saved */
+    const char *resume;    /* NULL: a new conversation; "": the latest; else a name */
+    const char *model;     /* model file to open first */
+    ui_settings_fn settings;
+    void *settings_ud;
+    const char *const *model_dirs; /* folders the model menu scans */
+    int n_dirs;
+} ui_chat_opts;
+
+enum ui_action { UI_ACT_NONE = 0, UI_ACT_QUIT, UI_ACT_HELP };
+
+#define UI_SPARK 48
+
+typedef struct ui_chat {
+    eng_engine *en;
+    eng_journal *doc;
+    char data_dir[1024];
+    char name[128];        /* conversation name: the journal's file name */
+    char jpath[1400];
+    const char *const *model_dirs;
+    int n_dirs;
+    ui_settings_fn settings;
+    void *settings_ud;
+
+    int busy;              /* a reply runs (SUBMIT/REGENERATE sent, no DONE yet) */
+    int loading;           /* LOAD sent, no LOADED or ERROR yet */
+    int have_model;
+    char loading_path[1024];
+    eng_state st;          /* last LOADED / STATE */
+    eng_gen_params gen;    /* what the sliders show */
+    eng_stats stats;       /* latest STATS / DONE */
+    double ttft_ms, prefill_tps, decode_tps;
+    float spark[UI_SPARK]; /* recent decode tok/s, oldest first */
+    int nspark;
+    int reply;             /* doc index of the reply being written, -1 */
+    int prog_active;
+    char prog_stage[16];
+    double prog_frac, prog_eta, prog_t0;
+    int load_error;        /* the last LOAD failed (the menu may reopen) */
+    char last_error[512];
+    double last_save_ms;
+    int unsaved;           /* the doc changed since the last save */
+    unsigned changed;      /* UI_CH_* since the front end last looked */
+} ui_chat;
+
+enum { UI_CH_DOC = 1, UI_CH_STATE = 2, UI_CH_STATS = 4, UI_CH_PROGRESS = 8 };
+
+/* Set up: resume a conversation if asked, open the first model. Returns 0
+ * or a negative code with e filled (the front end should still run when
+ * only the resume failed: that is reported as a notice). */
+int ui_chat_init(ui_chat *ch, eng_engine *en, const ui_chat_opts *o, eng_err *e);
+/* Final save; frees the document (not the engine). */
+void ui_chat_close(ui_chat *ch);
+
+/* Take every waiting event; returns how many. */
+int ui_chat_pump(ui_chat *ch);
+/* Save the journal if due (every ~0.5 s while a reply streams). */
+void ui_chat_tick(ui_chat *ch);
+/* Milliseconds the front end may sleep before ui_chat_tick is due; -1: no timer. */
+int ui_chat_timeout(const ui_chat *ch);
+
+/* A line the user entered: a slash command or a message. */
+enum ui_action ui_chat_input(ui_chat *ch, const char *text);
+/* Actions behind the keys and menus. */
+void ui_chat_stop(ui_chat *ch);
+void ui_chat_regen(ui_chat *ch);
+void ui_chat_load_model(ui_chat *ch, const char *path);
+void ui_chat_set_gen(ui_chat *ch, const eng_gen_params *g);
+void ui_chat_set_kernel(ui_chat *ch, const char *name);
+void ui_chat_set_threads(ui_chat *ch, int n);
+/* A message shown in the conversation but never saved. */
+void ui_chat_notice(ui_chat *ch, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The help text (slash commands). */
+const char *ui_chat_help(void);
+
+/* Files in the conversations folder, newest first: names (caller frees
+ * each and the array); returns the count. */
+int ui_chat_list(const ui_chat *ch, char ***names);
+
+double ui_now_ms(void);
+
+#endif

@@ -1,0 +1,164 @@
+/* Line mode: for scripts, pipes and dumb terminals. Reads lines, prints
+ * replies as they stream, and runs the same slash commands as the screen.
+ * A script is played one line per turn: the next line waits for the
+ * reply before it. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ui.h"
+
+static volatile sig_atomic_t got_int, got_term;
+
+static void on_sig(int sig)
+{
+    if (sig == SIGINT)
+        got_int = 1;
+    else
+        got_term = 1;
+}
+
+typedef struct printer {
+    size_t entry, off; /* what of the document is on the screen already */
+} printer;
+
+/* Print what the document gained since last time. */
+static void show(ui_chat *ch, printer *p)
+{
+    eng_journal *d = ch->doc;
+    if (p->entry > d->n) { /* the document was replaced (/reset, /load) */
+        p->entry = 0;
+        p->off = 0;
+    }
+    while (p->entry < d->n) {
+        eng_jentry *x = &d->e[p->entry];
+        if (x->kind == ENG_J_ASSISTANT) {
+            if (p->off < x->len) {
+                fwrite(x->text + p->off, 1, x->len - p->off, stdout);
+                fflush(stdout);
+                p->off = x->len;
+            }
+            if (x->partial || (ch->busy && (int)p->entry == ch->reply))
+                return; /* still streaming */
+            const char *tok = eng_journal_get_meta(d, p->entry, "tokens");
+            const char *tps = eng_journal_get_meta(d, p->entry, "decode_tps");
+            const char *end = eng_journal_get_meta(d, p->entry, "end");
+            printf("\n");
+            fflush(stdout);
+            if (tok)
+                fprintf(stderr, "[%s tokens, %s tok/s, %s]\n", tok, tps ? tps : "?", end ? end : "?");
+        } else if (x->kind == ENG_J_NOTICE) {
+            fprintf(stderr, "(%s)\n", x->text);
+        } else if (!isatty(0)) {
+            printf("> %s\n", x->text); /* a script's line, so the transcript reads */
+            fflush(stdout);
+        }
+        p->entry++;
+        p->off = 0;
+    }
+}
+
+int ui_plain_run(ui_chat *ch, const ui_opts *o)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sig;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    (void)o;
+    printer p = {0, 0};
+    char *in = NULL;     /* bytes read, not yet a whole line */
+    size_t nin = 0, cap = 0;
+    int eof = 0, prompt = 1, quit = 0;
+    int tty = isatty(0) && isatty(1);
+    int last_int_idle = 0;
+    while (!quit && !got_term) {
+        ui_chat_pump(ch);
+        show(ch, &p);
+        ui_chat_tick(ch);
+        if (got_int) {
+            got_int = 0;
+            if (ch->busy || ch->loading)
+                ui_chat_stop(ch);
+            else if (last_int_idle || !tty)
+                break;
+            else {
+                fprintf(stderr, "\n(Ctrl+C again or /quit to leave)\n");
+                last_int_idle = 1;
+                prompt = 1;
+            }
+        }
+        /* a whole line waiting and the engine free: run it */
+        char *nl = in ? memchr(in, '\n', nin) : NULL;
+        if (!ch->busy && !ch->loading && (nl || (eof && nin))) {
+            size_t len = nl ? (size_t)(nl - in) : nin;
+            char *line = malloc(len + 1);
+            if (!line)
+                break;
+            memcpy(line, in, len);
+            line[len] = 0;
+            if (len && line[len - 1] == '\r')
+                line[len - 1] = 0;
+            size_t used = nl ? len + 1 : len;
+            memmove(in, in + used, nin - used);
+            nin -= used;
+            last_int_idle = 0;
+            if (line[0]) {
+                enum ui_action a = ui_chat_input(ch, line);
+                if (a == UI_ACT_QUIT)
+                    quit = 1;
+                else if (a == UI_ACT_HELP)
+                    fputs(ui_chat_help(), stderr);
+            }
+            free(line);
+            prompt = 1;
+            continue;
+        }
+        if (eof && !nin && !ch->busy && !ch->loading)
+            break;
+        if (prompt && tty && !ch->busy && !ch->loading) {
+            show(ch, &p);
+            fputs("> ", stdout);
+            fflush(stdout);
+            prompt = 0;
+        }
+        struct pollfd fds[2] = {{eng_engine_fd(ch->en), POLLIN, 0}, {0, POLLIN, 0}};
+        int nf = eof ? 1 : 2;
+        int to = ui_chat_timeout(ch);
+        if (poll(fds, (nfds_t)nf, to) < 0 && errno != EINTR)
+            break;
+        if (nf == 2 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+            if (nin + 4096 + 1 > cap) {
+                cap = (nin + 4096 + 1) * 2;
+                char *b = realloc(in, cap);
+                if (!b)
+                    break;
+                in = b;
+            }
+            ssize_t got = read(0, in + nin, 4096);
+            if (got > 0)
+                nin += (size_t)got;
+            else if (got == 0 || (errno != EINTR && errno != EAGAIN))
+                eof = 1;
+        }
+    }
+    /* let a reply that is still running end cleanly */
+    if (ch->busy) {
+        ui_chat_stop(ch);
+        for (int i = 0; i < 200 && ch->busy; i++) {
+            struct pollfd fd = {eng_engine_fd(ch->en), POLLIN, 0};
+            poll(&fd, 1, 10);
+            ui_chat_pump(ch);
+        }
+        show(ch, &p);
+    }
+    if (tty && prompt == 0)
+        fputs("\n", stdout);
+    free(in);
+    return 0;
+}

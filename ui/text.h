@@ -1,0 +1,31 @@
+/* Display width and wrapping of UTF-8 text for a terminal, with utf8proc's
+ * character widths: wide CJK and emoji take two columns, combining marks
+ * none. Bytes that are not valid UTF-8 and control characters show as
+ * one column each (drawn as '?'), so any input lays out. */
+#ifndef NIBBLE_UI_TEXT_H
+#define NIBBLE_UI_TEXT_H
+
+#include <stddef.h>
+
+/* Length in bytes (>= 1) of the character at s[i] (i < n), its width in
+ * columns in *w, and its code point in *cp (-1 for an invalid byte). */
+size_t ui_char(const char *s, size_t n, size_t i, int *w, int *cp);
+/* Columns of s[0..n). */
+int ui_width(const char *s, size_t n);
+/* Bytes of the longest prefix of s[0..n) that fits in cols columns
+ * (whole characters; combining marks stay with their base). */
+size_t ui_fit(const char *s, size_t n, int cols);
+
+typedef struct ui_line {
+    size_t start, end; /* bytes [start, end) of the text; no '\n' inside */
+    int cols;          /* width of that span */
+} ui_line;
+
+/* Break s[0..n) into lines of at most width columns (width >= 1):
+ * at '\n', and where a line is full: at the last space when words is set
+ * (the space is dropped), else at the character. A character wider than
+ * the line gets a line of its own. Writes up to cap lines to out (out may
+ * be NULL) and returns how many there are. */
+size_t ui_wrap(const char *s, size_t n, int width, int words, ui_line *out, size_t cap);
+
+#endif
