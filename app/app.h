@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "model.h"
 #include "sampler.h"
 
 /* Options shared by the commands that run a model. */
@@ -23,6 +24,7 @@ typedef struct app_opts {
     int print_ids;          /* --ids (run): token ids instead of text */
     int seed_set;
     eng_sampler_params sp;
+    const char *quantize;   /* --quantize TYPE: convert float weights on load */
 } app_opts;
 
 /* Parse argv[first..] into o. Returns 0, or 2 after printing what is wrong.
@@ -49,5 +51,27 @@ int cmd_score(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 /* Weight type id from a name such as "q8_0" (any case), or -1. */
 int app_type_from_name(const char *name);
+
+/* issue 5: quantize, measure, export */
+int cmd_quantize(int argc, char **argv);
+int cmd_ppl(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+
+/* A progress bar on stderr (redrawn at most 10 times a second, with an
+ * ETA); label and quiet set by the caller, the rest zero. */
+typedef struct app_bar {
+    const char *label;
+    int quiet;
+    double start, last;
+    int tty; /* 0 unknown, 1 stderr is a terminal, -1 not */
+} app_bar;
+void app_progress(app_bar *b, double frac, const char *what);
+/* app_progress with a void * bar, for engine callbacks */
+void app_awq_progress(void *user, double frac, const char *what);
+/* Open the model at path honouring o->quantize (quantize on load; says
+ * how many matrices it converted and the peak RSS on stderr unless
+ * o->quiet). Same contract as eng_model_open. */
+int app_model_open(const app_opts *o, const char *path, eng_model **m, eng_err *e);
 
 #endif

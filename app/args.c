@@ -70,6 +70,7 @@ int app_parse(int argc, char **argv, int first, app_opts *o, const char **pos, i
             if (to_int(v, 0, 1 << 20, &n)) return bad(cmd, a, v, "expected a context size (0 for the model's)");
             o->n_ctx = (uint32_t)n;
         } else if (!strcmp(a, "--kernel")) { NEED(); o->kernel = v; }
+        else if (!strcmp(a, "--quantize")) { NEED(); o->quantize = v; }
         else if (!strcmp(a, "--temp")) {
             NEED();
             if (to_float(v, &f)) return bad(cmd, a, v, "expected a number");

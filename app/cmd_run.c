@@ -23,6 +23,7 @@ static const char usage[] =
     "  -c, --ctx-size N       context size (default: the model's, at most 4096)\n"
     "  -t, --threads N        worker threads (default: physical cores)\n"
     "      --kernel NAME      force a kernel set (see 'nibble info --cpu')\n"
+    "      --quantize TYPE    quantize float weights as they load (q8_0, q4_0, q4_k, ...)\n"
     "      --temp T           temperature, 0 = greedy (default 0.8)\n"
     "      --top-k K          keep the K most likely tokens, 0 = off (default 40)\n"
     "      --top-p P          keep the smallest set with probability >= P (default 0.95)\n"
@@ -96,7 +97,7 @@ int cmd_run(int argc, char **argv)
     eng_err e = {{0}};
     double t0 = now_s();
     eng_model *m = NULL;
-    if (eng_model_open(path, &m, &e)) {
+    if (app_model_open(&o, path, &m, &e)) {
         fprintf(stderr, "nibble: %s\n", e.msg);
         free(owned);
         return 1;

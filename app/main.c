@@ -17,6 +17,10 @@ static const char usage[] =
     "       nibble bench [-m MODEL] [-t 1,2] [--kernel all]  prompt/decode speed, roofline\n"
     "       nibble synth --shape NAME OUT.gguf       a random model of a real shape\n"
     "       nibble score [-m MODEL] --ids \"1 2 3\"     teacher-forced top-1 per position\n"
+    "       nibble quantize IN.gguf OUT.gguf TYPE    quantize (RTN, or --awq CALIB.txt)\n"
+    "       nibble ppl [-m MODEL] -f TEXT            perplexity; --kl-base BASE for KL divergence\n"
+    "       nibble quant-sweep [-m MODEL] -f TEXT    every type: size, ppl, KL, speed; table + plot\n"
+    "       nibble export-ollama MODEL OUTDIR        the GGUF plus an Ollama Modelfile\n"
     "       nibble --version | --help\n"
     "\n"
     "Without -m the embedded default model (stories260K, a tiny story teller)\n"
@@ -45,6 +49,14 @@ int main(int argc, char **argv)
         return cmd_score(argc, argv);
     if (!strcmp(cmd, "bench"))
         return cmd_bench(argc, argv);
+    if (!strcmp(cmd, "quantize"))
+        return cmd_quantize(argc, argv);
+    if (!strcmp(cmd, "ppl") || !strcmp(cmd, "perplexity"))
+        return cmd_ppl(argc, argv);
+    if (!strcmp(cmd, "quant-sweep"))
+        return cmd_sweep(argc, argv);
+    if (!strcmp(cmd, "export-ollama"))
+        return cmd_export(argc, argv);
     if (!strcmp(cmd, "chat"))
         return cmd_chat(argc, argv, 2);
     if (cmd[0] == '-' || cmd[0] == 0)

@@ -16,6 +16,9 @@
 #include "pool.h"
 
 #define BATCH 32u
+/* Below this many weight bytes (times tokens) a matmul runs on the calling
+ * thread alone: waking and joining the workers costs a few microseconds. */
+#define SMALL_MATMUL_BYTES (192u * 1024u)
 
 struct eng_ctx {
     eng_model *m;
@@ -30,6 +33,9 @@ struct eng_ctx {
     float *scores;         /* [threads][n_ctx] */
     int scores_threads;
     void *act;             /* [BATCH] activation rows, q8 format */
+    void *act_k;           /* [BATCH] activation rows, q8k format (K-quant weights) */
+    eng_mm_observer obs;   /* optional: sees every matmul's input (AWQ statistics) */
+    void *obs_user;
     double *inv_freq;      /* [rope_dims/2] */
     float *rcos, *rsin;    /* [BATCH][rope_dims/2] */
 };
@@ -60,10 +66,11 @@ static void mm_worker(void *arg, int ith, int nth)
         const mm_part *p = &j->p[i];
         uint32_t a = lo > base ? lo - base : 0, b = hi - base < p->w->rows ? hi - base : p->w->rows;
         if (hi > base && a < b) {
-            simd_dot_batch_fn dot = simd_type_traits(p->w->type)->dot_batch;
+            /* all of this worker's rows in one call: the kernel shares
+             * activation work across them */
             const char *row = (const char *)p->w->data + (size_t)a * p->w->row_bytes;
-            for (uint32_t r = a; r < b; r++, row += p->w->row_bytes)
-                dot(p->w->cols, row, p->act, p->astride, j->nt, p->out + r, p->ostride);
+            simd_type_traits(p->w->type)->dot_rows(p->w->cols, row, p->w->row_bytes, b - a, p->act, p->astride,
+                                                   j->nt, p->out + a, p->ostride);
         }
         base += p->w->rows;
         if (base >= hi)
@@ -77,20 +84,35 @@ static void matmul(eng_ctx *c, const float *x, uint32_t nt, int np, const eng_we
 {
     uint32_t cols = w[0]->cols;
     size_t qstride = simd_act_row_bytes(SIMD_ACT_Q8, cols);
-    int need_q8 = 0;
-    for (int i = 0; i < np; i++)
+    size_t kstride = simd_act_row_bytes(SIMD_ACT_Q8K, cols);
+    int need_q8 = 0, need_q8k = 0;
+    if (c->obs)
+        c->obs(c->obs_user, w[0], x, nt, cols);
+    for (int i = 0; i < np; i++) {
         need_q8 |= w[i]->act == SIMD_ACT_Q8;
+        need_q8k |= w[i]->act == SIMD_ACT_Q8K;
+    }
     if (need_q8)
         for (uint32_t t = 0; t < nt; t++)
             simd_act_quant(SIMD_ACT_Q8, x + (size_t)t * cols, (char *)c->act + t * qstride, cols);
+    if (need_q8k)
+        for (uint32_t t = 0; t < nt; t++)
+            simd_act_quant(SIMD_ACT_Q8K, x + (size_t)t * cols, (char *)c->act_k + t * kstride, cols);
     mm_job j = {.np = np, .nt = nt, .total = 0};
     for (int i = 0; i < np; i++) {
-        int q8 = w[i]->act == SIMD_ACT_Q8;
-        j.p[i] = (mm_part){w[i], q8 ? c->act : (const void *)x, q8 ? qstride : cols * sizeof(float), out[i],
-                           w[i]->rows};
+        int q8 = w[i]->act == SIMD_ACT_Q8, q8k = w[i]->act == SIMD_ACT_Q8K;
+        j.p[i] = (mm_part){w[i], q8 ? c->act : q8k ? c->act_k : (const void *)x,
+                           q8 ? qstride : q8k ? kstride : cols * sizeof(float), out[i], w[i]->rows};
         j.total += w[i]->rows;
     }
-    eng_pool_run(c->pool, mm_worker, &j);
+    /* A small product costs less than waking the workers: run it here. */
+    size_t bytes = 0;
+    for (int i = 0; i < np; i++)
+        bytes += (size_t)w[i]->rows * w[i]->row_bytes;
+    if (bytes * nt < SMALL_MATMUL_BYTES)
+        mm_worker(&j, 0, 1);
+    else
+        eng_pool_run(c->pool, mm_worker, &j);
 }
 
 static void matmul1(eng_ctx *c, const float *x, uint32_t nt, const eng_weight *w, float *out)
@@ -252,7 +274,11 @@ static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
         memcpy(c->vc + at, c->v + (size_t)t * nkvd, nkvd * sizeof(float));
     }
     att_job aj = {c, l, nt, c->pos};
-    eng_pool_run(c->pool, att_worker, &aj);
+    /* attention reads the cache: split it only when that is big enough */
+    if ((size_t)(c->pos + nt) * nkvd * 2 * sizeof(float) * nt < SMALL_MATMUL_BYTES)
+        att_worker(&aj, 0, 1);
+    else
+        eng_pool_run(c->pool, att_worker, &aj);
     matmul1(c, c->att, nt, &L->wo, c->xb2);
     add_bias(c->xb2, L->bo, nt, dim);
     add_rows(c->x, c->xb2, (size_t)nt * dim);
@@ -274,6 +300,7 @@ static void ffn_block(eng_ctx *c, uint32_t l, uint32_t nt)
         const eng_weight *gu[2] = {&L->w_gate, &L->w_up};
         float *gu_out[2] = {c->hb, c->hb2};
         matmul(c, c->xb, nt, 2, gu, gu_out);
+        add_bias(c->hb2, L->b_up, nt, ffn);
         for (size_t i = 0; i < n; i++) {
             float g = c->hb[i];
             c->hb[i] = g / (1.0f + expf(-g)) * c->hb2[i];
@@ -421,11 +448,12 @@ int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_
     c->hb = malloc(BATCH * ffn * sizeof(float));
     c->hb2 = malloc(BATCH * ffn * sizeof(float));
     c->act = malloc(BATCH * simd_act_row_bytes(SIMD_ACT_Q8, (maxc + SIMD_QK - 1) / SIMD_QK * SIMD_QK) + 64);
+    c->act_k = malloc(BATCH * simd_act_row_bytes(SIMD_ACT_Q8K, (maxc + SIMD_QKK - 1) / SIMD_QKK * SIMD_QKK) + 64);
     c->inv_freq = malloc((in->rope_dims / 2 + 1) * sizeof(double));
     c->rcos = malloc(BATCH * (in->rope_dims / 2 + 1) * sizeof(float));
     c->rsin = malloc(BATCH * (in->rope_dims / 2 + 1) * sizeof(float));
     if (!c->kc || !c->vc || !c->x || !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->att || !c->hb || !c->hb2 ||
-        !c->act || !c->inv_freq || !c->rcos || !c->rsin || !c->kv_off) {
+        !c->act || !c->act_k || !c->inv_freq || !c->rcos || !c->rsin || !c->kv_off) {
         eng_ctx_free(c);
         return eng_errf(e, ENG_ENOMEM, "out of memory for a context of %u tokens (KV cache %.1f MB)", n_ctx,
                         2.0 * kv * sizeof(float) / 1e6);
@@ -450,11 +478,17 @@ void eng_ctx_free(eng_ctx *c)
     eng_pool_free(c->pool);
     free(c->kc); free(c->vc); free(c->x); free(c->xb); free(c->xb2);
     free(c->q); free(c->k); free(c->v); free(c->att); free(c->hb); free(c->hb2);
-    free(c->scores); free(c->act); free(c->inv_freq); free(c->rcos); free(c->rsin); free(c->kv_off);
+    free(c->scores); free(c->act); free(c->act_k); free(c->inv_freq); free(c->rcos); free(c->rsin); free(c->kv_off);
     free(c);
 }
 
 uint32_t eng_ctx_size(const eng_ctx *c) { return c->n_ctx; }
+
+void eng_ctx_set_observer(eng_ctx *c, eng_mm_observer fn, void *user)
+{
+    c->obs = fn;
+    c->obs_user = user;
+}
 uint32_t eng_ctx_pos(const eng_ctx *c) { return c->pos; }
 
 void eng_ctx_truncate(eng_ctx *c, uint32_t pos)

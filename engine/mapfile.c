@@ -1,6 +1,7 @@
 #include "mapfile.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #ifdef _WIN32
@@ -93,5 +94,24 @@ void eng_map_close(eng_map *m)
     if (m->data)
         munmap((void *)m->data, m->size);
     memset(m, 0, sizeof *m);
+}
+#endif
+
+#ifdef _WIN32
+void eng_map_release(const void *p, size_t n)
+{
+    (void)p;
+    (void)n;
+}
+#else
+void eng_map_release(const void *p, size_t n)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0)
+        return;
+    uintptr_t a = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+    uintptr_t b = ((uintptr_t)p + n) & ~((uintptr_t)pg - 1);
+    if (b > a)
+        madvise((void *)a, b - a, MADV_DONTNEED);
 }
 #endif

@@ -16,5 +16,10 @@ typedef struct eng_map {
  * message naming the path. An empty file maps to data=NULL, size=0. */
 int eng_map_open(eng_map *m, const char *path, eng_err *e);
 void eng_map_close(eng_map *m);
+/* Tell the OS the whole pages inside [p, p+n) of a mapping are not needed
+ * now: they leave this process's resident set and are read from the file
+ * again if touched. Only for memory from eng_map_open (a no-op where the
+ * platform has no such call). */
+void eng_map_release(const void *p, size_t n);
 
 #endif

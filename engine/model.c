@@ -3,6 +3,7 @@
  * may touch it. Tensor names and metadata keys are llama.cpp's, so files
  * converted for it load here. */
 #include "model_internal.h"
+#include "mapfile.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -136,6 +137,40 @@ static int get_vec(eng_model *m, const char *name, uint32_t n, int optional, con
     return own(m, v);
 }
 
+/* Quantize on load (eng_model_opts.quantize_type): convert one float
+ * matrix into an owned buffer of the target type, a row at a time, then
+ * drop the source pages from memory (they stay in the file; a fused
+ * tensor's other row ranges fault back in when converted). */
+static int quantize_on_load(eng_model *m, const char *name, eng_weight *w, eng_err *e)
+{
+    const simd_traits *to = simd_type_traits(m->load_quant), *from = simd_type_traits(w->type);
+    if ((w->type != SIMD_F32 && w->type != SIMD_F16 && w->type != SIMD_BF16) || w->type == m->load_quant ||
+        w->cols % to->block)
+        return 0;
+    size_t rb = simd_row_bytes(m->load_quant, w->cols);
+    char *buf = malloc((size_t)w->rows * rb + 1);
+    float *row = malloc(w->cols * sizeof *row);
+    if (!buf || !row) {
+        free(buf);
+        free(row);
+        return eng_errf(e, ENG_ENOMEM, "tensor '%s': out of memory quantizing on load", name);
+    }
+    for (uint32_t r = 0; r < w->rows; r++) {
+        from->dequant((const char *)w->data + (size_t)r * w->row_bytes, row, w->cols);
+        to->quant(row, buf + (size_t)r * rb, w->cols);
+    }
+    free(row);
+    eng_map_release(w->data, (size_t)w->rows * w->row_bytes);
+    if (own(m, buf))
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    w->data = buf;
+    w->type = m->load_quant;
+    w->row_bytes = rb;
+    w->act = to->act;
+    m->n_load_quant++;
+    return 0;
+}
+
 /* Rows [first, first+rows) of a matrix tensor of `total` rows of `cols`.
  * Types without a dot kernel are refused here, at load, naming the tensor
  * and type. */
@@ -159,6 +194,8 @@ static int get_mat_rows(eng_model *m, const char *name, uint32_t cols, uint32_t 
     w->row_bytes = simd_row_bytes(t->type, cols);
     w->data = (const char *)t->data + (size_t)first * w->row_bytes;
     w->act = tr->act;
+    if (m->load_quant)
+        return quantize_on_load(m, name, w, e);
     return 0;
 }
 
@@ -376,6 +413,8 @@ static int load_layer(eng_model *m, const arch_desc *ad, uint32_t l, eng_err *e)
         } else if ((r = get_mat(m, NAME("ffn_gate.weight"), dim, ffn, 0, &L->w_gate, e)) ||
                    (r = get_mat(m, NAME("ffn_up.weight"), dim, ffn, 0, &L->w_up, e)))
             return r;
+        if (ad->ffn == ENG_FFN_SWIGLU && find(m, NAME("ffn_gate.bias")))
+            return eng_errf(e, ENG_EUNSUP, "tensor '%s': a bias on the FFN gate is not supported", n);
     }
 #undef NAME
     return 0;
@@ -435,6 +474,8 @@ static int load_tensors(eng_model *m, const arch_desc *ad, const uint32_t *heads
     for (int t = 0; t < SIMD_TYPE_COUNT; t++)
         if (per_type[t] > per_type[in->main_type])
             in->main_type = t;
+    if (m->n_load_quant)
+        in->main_type = m->load_quant;
     return 0;
 }
 
@@ -460,13 +501,21 @@ static int load(eng_model *m, eng_err *e)
     return r;
 }
 
-int eng_model_open(const char *path, eng_model **out, eng_err *e)
+int eng_model_open(const char *path, eng_model **out, eng_err *e) { return eng_model_open_opts(path, NULL, out, e); }
+
+int eng_model_open_opts(const char *path, const eng_model_opts *o, eng_model **out, eng_err *e)
 {
     *out = NULL;
     simd_init();
+    if (o && o->quantize_type) {
+        const simd_traits *t = simd_type_traits(o->quantize_type);
+        if (!t || !t->quant || !t->dot)
+            return eng_errf(e, ENG_EINVAL, "cannot quantize to type %s on load", simd_type_name(o->quantize_type));
+    }
     eng_model *m = calloc(1, sizeof *m);
     if (!m)
         return eng_errf(e, ENG_ENOMEM, "out of memory");
+    m->load_quant = o ? o->quantize_type : 0;
     int r = eng_gguf_open(path, &m->gguf, e);
     if (r) {
         free(m);

@@ -30,6 +30,18 @@ typedef struct eng_model eng_model;
  * file, not GGUF, malformed field, unknown architecture, missing or
  * misshapen tensor, weight type without a kernel. */
 int eng_model_open(const char *path, eng_model **out, eng_err *e);
+
+/* Options for eng_model_open_opts (zero = eng_model_open's behaviour). */
+typedef struct eng_model_opts {
+    /* quantize on load: F32/F16/BF16 weight matrices are converted to this
+     * type (enum simd_type, one with a reference quantizer) one tensor at
+     * a time as they are found, into buffers the model owns; the source
+     * pages of each converted tensor are released, so the float model is
+     * never resident as a whole. Matrices whose rows do not fit the block
+     * stay as they are. 0 (F32): no conversion. */
+    int quantize_type;
+} eng_model_opts;
+int eng_model_open_opts(const char *path, const eng_model_opts *o, eng_model **out, eng_err *e);
 void eng_model_close(eng_model *m);
 const eng_model_info *eng_model_get_info(const eng_model *m);
 const eng_tok *eng_model_tok(const eng_model *m);

@@ -46,6 +46,16 @@ struct eng_model {
     size_t kv_floats;      /* K (or V) cache floats per position, all layers */
     void **owned;          /* buffers converted at load */
     size_t n_owned;
+    int load_quant;        /* eng_model_opts.quantize_type (0: none) */
+    uint32_t n_load_quant; /* matrices converted by it */
 };
+
+/* An observer of the forward pass: called on the calling thread before
+ * each matmul group with the group's first weight (w identifies the
+ * layer and role: compare with the model's eng_layer fields) and its nt
+ * input rows of cols floats (borrowed for the call). For activation
+ * statistics (AWQ); NULL to stop. */
+typedef void (*eng_mm_observer)(void *user, const eng_weight *w, const float *x, uint32_t nt, uint32_t cols);
+void eng_ctx_set_observer(eng_ctx *c, eng_mm_observer fn, void *user);
 
 #endif

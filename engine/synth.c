@@ -17,6 +17,7 @@ static const eng_synth_shape shapes[] = {
     {"phi3-mini", "phi3", 3072, 32, 32, 32, 8192, 32064, 96, 4096, 10000.0f, 0, "Phi-3-mini-4k"},
     {"gpt2", "gpt2", 768, 12, 12, 12, 3072, 50257, 64, 1024, 0.0f, 1, "GPT-2 124M"},
     {"tiny", "llama", 128, 2, 4, 2, 256, 384, 32, 512, 10000.0f, 0, "a tiny model for cross-checks"},
+    {"tiny256", "llama", 256, 2, 4, 2, 512, 512, 64, 512, 10000.0f, 0, "a tiny model whose rows fit K-quant blocks"},
     {NULL, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0.0f, 0, NULL},
 };
 

@@ -5,7 +5,12 @@
  * A feature counts only when the CPU has it (cpuid) AND the OS saves the
  * registers it uses across context switches (XCR0 read with XGETBV): a
  * kernel using YMM/ZMM on an OS that does not save them would see its
- * registers clobbered, or fault. */
+ * registers clobbered, or fault.
+ *
+ * On AArch64 the CPU's ID registers are not readable from user space
+ * everywhere, so the OS is asked: the hwcaps in the auxiliary vector on
+ * Linux, sysctl on macOS. The OS lists a feature only when it supports
+ * it, so there is no separate register-state check. */
 #if defined(__APPLE__) && !defined(_DARWIN_C_SOURCE)
 #define _DARWIN_C_SOURCE 1 /* sysctlbyname under _POSIX_C_SOURCE */
 #endif
@@ -19,6 +24,23 @@
 #define NB_CPU_X86 1
 #include <cpuid.h>
 #if defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+#endif
+
+#if defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+#define NB_CPU_ARM 1
+#if defined(__linux__)
+#include <sys/auxv.h>
+/* the bits of AT_HWCAP, as in the kernel's uapi asm/hwcap.h, for libcs
+ * whose headers lack them */
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1ul << 1)
+#endif
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1ul << 20)
+#endif
+#elif defined(__APPLE__)
 #include <sys/sysctl.h>
 #endif
 #endif
@@ -111,6 +133,41 @@ static void cpu_names(char vendor[13], char brand[49])
     }
 }
 
+#elif defined(NB_CPU_ARM)
+
+static unsigned detect(void)
+{
+    unsigned f = 0;
+#if defined(__linux__)
+    unsigned long hw = getauxval(AT_HWCAP);
+    if (hw & HWCAP_ASIMD) f |= SIMD_CPU_ASIMD;
+    if (hw & HWCAP_ASIMDDP) f |= SIMD_CPU_ASIMDDP;
+#elif defined(__APPLE__)
+    f |= SIMD_CPU_ASIMD; /* every Apple arm64 CPU has it */
+    int on = 0;
+    size_t len = sizeof on;
+    if (sysctlbyname("hw.optional.arm.FEAT_DotProd", &on, &len, NULL, 0) == 0 && on)
+        f |= SIMD_CPU_ASIMDDP;
+#else
+    /* no query wired up: Advanced SIMD is part of every AArch64 ABI in
+     * use, the dot product is assumed absent */
+    f |= SIMD_CPU_ASIMD;
+#endif
+    return f;
+}
+
+/* vendor: empty; brand: the marketing name where the OS gives one */
+static void cpu_names(char vendor[13], char brand[49])
+{
+    vendor[0] = brand[0] = 0;
+#if defined(__APPLE__)
+    size_t len = 49;
+    if (sysctlbyname("machdep.cpu.brand_string", brand, &len, NULL, 0) != 0)
+        brand[0] = 0;
+    brand[48] = 0;
+#endif
+}
+
 #else
 
 static unsigned detect(void) { return 0; }
@@ -146,6 +203,14 @@ static const struct {
     {SIMD_CPU_AVXVNNIINT8, "avxvnniint8"},
 };
 
+static const struct {
+    unsigned bit;
+    const char *name;
+} arm_feature_names[] = {
+    {SIMD_CPU_ASIMD, "asimd"},
+    {SIMD_CPU_ASIMDDP, "asimddp"},
+};
+
 /* Appends to buf at *len, never past n-1, always NUL-terminated. */
 static void append(char *buf, size_t n, size_t *len, const char *s)
 {
@@ -165,6 +230,7 @@ void simd_cpu_describe(char *buf, size_t n)
 #ifdef NB_CPU_X86
     char vendor[13], brand[49];
     cpu_names(vendor, brand);
+    (void)arm_feature_names;
     const char *b = brand;
     while (*b == ' ')
         b++;
@@ -185,9 +251,25 @@ void simd_cpu_describe(char *buf, size_t n)
     append(buf, n, &len, "; OS saves");
     append(buf, n, &len, (f & SIMD_CPU_OS_YMM) ? " ymm" : " -ymm");
     append(buf, n, &len, (f & SIMD_CPU_OS_ZMM) ? " zmm" : " -zmm");
+#elif defined(NB_CPU_ARM)
+    char vendor[13], brand[49];
+    cpu_names(vendor, brand);
+    (void)feature_names;
+    append(buf, n, &len, "aarch64");
+    if (*brand) {
+        append(buf, n, &len, " ");
+        append(buf, n, &len, brand);
+    }
+    append(buf, n, &len, ":");
+    unsigned f = simd_cpu_features();
+    for (size_t i = 0; i < sizeof arm_feature_names / sizeof arm_feature_names[0]; i++) {
+        append(buf, n, &len, (f & arm_feature_names[i].bit) ? " " : " -");
+        append(buf, n, &len, arm_feature_names[i].name);
+    }
 #else
     (void)cpu_names;
     (void)feature_names;
-    append(buf, n, &len, "not x86-64: no CPU feature detection in this build");
+    (void)arm_feature_names;
+    append(buf, n, &len, "neither x86-64 nor aarch64: no CPU feature detection in this build");
 #endif
 }

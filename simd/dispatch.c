@@ -1,6 +1,7 @@
 /* Kernel-set selection. Built without any ISA flags, so it runs on every
  * CPU the binary can start on. */
 #include "simd_internal.h"
+#include "kquants.h"
 
 #include <string.h>
 
@@ -26,6 +27,13 @@ static void dot_batch_generic(simd_dot_fn dot, size_t n, const void *w, const vo
                           size_t os)                                                            \
     {                                                                                           \
         dot_batch_generic(simd_active.dot[T], n, w, a, as, nt, o, os);                          \
+    }                                                                                           \
+    static void rows_##T(size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as, \
+                         size_t nt, float *o, size_t os)                                        \
+    {                                                                                           \
+        simd_dot_batch_fn b = simd_active.dot_batch[T];                                         \
+        for (size_t r = 0; r < nr; r++)                                                         \
+            b(n, (const char *)w + r * ws, a, as, nt, o + r, os);                               \
     }
 BATCH_FOR(SIMD_F32)
 BATCH_FOR(SIMD_F16)
@@ -35,28 +43,43 @@ BATCH_FOR(SIMD_Q4_0)
 BATCH_FOR(SIMD_Q4_1)
 BATCH_FOR(SIMD_Q5_0)
 BATCH_FOR(SIMD_Q5_1)
+BATCH_FOR(SIMD_Q4_K)
+BATCH_FOR(SIMD_Q5_K)
+BATCH_FOR(SIMD_Q6_K)
 
 static const simd_dot_batch_fn generic_batch[SIMD_TYPE_COUNT] = {
     [SIMD_F32] = batch_SIMD_F32,   [SIMD_F16] = batch_SIMD_F16,   [SIMD_BF16] = batch_SIMD_BF16,
     [SIMD_Q8_0] = batch_SIMD_Q8_0, [SIMD_Q4_0] = batch_SIMD_Q4_0, [SIMD_Q4_1] = batch_SIMD_Q4_1,
     [SIMD_Q5_0] = batch_SIMD_Q5_0, [SIMD_Q5_1] = batch_SIMD_Q5_1,
+    [SIMD_Q4_K] = batch_SIMD_Q4_K, [SIMD_Q5_K] = batch_SIMD_Q5_K, [SIMD_Q6_K] = batch_SIMD_Q6_K,
+};
+
+/* Fallback row form: dot_batch once per row. */
+static const simd_dot_rows_fn generic_rows[SIMD_TYPE_COUNT] = {
+    [SIMD_F32] = rows_SIMD_F32,   [SIMD_F16] = rows_SIMD_F16,   [SIMD_BF16] = rows_SIMD_BF16,
+    [SIMD_Q8_0] = rows_SIMD_Q8_0, [SIMD_Q4_0] = rows_SIMD_Q4_0, [SIMD_Q4_1] = rows_SIMD_Q4_1,
+    [SIMD_Q5_0] = rows_SIMD_Q5_0, [SIMD_Q5_1] = rows_SIMD_Q5_1,
+    [SIMD_Q4_K] = rows_SIMD_Q4_K, [SIMD_Q5_K] = rows_SIMD_Q5_K, [SIMD_Q6_K] = rows_SIMD_Q6_K,
 };
 
 static void install(const simd_kernel_set *set)
 {
     simd_kernel_set s;
     simd_set_scalar(&s);
+    simd_set_kquants_scalar(&s); /* K-quant dots (kquants.c) until a set has its own */
     /* the chosen set overrides what it provides */
     if (set->q8a_quant) s.q8a_quant = set->q8a_quant;
     if (set->dot_f32) s.dot_f32 = set->dot_f32;
     for (int t = 0; t < SIMD_TYPE_COUNT; t++) {
         if (set->dot[t]) s.dot[t] = set->dot[t];
         s.dot_batch[t] = set->dot_batch[t] ? set->dot_batch[t] : generic_batch[t];
+        s.dot_rows[t] = set->dot_rows[t] ? set->dot_rows[t] : generic_rows[t];
     }
     simd_active = s;
     for (int t = 0; t < SIMD_TYPE_COUNT; t++) {
         simd_table[t].dot = s.dot[t];
         simd_table[t].dot_batch = s.dot[t] ? s.dot_batch[t] : NULL;
+        simd_table[t].dot_rows = s.dot[t] ? s.dot_rows[t] : NULL;
     }
 }
 
@@ -89,16 +112,23 @@ static const char *missing(const need *n, size_t count, unsigned have)
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-#if defined(NIBBLE_X86_SETS)
+/* The sets built into this binary (CMake defines the NIBBLE_*_SET(S)
+ * macros for the files it compiles); the scalar set needs no filler. */
 static void (*const fillers[SIMD_K_COUNT])(simd_kernel_set *) = {
+    [SIMD_K_SCALAR] = NULL,
+#if defined(NIBBLE_X86_SETS)
     [SIMD_K_AVX2] = simd_set_avx2,
     [SIMD_K_AVXVNNI] = simd_set_avxvnni,
     [SIMD_K_AVX512VNNI] = simd_set_avx512vnni,
     [SIMD_K_AVXVNNIINT8] = simd_set_avxvnniint8,
-};
-#else
-static void (*const fillers[SIMD_K_COUNT])(simd_kernel_set *) = {0};
 #endif
+#if defined(NIBBLE_NEON_SET)
+    [SIMD_K_NEON] = simd_set_neon,
+#endif
+#if defined(NIBBLE_NEON_DOTPROD_SET)
+    [SIMD_K_NEON_DOTPROD] = simd_set_neon_dotprod,
+#endif
+};
 
 #if defined(__x86_64__) || defined(_M_X64)
 #define ARCH_X86 1
@@ -130,6 +160,13 @@ static const char *unsupported(enum simd_kernel k)
     if (!fillers[k])
         return "not built into this version of nibble";
     unsigned have = simd_cpu_features();
+    if (is_arm_set(k)) {
+        if (!(have & SIMD_CPU_ASIMD))
+            return "CPU lacks Advanced SIMD (asimd)";
+        if (k == SIMD_K_NEON_DOTPROD && !(have & SIMD_CPU_ASIMDDP))
+            return "CPU lacks the dot product instructions (asimddp)";
+        return NULL;
+    }
     const char *why = missing(needs_avx2, COUNT(needs_avx2), have);
     if (why)
         return why;

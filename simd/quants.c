@@ -2,6 +2,7 @@
  * quantization, plain C. These define what each format means; every
  * kernel set is tested against them. */
 #include "simd_internal.h"
+#include "kquants.h"
 
 #include <math.h>
 #include <string.h>
@@ -237,6 +238,7 @@ size_t simd_act_row_bytes(enum simd_act act, size_t n)
     switch (act) {
     case SIMD_ACT_F32: return n * sizeof(float);
     case SIMD_ACT_Q8: return (n / SIMD_QK) * sizeof(simd_block_q8a);
+    case SIMD_ACT_Q8K: return (n / SIMD_QKK) * sizeof(simd_block_q8k);
     default: return 0;
     }
 }
@@ -276,6 +278,7 @@ void simd_act_quant(enum simd_act act, const float *x, void *dst, size_t n)
     switch (act) {
     case SIMD_ACT_F32: memcpy(dst, x, n * sizeof(float)); break;
     case SIMD_ACT_Q8: simd_active.q8a_quant(x, dst, n); break;
+    case SIMD_ACT_Q8K: simd_q8k_quant_ref(x, dst, n); break;
     default: break;
     }
 }
@@ -296,9 +299,9 @@ simd_traits simd_table[SIMD_TYPE_COUNT] = {
     [SIMD_Q8_1] = {"q8_1", 32, 36, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
     [SIMD_Q2_K] = {"q2_k", 256, 84, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
     [SIMD_Q3_K] = {"q3_k", 256, 110, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
-    [SIMD_Q4_K] = {"q4_k", 256, 144, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
-    [SIMD_Q5_K] = {"q5_k", 256, 176, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
-    [SIMD_Q6_K] = {"q6_k", 256, 210, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
+    [SIMD_Q4_K] = {"q4_k", 256, 144, SIMD_ACT_Q8K, simd_deq_q4_k, simd_quant_q4_k, NULL, NULL},
+    [SIMD_Q5_K] = {"q5_k", 256, 176, SIMD_ACT_Q8K, simd_deq_q5_k, simd_quant_q5_k, NULL, NULL},
+    [SIMD_Q6_K] = {"q6_k", 256, 210, SIMD_ACT_Q8K, simd_deq_q6_k, simd_quant_q6_k, NULL, NULL},
     [SIMD_Q8_K] = {"q8_k", 256, 292, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
     [SIMD_I8] = {"i8", 1, 1, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
     [SIMD_I16] = {"i16", 1, 2, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},

@@ -39,6 +39,7 @@ enum simd_act {
     SIMD_ACT_NONE = 0, /* type has no dot kernel yet */
     SIMD_ACT_F32,      /* plain floats (F32/F16/BF16 weights) */
     SIMD_ACT_Q8,       /* int8 blocks of 32, one float scale each */
+    SIMD_ACT_Q8K,      /* int8 blocks of 256, one float scale + 16 partial sums (K-quants) */
 };
 
 #define SIMD_QK 32 /* block width of the 32-blocks */
@@ -89,6 +90,54 @@ typedef struct {
     int8_t qs[SIMD_QK];
 } simd_block_q8a;
 
+/* ---- K-quants: super-blocks of 256 values (ggml's layouts) ---- */
+
+#define SIMD_QKK 256 /* values per K-quant super-block */
+
+/* q4_k: 8 sub-blocks of 32; x = d*sc[j]*q - dmin*m[j], q in 0..15.
+ * scales packs 8 six-bit scales and 8 six-bit mins: bytes 0-3 hold
+ * sc[0..3] in their low 6 bits, bytes 4-7 m[0..3]; bytes 8-11 hold the
+ * low 4 bits of sc[4..7] (low nibble) and m[4..7] (high nibble); the top
+ * 2 bits of bytes 0-3 / 4-7 are the high bits of sc[4..7] / m[4..7].
+ * qs: sub-blocks 2i and 2i+1 share 32 bytes (low / high nibbles). */
+typedef struct {
+    simd_f16 d, dmin;
+    uint8_t scales[12];
+    uint8_t qs[SIMD_QKK / 2];
+} simd_block_q4_k;
+
+/* q5_k: as q4_k with a 5th bit: bit 2i (sub-block 2i) and bit 2i+1
+ * (sub-block 2i+1) of qh[l] for the l-th value of the pair; q in 0..31. */
+typedef struct {
+    simd_f16 d, dmin;
+    uint8_t scales[12];
+    uint8_t qh[SIMD_QKK / 8];
+    uint8_t qs[SIMD_QKK / 2];
+} simd_block_q5_k;
+
+/* q6_k: 16 sub-blocks of 16, x = d*sc[j]*(q-32), q in 0..63: low 4 bits
+ * in ql, high 2 bits in qh (see kquants.c for the interleave). */
+typedef struct {
+    uint8_t ql[SIMD_QKK / 2];
+    uint8_t qh[SIMD_QKK / 4];
+    int8_t scales[SIMD_QKK / 16];
+    simd_f16 d;
+} simd_block_q6_k;
+
+/* Activation block for K-quant dots: 256 values as int8 with one float
+ * scale; bsums[i] is the exact sum of qs[16i .. 16i+15] (for the mins).
+ * Built only by simd_act_quant(SIMD_ACT_Q8K, ...): |qs| <= 127. */
+typedef struct {
+    float d;
+    int8_t qs[SIMD_QKK];
+    int16_t bsums[SIMD_QKK / 16];
+} simd_block_q8k;
+
+_Static_assert(sizeof(simd_block_q4_k) == 144, "q4_k block");
+_Static_assert(sizeof(simd_block_q5_k) == 176, "q5_k block");
+_Static_assert(sizeof(simd_block_q6_k) == 210, "q6_k block");
+_Static_assert(sizeof(simd_block_q8k) == 292, "q8k block");
+
 _Static_assert(sizeof(simd_block_q4_0) == 18, "q4_0 block");
 _Static_assert(sizeof(simd_block_q4_1) == 20, "q4_1 block");
 _Static_assert(sizeof(simd_block_q5_0) == 22, "q5_0 block");
@@ -105,6 +154,13 @@ typedef float (*simd_dot_fn)(size_t n, const void *w, const void *a);
  * weight block in registers across tokens. */
 typedef void (*simd_dot_batch_fn)(size_t n, const void *w, const void *a, size_t astride,
                                   size_t nt, float *out, size_t ostride);
+/* nr consecutive weight rows (row r at w + r*wstride bytes) against nt
+ * activation rows (stride astride bytes), writing row r, token t to
+ * out[t*ostride + r]: what dot_batch gives called once per row, in one
+ * call, so a set can share activation work across rows and skip the
+ * per-row setup. Results are those of dot, bit for bit. */
+typedef void (*simd_dot_rows_fn)(size_t n, const void *w, size_t wstride, size_t nr, const void *a,
+                                 size_t astride, size_t nt, float *out, size_t ostride);
 
 typedef struct simd_traits {
     const char *name;        /* "q4_0" ... ; NULL for unknown ids */
@@ -118,6 +174,7 @@ typedef struct simd_traits {
     void (*quant)(const float *src, void *dst, size_t n);
     simd_dot_fn dot;
     simd_dot_batch_fn dot_batch;
+    simd_dot_rows_fn dot_rows; /* non-NULL whenever dot is */
 } simd_traits;
 
 /* Table indexed by enum simd_type; entries with name NULL are unknown. */

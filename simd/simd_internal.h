@@ -11,6 +11,7 @@ typedef struct simd_kernel_set {
     float (*dot_f32)(size_t n, const float *a, const float *b);
     simd_dot_fn dot[SIMD_TYPE_COUNT];
     simd_dot_batch_fn dot_batch[SIMD_TYPE_COUNT];
+    simd_dot_rows_fn dot_rows[SIMD_TYPE_COUNT]; /* optional; else dot_batch per row */
 } simd_kernel_set;
 
 extern simd_traits simd_table[SIMD_TYPE_COUNT];
@@ -25,9 +26,14 @@ void simd_set_avx2(simd_kernel_set *s);
 void simd_set_avxvnni(simd_kernel_set *s);
 void simd_set_avx512vnni(simd_kernel_set *s);
 void simd_set_avxvnniint8(simd_kernel_set *s);
+/* Arm sets (kernels_neon.c, kernels_neon_dotprod.c; only when the
+ * compiler targets AArch64). */
+void simd_set_neon(simd_kernel_set *s);
+void simd_set_neon_dotprod(simd_kernel_set *s);
 
 /* CPU features (cpu.c). A bit is set only if the CPU has the feature and,
- * for register state, the OS saves it (XCR0). */
+ * for register state, the OS saves it (XCR0); on Arm, only if the OS
+ * reports it (which it does only for state it saves). */
 enum {
     SIMD_CPU_AVX = 1u << 0,
     SIMD_CPU_AVX2 = 1u << 1,
@@ -41,6 +47,9 @@ enum {
     SIMD_CPU_AVXVNNIINT8 = 1u << 9,
     SIMD_CPU_OS_YMM = 1u << 10, /* XCR0 has SSE + AVX state */
     SIMD_CPU_OS_ZMM = 1u << 11, /* XCR0 also has opmask + both ZMM parts */
+    /* AArch64 (hwcaps on Linux, sysctl on macOS) */
+    SIMD_CPU_ASIMD = 1u << 12,   /* Advanced SIMD (NEON) */
+    SIMD_CPU_ASIMDDP = 1u << 13, /* dot product instructions (sdot/udot) */
 };
 unsigned simd_cpu_features(void);
 /* Test hook: pretend the features in mask are absent (0 restores). */

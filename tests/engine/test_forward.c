@@ -417,9 +417,12 @@ static void test_hand_model(void)
     const double eps = 1e-5;
     float embd[4] = {1, 0, 0, 2}, ones[2] = {1, 1}, eye[4] = {1, 0, 0, 1};
     float gate[2] = {1, 1}, up[2] = {1, -1}, down[2] = {1, 0.5f}, out[4] = {1, 0, 1, 1};
-    ref_llama_layer L = {ones, eye, eye, eye, NULL, NULL, NULL, eye, ones, gate, up, down};
-    ref_llama_weights W = {embd, &L, ones, out};
-    ref_llama_cfg c = {2, 2, 1, 1, 1, 2, 1, 2, 0, 10000, 1, eps, 0};
+    ref_llama_layer L = {.attn_norm = ones, .wq = eye, .wk = eye, .wv = eye, .wo = eye, .ffn_norm = ones,
+                         .w_gate = gate, .w_up = up, .w_down = down};
+    ref_llama_weights W = {.tok_embd = embd, .layers = &L, .out_norm = ones, .output = out};
+    ref_llama_cfg c = {.n_vocab = 2, .dim = 2, .n_layers = 1, .n_heads = 1, .n_kv_heads = 1, .head_dim = 2,
+                       .ffn = 1, .rope_dims = 2, .rope_neox = 0, .rope_base = 10000, .rope_factor = 1,
+                       .norm_eps = eps, .act_q8 = 0};
     int32_t toks[2] = {0, 1};
     double got[4];
     CHECK(ref_llama_forward(&c, &W, toks, 2, got) == 0);

@@ -25,9 +25,33 @@ static void check_refused(enum simd_kernel k, const char *reason)
     CHECK(simd_kernel_current() == before);
 }
 
-/* Feature flags the kernel lists in /proc/cpuinfo must be seen by cpuid too
- * (Linux only; a kernel may know fewer flags than the CPU has, so only one
- * direction is checked). */
+/* Feature flags the kernel lists in /proc/cpuinfo must be seen by the
+ * detection too (Linux only; a kernel may know fewer flags than the CPU
+ * has, so only one direction is checked). The line is "flags" on x86 and
+ * "Features" on Arm; under qemu-user the file is the host's, whose line
+ * has the other name, so the check is then skipped. */
+#if defined(__x86_64__)
+#define CPUINFO_KEY "flags"
+static const struct {
+    const char *flag;
+    unsigned bit;
+} cpuinfo_map[] = {
+    {"avx2", SIMD_CPU_AVX2},         {"fma", SIMD_CPU_FMA},           {"f16c", SIMD_CPU_F16C},
+    {"avx512f", SIMD_CPU_AVX512F},   {"avx512bw", SIMD_CPU_AVX512BW}, {"avx512vl", SIMD_CPU_AVX512VL},
+    {"avx512_vnni", SIMD_CPU_AVX512VNNI}, {"avx_vnni", SIMD_CPU_AVXVNNI},
+};
+#elif defined(__aarch64__)
+#define CPUINFO_KEY "Features"
+static const struct {
+    const char *flag;
+    unsigned bit;
+} cpuinfo_map[] = {
+    {"asimd", SIMD_CPU_ASIMD},
+    {"asimddp", SIMD_CPU_ASIMDDP},
+};
+#endif
+
+#ifdef CPUINFO_KEY
 static void check_against_cpuinfo(void)
 {
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -36,25 +60,17 @@ static void check_against_cpuinfo(void)
     static char line[1 << 16];
     int found = 0;
     while (fgets(line, sizeof line, f))
-        if (strncmp(line, "flags", 5) == 0) {
+        if (strncmp(line, CPUINFO_KEY, strlen(CPUINFO_KEY)) == 0) {
             found = 1;
             break;
         }
     fclose(f);
     if (!found)
         return;
-    static const struct {
-        const char *flag;
-        unsigned bit;
-    } map[] = {
-        {"avx2", SIMD_CPU_AVX2},         {"fma", SIMD_CPU_FMA},           {"f16c", SIMD_CPU_F16C},
-        {"avx512f", SIMD_CPU_AVX512F},   {"avx512bw", SIMD_CPU_AVX512BW}, {"avx512vl", SIMD_CPU_AVX512VL},
-        {"avx512_vnni", SIMD_CPU_AVX512VNNI}, {"avx_vnni", SIMD_CPU_AVXVNNI},
-    };
     unsigned have = simd_cpu_features();
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+    for (size_t i = 0; i < sizeof cpuinfo_map / sizeof cpuinfo_map[0]; i++) {
         char word[64];
-        snprintf(word, sizeof word, " %s", map[i].flag);
+        snprintf(word, sizeof word, " %s", cpuinfo_map[i].flag);
         const char *p = line;
         int listed = 0;
         size_t len = strlen(word);
@@ -66,9 +82,11 @@ static void check_against_cpuinfo(void)
             p += len;
         }
         if (listed)
-            CHECKF(have & map[i].bit, "/proc/cpuinfo lists %s but cpuid detection missed it", map[i].flag);
+            CHECKF(have & cpuinfo_map[i].bit, "/proc/cpuinfo lists %s but detection missed it",
+                   cpuinfo_map[i].flag);
     }
 }
+#endif
 
 int main(void)
 {
@@ -161,6 +179,25 @@ int main(void)
     for (int k = 0; k < SIMD_K_COUNT; k++)
         if (is_x86((enum simd_kernel)k))
             check_refused((enum simd_kernel)k, "not built for this architecture");
+    check_against_cpuinfo();
+    if (simd_kernel_supported(SIMD_K_NEON, NULL)) {
+        /* pretend features are missing: each set names what it lacks */
+        const char *dp_why = NULL;
+        /* a compiler without +dotprod builds only the baseline set */
+        int dp_built = simd_kernel_supported(SIMD_K_NEON_DOTPROD, &dp_why) || !contains(dp_why, "not built");
+        simd_cpu_disable(SIMD_CPU_ASIMDDP);
+        if (dp_built)
+            check_refused(SIMD_K_NEON_DOTPROD, "CPU lacks the dot product instructions (asimddp)");
+        CHECK(simd_kernel_supported(SIMD_K_NEON, NULL));
+        simd_cpu_disable(SIMD_CPU_ASIMD);
+        check_refused(SIMD_K_NEON, "CPU lacks Advanced SIMD");
+        if (dp_built)
+            check_refused(SIMD_K_NEON_DOTPROD, "CPU lacks Advanced SIMD");
+        simd_cpu_disable(0);
+        CHECK(simd_kernel_select(SIMD_K_NEON) == 0);
+    } else {
+        printf("(neon not usable here: forced-feature checks skipped)\n");
+    }
 #endif
 
     /* the CPU line: one line, NUL-terminated, truncated safely */

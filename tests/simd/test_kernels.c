@@ -10,6 +10,7 @@
  * swap for a commutative operation). */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "simd_internal.h"
 #include "testutil.h"
@@ -327,6 +328,75 @@ static void check_reference(const simd_kernel_set *ref)
     }
 }
 
+/* dot_rows: nr rows (wstride bytes apart, past their size) against nt
+ * tokens, up to a prefill batch and past it, at the model row lengths the
+ * forward pass uses; every output the scalar dot's, nothing else written.
+ * Rows and activations sit in exact-size allocations, so a sanitizer
+ * build catches a read past either end. */
+#define RMAXT 34
+#define RMAXR 11
+static void check_rows(const char *name, const simd_kernel_set *ks, const simd_kernel_set *ref)
+{
+    static const size_t rlens[] = {32, 64, 96, 160, 256, 288, 512, 544, 576, 864, 896, 1536, 2048, 4864};
+    static float want[RMAXR * RMAXT], out[RMAXR * RMAXT * 2 + 8];
+    for (int ti = 0; ti < NTYPES; ti++) {
+        int type = types[ti];
+        const simd_traits *tr = simd_type_traits(type);
+        if (!ks->dot_rows[type])
+            continue;
+        for (size_t li = 0; li < sizeof rlens / sizeof rlens[0]; li++)
+            for (int rep = 0; rep < 3; rep++) {
+                size_t n = rlens[li], rb = simd_row_bytes(type, n), ab = act_bytes(type, n);
+                size_t nr = rep == 0 ? 1 + rndn(RMAXR) : 1 + rndn(5);
+                size_t nt = rep == 0 ? 1 : rep == 1 ? 1 + rndn(RMAXT) : 1 + rndn(8);
+                int wmode = rep == 2 ? W_RAW : W_QUANT;
+                size_t ws = rb + (rep == 1 ? tr->bytes : 0), as = ab + (rep == 2 ? 0 : APAD);
+                unsigned char *w = malloc(ws * (nr - 1) + rb), *a = malloc(as * (nt - 1) + ab);
+                if (!w || !a) {
+                    CHECK(0);
+                    return;
+                }
+                for (size_t r = 0; r < nr; r++) {
+                    make_weights(type, n, wmode, wbuf, tmp);
+                    memcpy(w + r * ws, wbuf, rb);
+                }
+                for (size_t t = 0; t < nt; t++) {
+                    make_act(xs, n, wmode == W_QUANT ? ACT_PLAIN : ACT_EXTREME);
+                    if (tr->act == SIMD_ACT_Q8)
+                        ref->q8a_quant(xs, abuf2, n);
+                    else
+                        memcpy(abuf2, xs, n * 4);
+                    memcpy(a + t * as, abuf2, ab);
+                }
+                for (size_t r = 0; r < nr; r++)
+                    for (size_t t = 0; t < nt; t++) {
+                        memcpy(abuf2, a + t * as, ab);
+                        want[r * nt + t] = ref->dot[type](n, w + r * ws, abuf2);
+                    }
+                size_t os = nr + 1 + rndn(3);
+                for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
+                    out[i] = -1234.5f;
+                ks->dot_rows[type](n, w, ws, nr, a, as, nt, out, os);
+                int bad = 0;
+                for (size_t t = 0; t < nt && !bad; t++)
+                    for (size_t r = 0; r < nr && !bad; r++)
+                        if (!same(want[r * nt + t], out[t * os + r])) {
+                            CHECKF(0, "%s dot_rows %s n=%zu nr=%zu nt=%zu row %zu token %zu: %a vs %a", name,
+                                   tr->name, n, nr, nt, r, t, (double)out[t * os + r], (double)want[r * nt + t]);
+                            bad = 1;
+                        }
+                for (size_t i = 0; i < sizeof out / sizeof out[0] && !bad; i++)
+                    if (i % os >= nr || i / os >= nt)
+                        if (out[i] != -1234.5f) {
+                            CHECKF(0, "%s dot_rows %s n=%zu wrote out[%zu]", name, tr->name, n, i);
+                            bad = 1;
+                        }
+                free(w);
+                free(a);
+            }
+    }
+}
+
 /* ---- one set against the scalar one ---- */
 
 static void check_set(const char *name, const simd_kernel_set *ks, const simd_kernel_set *ref)
@@ -396,6 +466,7 @@ static void check_set(const char *name, const simd_kernel_set *ks, const simd_ke
                         CHECKF(out[i] == -1234.5f, "%s dot_batch %s wrote out[%d]", name, tr->name, i);
             }
     }
+    check_rows(name, ks, ref);
     /* the f16 and bf16 conversions inside the dots, for every input: the
      * value times 1 alone in a row, in the vector body (n=8) and the tail
      * (n=1) */

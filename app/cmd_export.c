@@ -1,0 +1,190 @@
+/* nibble export-ollama: a directory Ollama can `ollama create` from: the
+ * GGUF (copied) and a Modelfile with the chat template rewritten in
+ * Ollama's Go-template syntax for the family engine/template.c detects,
+ * the family's stop strings and nibble's sampler defaults. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "app.h"
+#include "model.h"
+#include "sampler.h"
+#include "template.h"
+
+static const char usage[] =
+    "usage: nibble export-ollama MODEL.gguf OUTDIR [--template FAMILY] [--name NAME]\n"
+    "\n"
+    "Write OUTDIR/NAME.gguf (a copy of MODEL) and OUTDIR/Modelfile: FROM, the\n"
+    "chat template in Ollama's syntax (family detected from the GGUF's\n"
+    "tokenizer.chat_template; --template overrides: none chatml llama3 llama2\n"
+    "zephyr phi3 gemma), PARAMETER stop lines and sampler defaults. Then:\n"
+    "  cd OUTDIR && ollama create NAME -f Modelfile\n";
+
+/* Ollama templates, one per family (text/template syntax: .System,
+ * .Messages with .Role/.Content, .Prompt for plain completion). */
+static const char *ollama_template(enum eng_tmpl t)
+{
+    switch (t) {
+    case ENG_TMPL_CHATML:
+        return "{{- if .System }}<|im_start|>system\n{{ .System }}<|im_end|>\n{{ end }}"
+               "{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n{{ end }}"
+               "<|im_start|>assistant\n";
+    case ENG_TMPL_LLAMA3:
+        return "{{- if .System }}<|start_header_id|>system<|end_header_id|>\n\n{{ .System }}<|eot_id|>{{ end }}"
+               "{{- range .Messages }}<|start_header_id|>{{ .Role }}<|end_header_id|>\n\n{{ .Content }}<|eot_id|>{{ end }}"
+               "<|start_header_id|>assistant<|end_header_id|>\n\n";
+    case ENG_TMPL_LLAMA2:
+        return "{{- range $i, $m := .Messages }}"
+               "{{- if eq $m.Role \"user\" }}[INST] {{ if and (eq $i 0) $.System }}<<SYS>>\n{{ $.System }}\n<</SYS>>\n\n{{ end }}"
+               "{{ $m.Content }} [/INST]"
+               "{{- else if eq $m.Role \"assistant\" }} {{ $m.Content }}</s><s>{{ end }}{{ end }}";
+    case ENG_TMPL_ZEPHYR:
+        return "{{- if .System }}<|system|>\n{{ .System }}</s>\n{{ end }}"
+               "{{- range .Messages }}<|{{ .Role }}|>\n{{ .Content }}</s>\n{{ end }}<|assistant|>\n";
+    case ENG_TMPL_PHI3:
+        return "{{- if .System }}<|system|>\n{{ .System }}<|end|>\n{{ end }}"
+               "{{- range .Messages }}<|{{ .Role }}|>\n{{ .Content }}<|end|>\n{{ end }}<|assistant|>\n";
+    case ENG_TMPL_GEMMA:
+        return "{{- range $i, $m := .Messages }}<start_of_turn>{{ if eq $m.Role \"assistant\" }}model{{ else }}{{ $m.Role }}{{ end }}\n"
+               "{{ if and (eq $i 0) $.System }}{{ $.System }}\n\n{{ end }}{{ $m.Content }}<end_of_turn>\n{{ end }}"
+               "<start_of_turn>model\n";
+    default:
+        return "{{ .Prompt }}";
+    }
+}
+
+static int copy_file(const char *from, const char *to, char *err, size_t n)
+{
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%.4200s.tmp", to);
+    FILE *in = fopen(from, "rb"), *out = in ? fopen(tmp, "wb") : NULL;
+    if (!in || !out) {
+        snprintf(err, n, "%.400s: %s", in ? tmp : from, strerror(errno));
+        if (in)
+            fclose(in);
+        return -1;
+    }
+    static char buf[1 << 16];
+    size_t got;
+    int bad = 0;
+    while ((got = fread(buf, 1, sizeof buf, in)) > 0)
+        if (fwrite(buf, 1, got, out) != got) {
+            bad = 1;
+            break;
+        }
+    bad |= ferror(in);
+    fclose(in);
+    if (fclose(out) || bad || rename(tmp, to)) {
+        snprintf(err, n, "%.400s: cannot write: %s", to, strerror(errno));
+        remove(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* Go template strings in a Modelfile sit inside """ ... """; the fixed
+ * templates here never contain that. Stop strings are quoted. */
+static void put_quoted(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+int cmd_export(int argc, char **argv)
+{
+    const char *pos[2] = {0}, *force = NULL, *name = NULL;
+    int np = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(a, "--template") && v) { force = v; i++; }
+        else if (!strcmp(a, "--name") && v) { name = v; i++; }
+        else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "nibble export-ollama: unknown option or missing value: %s (see --help)\n", a);
+            return 2;
+        } else if (np < 2) pos[np++] = a;
+        else {
+            fprintf(stderr, "nibble export-ollama: unexpected argument '%s'\n", a);
+            return 2;
+        }
+    }
+    if (np != 2) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    eng_err e;
+    eng_model *m;
+    if (eng_model_open(pos[0], &m, &e)) { /* a file nibble cannot run is not exported */
+        fprintf(stderr, "nibble export-ollama: %s\n", e.msg);
+        return 1;
+    }
+    enum eng_tmpl fam = ENG_TMPL_NONE;
+    eng_str jt;
+    if (force) {
+        int f = eng_tmpl_find(force);
+        if (f < 0) {
+            fprintf(stderr, "nibble export-ollama: unknown template family '%s'\n", force);
+            eng_model_close(m);
+            return 2;
+        }
+        fam = (enum eng_tmpl)f;
+    } else if (eng_gguf_get_str(eng_model_gguf(m), "tokenizer.chat_template", &jt, NULL) == 0)
+        fam = eng_tmpl_detect(jt.ptr, (size_t)jt.len);
+    const eng_model_info *in = eng_model_get_info(m);
+    uint32_t ctx = in->ctx_train < 4096 ? in->ctx_train : 4096;
+    eng_model_close(m);
+
+    if (mkdir(pos[1], 0755) && errno != EEXIST) {
+        fprintf(stderr, "nibble export-ollama: %s: %s\n", pos[1], strerror(errno));
+        return 1;
+    }
+    const char *base = strrchr(pos[0], '/');
+    base = base ? base + 1 : pos[0];
+    char file[1024], dst[4200], mf[4200], tmp[4300], err[600];
+    if (name)
+        snprintf(file, sizeof file, "%s.gguf", name);
+    else
+        snprintf(file, sizeof file, "%s", base);
+    snprintf(dst, sizeof dst, "%s/%s", pos[1], file);
+    if (copy_file(pos[0], dst, err, sizeof err)) {
+        fprintf(stderr, "nibble export-ollama: %s\n", err);
+        return 1;
+    }
+    snprintf(mf, sizeof mf, "%s/Modelfile", pos[1]);
+    snprintf(tmp, sizeof tmp, "%s.tmp", mf);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "nibble export-ollama: %s: %s\n", tmp, strerror(errno));
+        return 1;
+    }
+    eng_sampler_params sp = eng_sampler_defaults();
+    fprintf(f, "# Written by nibble export-ollama from %s (template family: %s).\n", base, eng_tmpl_name(fam));
+    fprintf(f, "FROM ./%s\n\n", file);
+    fprintf(f, "TEMPLATE \"\"\"%s\"\"\"\n\n", ollama_template(fam));
+    for (const char *const *s = eng_tmpl_stops(fam); *s; s++) {
+        fputs("PARAMETER stop ", f);
+        put_quoted(f, *s);
+        fputc('\n', f);
+    }
+    fprintf(f, "PARAMETER temperature %g\nPARAMETER top_k %d\nPARAMETER top_p %g\nPARAMETER min_p %g\n", sp.temp,
+            sp.top_k, sp.top_p, sp.min_p);
+    fprintf(f, "PARAMETER repeat_penalty %g\nPARAMETER repeat_last_n %d\nPARAMETER num_ctx %u\n", sp.repeat_penalty,
+            sp.repeat_last_n, ctx);
+    if (fclose(f) || rename(tmp, mf)) {
+        fprintf(stderr, "nibble export-ollama: %s: cannot write: %s\n", mf, strerror(errno));
+        remove(tmp);
+        return 1;
+    }
+    printf("wrote %s and %s (template %s)\nnext: cd %s && ollama create %.*s -f Modelfile\n", dst, mf,
+           eng_tmpl_name(fam), pos[1], (int)(strlen(file) - (strlen(file) > 5 ? 5 : 0)), file);
+    return 0;
+}

@@ -1,0 +1,191 @@
+/* nibble quantize: a GGUF model to another weight type (engine/quantize.c),
+ * optionally activation-aware (engine/awq.c). Also the progress bar the
+ * measuring commands share. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "awq.h"
+#include "quantize.h"
+#include "simd.h"
+
+static const char usage[] =
+    "usage: nibble quantize IN.gguf OUT.gguf TYPE [--awq CALIB.txt] [--allow-requantize] [-t N]\n"
+    "\n"
+    "Write IN's weights as TYPE into OUT (metadata kept; OUT is written to a\n"
+    "temporary file and renamed, so a failed run leaves no partial OUT).\n"
+    "\n"
+    "TYPE: f32 f16 bf16 q8_0 q6_k q5_k_m q5_k q5_1 q5_0 q4_k_m q4_k q4_1 q4_0\n"
+    "  q4_k_m / q5_k_m keep attn_v and ffn_down at q6_k in the first and last\n"
+    "  eighth of the layers and every third layer between (llama.cpp's mixes).\n"
+    "  The output matrix gets q6_k (q8_0 under q8_0). Rows that do not fit a\n"
+    "  type's block fall back (q4_k->q5_0, q5_k->q5_1, q6_k->q8_0, 32-blocks->f16),\n"
+    "  and each fallback is reported.\n"
+    "\n"
+    "  --awq CALIB.txt       activation-aware scaling: run CALIB.txt through the\n"
+    "                        model, search a scale per layer group, fold it into\n"
+    "                        the norms / v rows / up rows (a standard GGUF)\n"
+    "  --calib-tokens N      calibration tokens to use (default 4096)\n"
+    "  --allow-requantize    accept an already quantized IN (errors add up)\n"
+    "  -t N                  threads for the calibration pass\n"
+    "  -q                    no progress bar\n";
+
+/* ---- progress bar on stderr ---- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void app_progress(app_bar *b, double frac, const char *what)
+{
+    if (b->quiet)
+        return;
+    if (b->tty == 0)
+        b->tty = isatty(fileno(stderr)) ? 1 : -1;
+    double t = now_s();
+    if (b->start == 0)
+        b->start = t;
+    if (frac < 1 && (t - b->last < 0.1 || b->tty < 0))
+        return; /* not a terminal: only the final line */
+    b->last = t;
+    int width = 30, fill = (int)(frac * width + 0.5);
+    char bar[64];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[width] = 0;
+    double el = t - b->start, eta = frac > 0.001 ? el / frac - el : 0;
+    fprintf(stderr, "\r%s [%s] %3.0f%% %5.1fs", b->label, bar, frac * 100, el);
+    if (frac < 1 && frac > 0.001)
+        fprintf(stderr, " ETA %4.0fs", eta);
+    else
+        fprintf(stderr, "          ");
+    if (what)
+        fprintf(stderr, " %-28.28s", what);
+    if (frac >= 1)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static void on_progress(void *user, uint64_t done, uint64_t total, const char *tensor)
+{
+    app_progress(user, total ? (double)done / (double)total : 1.0, tensor);
+}
+
+static void on_note(void *user, const char *line)
+{
+    app_bar *b = user;
+    if (!b->quiet && b->start && b->tty > 0)
+        fputc('\n', stderr); /* leave the bar's line */
+    fprintf(stderr, "nibble quantize: %s\n", line);
+}
+
+int cmd_quantize(int argc, char **argv)
+{
+    const char *pos[3] = {0}, *calib = NULL;
+    int np = 0, allow = 0, quiet = 0, threads = 0;
+    long calib_tokens = 4096;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(a, "--awq") && v) { calib = v; i++; }
+        else if (!strcmp(a, "--calib-tokens") && v) { calib_tokens = atol(v); i++; }
+        else if (!strcmp(a, "-t") && v) { threads = atoi(v); i++; }
+        else if (!strcmp(a, "--allow-requantize")) allow = 1;
+        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) quiet = 1;
+        else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "nibble quantize: unknown option or missing value: %s (see --help)\n", a);
+            return 2;
+        } else if (np < 3) pos[np++] = a;
+        else {
+            fprintf(stderr, "nibble quantize: unexpected argument '%s' (see --help)\n", a);
+            return 2;
+        }
+    }
+    if (np != 3) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    const eng_qtarget *t = eng_qtarget_find(pos[2]);
+    if (!t) {
+        fprintf(stderr, "nibble quantize: unknown type '%s'; one of:", pos[2]);
+        for (const eng_qtarget *q = eng_qtargets(); q->name; q++)
+            fprintf(stderr, " %s", q->name);
+        fputc('\n', stderr);
+        return 2;
+    }
+    if (calib_tokens < 16 || calib_tokens > 1 << 20) {
+        fprintf(stderr, "nibble quantize: --calib-tokens must be in 16..1048576\n");
+        return 2;
+    }
+    if (!strcmp(pos[0], pos[1])) {
+        fprintf(stderr, "nibble quantize: IN and OUT are the same file\n");
+        return 2;
+    }
+    app_bar bar = {.label = "quantize", .quiet = quiet};
+    eng_quant_opts o = {.target = t, .allow_requantize = allow, .progress = on_progress, .note = on_note,
+                        .user = &bar};
+    eng_err e;
+    eng_awq *awq = NULL;
+    if (calib) {
+        app_bar abar = {.label = "awq     ", .quiet = quiet};
+        eng_awq_opts ao = {.target = t, .calib_path = calib, .max_tokens = (uint32_t)calib_tokens,
+                           .threads = threads, .progress = app_awq_progress, .user = &abar};
+        if (eng_awq_compute(pos[0], &ao, &awq, &e)) {
+            fprintf(stderr, "nibble quantize: %s\n", e.msg);
+            return 1;
+        }
+        o.edits = eng_awq_edits(awq, &o.n_edits);
+        o.method = "awq";
+        const char *base = strrchr(calib, '/');
+        o.calib = base ? base + 1 : calib;
+        fprintf(stderr, "awq: %s\n", eng_awq_summary(awq));
+    }
+    eng_quant_report rep;
+    int r = eng_quantize_file(pos[0], pos[1], &o, &rep, &e);
+    eng_awq_free(awq);
+    if (r) {
+        if (bar.start && !quiet)
+            fputc('\n', stderr);
+        fprintf(stderr, "nibble quantize: %s\n", e.msg);
+        return 1;
+    }
+    fprintf(stderr, "%s: %s, %.3f MB -> %.3f MB (%.2f bits per weight);", pos[1], t->name,
+            rep.in_bytes / 1e6, rep.out_bytes / 1e6,
+            rep.n_weights ? 8.0 * (double)rep.out_bytes / (double)rep.n_weights : 0.0);
+    for (int k = 0; k < 40; k++)
+        if (rep.type_count[k])
+            fprintf(stderr, " %s x%llu", simd_type_name(k), (unsigned long long)rep.type_count[k]);
+    fprintf(stderr, "%s\n", rep.n_fallbacks ? " (with fallbacks, see above)" : "");
+    return 0;
+}
+
+void app_awq_progress(void *user, double frac, const char *what) { app_progress(user, frac, what); }
+
+int app_model_open(const app_opts *o, const char *path, eng_model **m, eng_err *e)
+{
+    if (!o->quantize)
+        return eng_model_open(path, m, e);
+    const eng_qtarget *t = eng_qtarget_find(o->quantize);
+    if (!t || t->more_bits_type >= 0 || t->fake_bits)
+        return eng_errf(e, ENG_EINVAL, "--quantize %s: expected one of f16 bf16 q8_0 q6_k q5_k q5_1 q5_0 q4_k q4_1 q4_0",
+                        o->quantize);
+    eng_model_opts mo = {.quantize_type = t->type};
+    double t0 = now_s();
+    int r = eng_model_open_opts(path, &mo, m, e);
+    if (!r && !o->quiet) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        fprintf(stderr, "nibble: quantized %s to %s on load in %.2f s; peak RSS %.1f MB (file %.1f MB)\n", path,
+                t->name, now_s() - t0, ru.ru_maxrss / 1024.0, eng_model_get_info(*m)->file_size / 1e6);
+    }
+    return r;
+}

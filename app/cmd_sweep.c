@@ -1,0 +1,421 @@
+/* nibble quant-sweep: quantize a model to every type (round to nearest,
+ * and AWQ when a calibration text is given), measure each result against
+ * the input model (size, bits per weight, perplexity, KL divergence, top-1
+ * agreement, decode speed) and write a markdown table, an SVG plot of
+ * size against KL with the Pareto front marked, and a terminal chart. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "app.h"
+#include "awq.h"
+#include "model.h"
+#include "ppl.h"
+#include "quantize.h"
+
+static const char usage[] =
+    "usage: nibble quant-sweep [-m MODEL] -f TEXT [--calib CALIB] [-c CTX] [--chunks N]\n"
+    "                          [--types LIST] [--out DIR] [-t N]\n"
+    "\n"
+    "Quantize MODEL (F32/F16/BF16) to every type, RTN and (with --calib) AWQ,\n"
+    "and measure each against MODEL on TEXT: file size, bits per weight,\n"
+    "perplexity, mean KL divergence, top-1 agreement, decode tokens/s.\n"
+    "Writes DIR/sweep.md (the table), DIR/sweep.svg (size vs KL, Pareto front\n"
+    "marked) and DIR/sweep.tsv, prints the table and a chart. The u8g32/u4g32/\n"
+    "u2g32 rows are the per-group (32) asymmetric uniform baseline, evaluated as\n"
+    "fake quantization (stored dequantized; size is what the format would take).\n"
+    "\n"
+    "  --calib CALIB     calibration text for AWQ (must not overlap TEXT)\n"
+    "  -c CTX            window (default 256); --chunks N windows (default 40)\n"
+    "  --types LIST      comma-separated subset (default: all)\n"
+    "  --out DIR         where files go (default: sweep-out)\n"
+    "  --calib-tokens N  AWQ calibration tokens (default 4096)\n";
+
+typedef struct row {
+    char name[32];
+    int awq;
+    double bytes, bpw, ppl, ppl_err, kl, kl_err, top1, tps;
+    int pareto;
+} row;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Decode speed: 16 prompt tokens, then 64 greedy tokens one at a time. */
+static double decode_tps(eng_model *m, int threads)
+{
+    eng_ctx *c;
+    eng_err e;
+    uint32_t nv = eng_model_get_info(m)->n_vocab;
+    float *l = malloc(nv * sizeof *l);
+    if (!l || eng_ctx_new(m, 128, threads, &c, &e)) {
+        free(l);
+        return 0;
+    }
+    int32_t p[16];
+    for (int i = 0; i < 16; i++)
+        p[i] = (int32_t)((i * 31 + 7) % nv);
+    double t = 0;
+    if (!eng_ctx_eval(c, p, 16, l, 0, NULL, &e)) {
+        double t0 = now_s();
+        for (int i = 0; i < 64; i++) {
+            int32_t best = 0;
+            for (uint32_t j = 1; j < nv; j++)
+                if (l[j] > l[best])
+                    best = (int32_t)j;
+            if (eng_ctx_eval(c, &best, 1, l, 0, NULL, &e))
+                break;
+        }
+        t = now_s() - t0;
+    }
+    eng_ctx_free(c);
+    free(l);
+    return t > 0 ? 64 / t : 0;
+}
+
+static void on_ppl(void *user, uint32_t done, uint32_t total, double ppl)
+{
+    (void)ppl;
+    app_progress(user, (double)done / total, "measuring");
+}
+
+static int in_list(const char *list, const char *name)
+{
+    if (!list)
+        return 1;
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n))
+            return 1;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    return 0;
+}
+
+/* ---- outputs ---- */
+
+static void mark_pareto(row *r, int n)
+{
+    for (int i = 0; i < n; i++) {
+        r[i].pareto = 1;
+        for (int j = 0; j < n; j++)
+            if (j != i && r[j].bytes <= r[i].bytes && r[j].kl <= r[i].kl && (r[j].bytes < r[i].bytes || r[j].kl < r[i].kl))
+                r[i].pareto = 0;
+    }
+}
+
+static void table(FILE *f, const row *r, int n, const char *model, const char *text, const char *calib, uint32_t ctx,
+                  uint32_t chunks)
+{
+    fprintf(f, "Model `%s`, evaluated on `%s` (%u windows of %u tokens, second halves scored)%s%s%s.\n\n", model, text,
+            chunks, ctx, calib ? "; AWQ calibrated on `" : "", calib ? calib : "", calib ? "`" : "");
+    fprintf(f, "| type | method | size (bytes) | bits/weight | PPL | mean KL vs base | same top-1 | decode tok/s | Pareto |\n");
+    fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|:---:|\n");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "| %s | %s | %.0f | %.2f | %.4f ± %.3f | %.5f ± %.5f | %.2f%% | %.0f | %s |\n", r[i].name,
+                r[i].awq ? "AWQ" : "RTN", r[i].bytes, r[i].bpw, r[i].ppl, r[i].ppl_err, r[i].kl, r[i].kl_err,
+                100 * r[i].top1, r[i].tps, r[i].pareto ? "*" : "");
+}
+
+static double ylog(double kl) { return log10(kl > 1e-6 ? kl : 1e-6); }
+
+static int by_bytes(const void *a, const void *b)
+{
+    const row *x = *(row *const *)a, *y = *(row *const *)b;
+    return (x->bytes > y->bytes) - (x->bytes < y->bytes);
+}
+
+static void svg(FILE *f, row *r, int n, const char *title)
+{
+    double W = 760, H = 480, L = 70, R = 20, T = 40, B = 60;
+    double xmin = INFINITY, xmax = 0, ymin = INFINITY, ymax = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        xmin = fmin(xmin, r[i].bytes);
+        xmax = fmax(xmax, r[i].bytes);
+        ymin = fmin(ymin, ylog(r[i].kl));
+        ymax = fmax(ymax, ylog(r[i].kl));
+    }
+    ymin = floor(ymin);
+    ymax = ceil(ymax);
+    if (ymax <= ymin)
+        ymax = ymin + 1;
+    double lx0 = log10(xmin) - 0.05, lx1 = log10(xmax) + 0.05;
+#define X(b) (L + (log10(b) - lx0) / (lx1 - lx0) * (W - L - R))
+#define Y(k) (T + (ymax - ylog(k)) / (ymax - ymin) * (H - T - B))
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
+               "font-size=\"11\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H);
+    fprintf(f, "<text x=\"%.0f\" y=\"22\" font-size=\"14\">%s</text>\n", L, title);
+    for (double y = ymin; y <= ymax; y += 1) {
+        double py = T + (ymax - y) / (ymax - ymin) * (H - T - B);
+        fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L, py, W - R, py);
+        fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">1e%.0f</text>\n", L - 6, py + 4, y);
+    }
+    for (int e = (int)floor(lx0); e <= (int)ceil(lx1); e++)
+        for (int m = 1; m < 10; m++) {
+            double v = m * pow(10, e);
+            if (log10(v) < lx0 || log10(v) > lx1 || (m != 1 && m != 2 && m != 5))
+                continue;
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#eee\"/>\n", X(v), T, X(v), H - B);
+            fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%.3g MB</text>\n", X(v), H - B + 16, v / 1e6);
+        }
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">size (log scale)</text>\n", (L + W - R) / 2, H - 18);
+    fprintf(f, "<text x=\"16\" y=\"%.0f\" transform=\"rotate(-90 16 %.0f)\" text-anchor=\"middle\">mean KL divergence "
+               "vs base (nats, log scale)</text>\n", (T + H - B) / 2, (T + H - B) / 2);
+    /* the Pareto front, by size */
+    row **p = malloc((size_t)n * sizeof *p);
+    int np = 0;
+    for (int i = 0; p && i < n; i++)
+        if (r[i].pareto)
+            p[np++] = &r[i];
+    if (p) {
+        qsort(p, (size_t)np, sizeof *p, by_bytes);
+        fprintf(f, "<polyline fill=\"none\" stroke=\"#d62728\" stroke-width=\"1.5\" stroke-dasharray=\"5,3\" points=\"");
+        for (int i = 0; i < np; i++)
+            fprintf(f, "%.1f,%.1f ", X(p[i]->bytes), Y(p[i]->kl));
+        fprintf(f, "\"/>\n");
+        free(p);
+    }
+    for (int i = 0; i < n; i++) {
+        const char *col = r[i].awq ? "#1f77b4" : "#ff7f0e";
+        if (r[i].awq)
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" fill=\"%s\"%s/>\n", X(r[i].bytes) - 4,
+                    Y(r[i].kl) - 4, col, r[i].pareto ? " stroke=\"#d62728\" stroke-width=\"2\"" : "");
+        else
+            fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\"%s/>\n", X(r[i].bytes), Y(r[i].kl), col,
+                    r[i].pareto ? " stroke=\"#d62728\" stroke-width=\"2\"" : "");
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#333\">%s%s</text>\n", X(r[i].bytes) + 6,
+                Y(r[i].kl) + (r[i].awq ? 12 : -5), r[i].name, r[i].awq ? " awq" : "");
+    }
+    fprintf(f, "<circle cx=\"%.0f\" cy=\"%.0f\" r=\"4.5\" fill=\"#ff7f0e\"/><text x=\"%.0f\" y=\"%.0f\">RTN</text>\n",
+            W - 150, T + 10, W - 140, T + 14);
+    fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"8\" height=\"8\" fill=\"#1f77b4\"/><text x=\"%.0f\" y=\"%.0f\">AWQ</text>\n",
+            W - 154, T + 22, W - 140, T + 30);
+    fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#d62728\" stroke-dasharray=\"5,3\"/>"
+               "<text x=\"%.0f\" y=\"%.0f\">Pareto front (ringed)</text>\n",
+            W - 158, T + 42, W - 144, T + 42, W - 140, T + 46);
+    fprintf(f, "</svg>\n");
+#undef X
+#undef Y
+}
+
+static char key(int i)
+{
+    static const char keys[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    return keys[i % 36];
+}
+
+/* A character chart: x = log size, y = log KL; each point a letter keyed below. */
+static void chart(FILE *f, const row *r, int n)
+{
+    enum { CW = 64, CH = 18 };
+    char grid[CH][CW + 1];
+    memset(grid, ' ', sizeof grid);
+    double xmin = INFINITY, xmax = 0, ymin = INFINITY, ymax = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        xmin = fmin(xmin, log10(r[i].bytes));
+        xmax = fmax(xmax, log10(r[i].bytes));
+        ymin = fmin(ymin, ylog(r[i].kl));
+        ymax = fmax(ymax, ylog(r[i].kl));
+    }
+    if (xmax <= xmin) xmax = xmin + 1;
+    if (ymax <= ymin) ymax = ymin + 1;
+    for (int i = 0; i < n; i++) {
+        int x = (int)lround((log10(r[i].bytes) - xmin) / (xmax - xmin) * (CW - 1));
+        int y = (int)lround((ymax - ylog(r[i].kl)) / (ymax - ymin) * (CH - 1));
+        char ch = key(i);
+        while (x < CW - 1 && grid[y][x] != ' ') /* points that coincide sit side by side */
+            x++;
+        grid[y][x] = r[i].pareto && ch >= 'a' ? (char)(ch - 'a' + 'A') : ch;
+    }
+    fprintf(f, "\nmean KL (log) vs size (log); capitals and * = on the Pareto front\n");
+    for (int y = 0; y < CH; y++) {
+        grid[y][CW] = 0;
+        double v = pow(10, ymax - (ymax - ymin) * y / (CH - 1));
+        fprintf(f, "%9.2g |%s\n", v, grid[y]);
+    }
+    fprintf(f, "          +");
+    for (int x = 0; x < CW; x++)
+        fputc('-', f);
+    fprintf(f, "\n           %-10.3g MB%*s%.3g MB\n", pow(10, xmin) / 1e6, CW - 22, "", pow(10, xmax) / 1e6);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%c=%s%s%s%s", key(i), r[i].name, r[i].awq ? "+awq" : "", r[i].pareto ? "*" : "",
+                i + 1 < n ? (i % 6 == 5 ? "\n" : "  ") : "\n");
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+    const char *calib = NULL, *types = NULL, *outdir = "sweep-out";
+    long chunks = 40, calib_tokens = 4096;
+    char **rest = malloc((size_t)argc * sizeof *rest);
+    int nrest = 0;
+    if (!rest)
+        return 1;
+    rest[nrest++] = argv[0];
+    rest[nrest++] = argv[1];
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage, stdout);
+            free(rest);
+            return 0;
+        } else if (!strcmp(a, "--calib") && v) { calib = v; i++; }
+        else if (!strcmp(a, "--types") && v) { types = v; i++; }
+        else if (!strcmp(a, "--out") && v) { outdir = v; i++; }
+        else if (!strcmp(a, "--chunks") && v) { chunks = atol(v); i++; }
+        else if (!strcmp(a, "--calib-tokens") && v) { calib_tokens = atol(v); i++; }
+        else rest[nrest++] = argv[i];
+    }
+    app_opts o;
+    int st = app_parse(nrest, rest, 2, &o, NULL, NULL, "quant-sweep");
+    free(rest);
+    if (st)
+        return st;
+    if (!o.prompt_file || chunks < 1 || calib_tokens < 16) {
+        fprintf(stderr, "nibble quant-sweep: -f TEXT is required, --chunks and --calib-tokens positive (see --help)\n");
+        return 2;
+    }
+    for (const char *p = types; p && *p;) {
+        const char *end = strchr(p, ',');
+        char nm[32];
+        snprintf(nm, sizeof nm, "%.*s", (int)(end ? (size_t)(end - p) : strlen(p)), p);
+        if (!eng_qtarget_find(nm)) {
+            fprintf(stderr, "nibble quant-sweep: unknown type '%s'\n", nm);
+            return 2;
+        }
+        p = end ? end + 1 : p + strlen(p);
+    }
+    if (app_apply_kernel(&o))
+        return 1;
+    if (o.n_ctx == 0)
+        o.n_ctx = 256;
+    char *text = NULL;
+    if (!app_prompt(&o, &text))
+        return 1;
+    mkdir(outdir, 0755);
+    const char *model = app_model_path(&o);
+    eng_err e;
+    eng_model *base = NULL;
+    if (eng_model_open(model, &base, &e)) {
+        fprintf(stderr, "nibble quant-sweep: %s\n", e.msg);
+        free(text);
+        return 1;
+    }
+    uint64_t n_params = eng_model_get_info(base)->n_params;
+    row rows[64];
+    int n = 0, status = 0;
+    for (const eng_qtarget *t = eng_qtargets(); t->name && !status; t++) {
+        if (!in_list(types, t->name))
+            continue;
+        for (int awq = 0; awq < 2 && n < 64; awq++) {
+            int quantized = t->type != 0 && t->type != 1 && t->type != 30; /* not f32/f16/bf16 */
+            if (awq && (!calib || !(quantized || t->fake_bits)))
+                continue;
+            char path[1200];
+            snprintf(path, sizeof path, "%s/%s%s.gguf", outdir, t->name, awq ? "-awq" : "");
+            fprintf(stderr, "== %s %s\n", t->name, awq ? "AWQ" : "RTN");
+            app_bar bar = {.label = "  quantize", .quiet = o.quiet};
+            eng_quant_opts qo = {.target = t, .user = &bar};
+            eng_awq *aw = NULL;
+            if (awq) {
+                app_bar ab = {.label = "  awq     ", .quiet = o.quiet};
+                eng_awq_opts ao = {.target = t, .calib_path = calib, .max_tokens = (uint32_t)calib_tokens,
+                                   .threads = o.threads, .progress = app_awq_progress, .user = &ab};
+                if (eng_awq_compute(model, &ao, &aw, &e)) {
+                    fprintf(stderr, "nibble quant-sweep: %s\n", e.msg);
+                    status = 1;
+                    break;
+                }
+                qo.edits = eng_awq_edits(aw, &qo.n_edits);
+                qo.method = "awq";
+            }
+            eng_quant_report rep;
+            int r = eng_quantize_file(model, path, &qo, &rep, &e);
+            eng_awq_free(aw);
+            eng_model *m = NULL;
+            if (r || eng_model_open(path, &m, &e)) {
+                fprintf(stderr, "nibble quant-sweep: %s\n", e.msg);
+                status = 1;
+                break;
+            }
+            app_bar pb = {.label = "  measure ", .quiet = o.quiet};
+            eng_ppl_opts po = {.n_ctx = o.n_ctx, .max_chunks = (uint32_t)chunks, .threads = o.threads, .base = base,
+                               .progress = on_ppl, .user = &pb};
+            eng_ppl_result pr;
+            if (eng_ppl_run(m, text, strlen(text), &po, &pr, &e)) {
+                fprintf(stderr, "nibble quant-sweep: %s\n", e.msg);
+                eng_model_close(m);
+                status = 1;
+                break;
+            }
+            row *w = &rows[n++];
+            memset(w, 0, sizeof *w);
+            snprintf(w->name, sizeof w->name, "%s", t->name);
+            w->awq = awq;
+            w->bytes = (double)eng_model_get_info(m)->file_size;
+            if (t->fake_bits) /* what the format would take: bits + an f16 scale and min per 32 */
+                w->bytes = w->bytes - (double)rep.out_bytes + (double)rep.n_weights * (t->fake_bits + 1) / 8.0;
+            w->bpw = 8.0 * (w->bytes) / (double)n_params;
+            w->ppl = pr.ppl;
+            w->ppl_err = pr.ppl_err;
+            w->kl = pr.kl;
+            w->kl_err = pr.kl_err;
+            w->top1 = pr.top1;
+            for (int rep_i = 0; rep_i < 3; rep_i++) { /* best of 3: the machine may be busy */
+                double v = decode_tps(m, o.threads);
+                if (v > w->tps)
+                    w->tps = v;
+            }
+            fprintf(stderr, "  %s%s: %.0f bytes, ppl %.4f, KL %.5f, top-1 %.2f%%, %.0f tok/s\n", w->name,
+                    awq ? "+awq" : "", w->bytes, w->ppl, w->kl, 100 * w->top1, w->tps);
+            eng_model_close(m);
+        }
+    }
+    eng_model_close(base);
+    if (n) {
+        mark_pareto(rows, n);
+        const char *tb = strrchr(o.prompt_file, '/'), *cb = calib ? strrchr(calib, '/') : NULL;
+        const char *mb = strrchr(model, '/');
+        tb = tb ? tb + 1 : o.prompt_file;
+        cb = cb ? cb + 1 : calib;
+        mb = mb ? mb + 1 : model;
+        char p[1200];
+        table(stdout, rows, n, mb, tb, cb, o.n_ctx, (uint32_t)chunks);
+        chart(stdout, rows, n);
+        snprintf(p, sizeof p, "%s/sweep.md", outdir);
+        FILE *f = fopen(p, "w");
+        if (f) {
+            table(f, rows, n, mb, tb, cb, o.n_ctx, (uint32_t)chunks);
+            fclose(f);
+        }
+        snprintf(p, sizeof p, "%s/sweep.svg", outdir);
+        if ((f = fopen(p, "w"))) {
+            char title[256];
+            snprintf(title, sizeof title, "%s: size vs KL divergence on %s", mb, tb);
+            svg(f, rows, n, title);
+            fclose(f);
+        }
+        snprintf(p, sizeof p, "%s/sweep.tsv", outdir);
+        if ((f = fopen(p, "w"))) {
+            fprintf(f, "type\tmethod\tbytes\tbpw\tppl\tppl_err\tkl\tkl_err\ttop1\ttok_s\tpareto\n");
+            for (int i = 0; i < n; i++)
+                fprintf(f, "%s\t%s\t%.0f\t%.4f\t%.6f\t%.6f\t%.8f\t%.8f\t%.6f\t%.1f\t%d\n", rows[i].name,
+                        rows[i].awq ? "awq" : "rtn", rows[i].bytes, rows[i].bpw, rows[i].ppl, rows[i].ppl_err,
+                        rows[i].kl, rows[i].kl_err, rows[i].top1, rows[i].tps, rows[i].pareto);
+            fclose(f);
+        }
+        fprintf(stderr, "wrote %s/sweep.md, %s/sweep.svg, %s/sweep.tsv\n", outdir, outdir, outdir);
+    }
+    free(text);
+    return status;
+}

@@ -1,0 +1,325 @@
+/* Quantizing a GGUF file, tensor by tensor. The input stays mapped; each
+ * matrix is converted a slice of rows at a time (so no whole float copy
+ * of a large tensor is made), and only the converted outputs are held
+ * until the writer saves. A tensor whose type does not change is written
+ * straight from the mapping, byte for byte.
+ *
+ * Which type a tensor gets (eng_quant_plan), in this order:
+ *  - vectors (norms, biases) keep their type;
+ *  - f32/f16/bf16 targets: every matrix gets the target type;
+ *  - the output matrix (or the token embedding when it doubles as the
+ *    output) gets q6_k under every target narrower than 8 bits, q8_0
+ *    under q8_0: the logits are the most sensitive product, as
+ *    llama.cpp also judges;
+ *  - mixes (q4_k_m, q5_k_m): attn_v and ffn_down get q6_k in the first
+ *    and last eighth of the layers and in every third layer between;
+ *  - a matrix whose rows do not fit the block falls back: q4_k -> q5_0,
+ *    q5_k -> q5_1, q6_k -> q8_0 (the 32-block type of at least the same
+ *    quality), and any 32-block type -> f16. */
+#include "quantize.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "simd.h"
+
+/* LLAMA_FTYPE numbers: ALL_F32 0, MOSTLY_F16 1, Q4_0 2, Q4_1 3, Q8_0 7,
+ * Q5_0 8, Q5_1 9, Q4_K_S 14, Q4_K_M 15, Q5_K_S 16, Q5_K_M 17, Q6_K 18,
+ * BF16 32. A plain K type is the "_S" file type. */
+static const eng_qtarget targets[] = {
+    {"f32", SIMD_F32, -1, 0, 0},     {"f16", SIMD_F16, -1, 1, 0},     {"bf16", SIMD_BF16, -1, 32, 0},
+    {"q8_0", SIMD_Q8_0, -1, 7, 0},   {"q6_k", SIMD_Q6_K, -1, 18, 0},  {"q5_k_m", SIMD_Q5_K, SIMD_Q6_K, 17, 0},
+    {"q5_k", SIMD_Q5_K, -1, 16, 0},  {"q5_1", SIMD_Q5_1, -1, 9, 0},   {"q5_0", SIMD_Q5_0, -1, 8, 0},
+    {"q4_k_m", SIMD_Q4_K, SIMD_Q6_K, 15, 0}, {"q4_k", SIMD_Q4_K, -1, 14, 0}, {"q4_1", SIMD_Q4_1, -1, 3, 0},
+    {"q4_0", SIMD_Q4_0, -1, 2, 0},
+    /* the uniform baseline (stored as f32, see fake_bits) */
+    {"u8g32", SIMD_F32, -1, 0, 8},   {"u4g32", SIMD_F32, -1, 0, 4},   {"u2g32", SIMD_F32, -1, 0, 2},
+    {NULL, 0, -1, 0, 0},
+};
+
+const eng_qtarget *eng_qtargets(void) { return targets; }
+
+const eng_qtarget *eng_qtarget_find(const char *name)
+{
+    if (!name)
+        return NULL;
+    for (const eng_qtarget *t = targets; t->name; t++) {
+        size_t i = 0;
+        while (t->name[i] && tolower((unsigned char)name[i]) == t->name[i])
+            i++;
+        if (!t->name[i] && !name[i])
+            return t;
+    }
+    return NULL;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* Layer of "blk.N.xxx", or -1. */
+static int layer_of(const char *name)
+{
+    if (strncmp(name, "blk.", 4))
+        return -1;
+    char *end;
+    long l = strtol(name + 4, &end, 10);
+    return end != name + 4 && *end == '.' && l >= 0 && l < 100000 ? (int)l : -1;
+}
+
+static int more_bits_layer(int l, uint32_t n)
+{
+    int n8 = (int)n / 8;
+    return l < n8 || l >= 7 * (int)n / 8 || (l - n8) % 3 == 2;
+}
+
+static int fallback_of(int type)
+{
+    switch (type) {
+    case SIMD_Q4_K: return SIMD_Q5_0;
+    case SIMD_Q5_K: return SIMD_Q5_1;
+    case SIMD_Q6_K: return SIMD_Q8_0;
+    default: return SIMD_F16;
+    }
+}
+
+int eng_quant_plan(const eng_qtarget *t, const char *name, uint32_t n_dims, const uint64_t *ne, int src_type,
+                   uint32_t n_layers, int has_output, int *planned, int *fallback)
+{
+    *fallback = 0;
+    *planned = src_type;
+    if (n_dims < 2 || !ends_with(name, ".weight"))
+        return src_type;
+    int type = t->type;
+    int is_output = !strcmp(name, "output.weight") || (!has_output && !strcmp(name, "token_embd.weight"));
+    if (type != SIMD_F32 && type != SIMD_F16 && type != SIMD_BF16 && is_output)
+        type = type == SIMD_Q8_0 ? SIMD_Q8_0 : SIMD_Q6_K;
+    int l = layer_of(name);
+    if (t->more_bits_type >= 0 && l >= 0 && (ends_with(name, ".attn_v.weight") || ends_with(name, ".ffn_down.weight")) &&
+        more_bits_layer(l, n_layers))
+        type = t->more_bits_type;
+    *planned = type;
+    while (ne[0] % simd_type_traits(type)->block) {
+        type = fallback_of(type);
+        *fallback = 1;
+    }
+    return type;
+}
+
+int eng_quant_rows(int type, const float *src, void *dst, uint64_t rows, uint64_t cols)
+{
+    const simd_traits *tr = simd_type_traits(type);
+    size_t rb = simd_row_bytes(type, cols);
+    if (!tr || !tr->quant || !rb)
+        return ENG_EINVAL;
+    for (uint64_t r = 0; r < rows; r++)
+        tr->quant(src + r * cols, (char *)dst + r * rb, (size_t)cols);
+    return 0;
+}
+
+void eng_fake_quant_row(const float *src, float *dst, size_t n, int bits, int group)
+{
+    float levels = (float)((1 << bits) - 1);
+    for (size_t g0 = 0; g0 < n; g0 += (size_t)group) {
+        size_t g1 = g0 + (size_t)group < n ? g0 + (size_t)group : n;
+        float lo = src[g0], hi = src[g0];
+        for (size_t i = g0; i < g1; i++) {
+            if (src[i] < lo) lo = src[i];
+            if (src[i] > hi) hi = src[i];
+        }
+        float d = simd_f16_to_f32(simd_f32_to_f16((hi - lo) / levels));
+        float m = simd_f16_to_f32(simd_f32_to_f16(lo));
+        for (size_t i = g0; i < g1; i++) {
+            float q = d > 0 ? rintf((src[i] - m) / d) : 0;
+            q = q < 0 ? 0 : q > levels ? levels : q;
+            dst[i] = m + d * q;
+        }
+    }
+}
+
+static const eng_tensor_edit *edit_for(const eng_quant_opts *o, const char *name)
+{
+    for (size_t i = 0; o->edits && i < o->n_edits; i++)
+        if (!strcmp(o->edits[i].name, name))
+            return &o->edits[i];
+    return NULL;
+}
+
+static int is_float_type(int t) { return t == SIMD_F32 || t == SIMD_F16 || t == SIMD_BF16; }
+
+/* Keys this tool sets itself (not copied from the input). */
+static int own_key(const char *k)
+{
+    return !strcmp(k, "general.file_type") || !strcmp(k, "general.quantization_version") ||
+           !strncmp(k, "nibble.quantize.", 16);
+}
+
+static void notef(const eng_quant_opts *o, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void notef(const eng_quant_opts *o, const char *fmt, ...)
+{
+    if (!o->note)
+        return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    o->note(o->user, line);
+}
+
+#define SLICE_ROWS 64u
+
+/* Convert tensor t to `type` (applying edit ed) into a new buffer. */
+static void *convert(const eng_gguf_tensor *t, int type, const eng_tensor_edit *ed, int fake_bits, size_t *out_bytes,
+                     eng_err *e)
+{
+    const simd_traits *src = simd_type_traits(t->type);
+    uint64_t cols = t->ne[0], rows = t->ne[1] * t->ne[2] * t->ne[3];
+    if (!src->dequant) {
+        eng_errf(e, ENG_EUNSUP, "tensor '%s': cannot read type %s", t->name, src->name);
+        return NULL;
+    }
+    size_t rb = simd_row_bytes(type, cols), srb = simd_row_bytes(t->type, cols);
+    char *out = malloc(rb * rows + 1);
+    float *tmp = malloc(SLICE_ROWS * cols * sizeof(float) + 1);
+    if (!out || !tmp) {
+        free(out);
+        free(tmp);
+        eng_errf(e, ENG_ENOMEM, "tensor '%s': out of memory", t->name);
+        return NULL;
+    }
+    for (uint64_t r0 = 0; r0 < rows; r0 += SLICE_ROWS) {
+        uint64_t n = rows - r0 < SLICE_ROWS ? rows - r0 : SLICE_ROWS;
+        for (uint64_t r = 0; r < n; r++)
+            src->dequant((const char *)t->data + (r0 + r) * srb, tmp + r * cols, (size_t)cols);
+        if (ed)
+            for (uint64_t r = 0; r < n; r++)
+                for (uint64_t c = 0; c < cols; c++)
+                    tmp[r * cols + c] *= (ed->col ? ed->col[c] : 1.0f) * (ed->row ? ed->row[r0 + r] : 1.0f);
+        if (fake_bits)
+            for (uint64_t r = 0; r < n; r++)
+                eng_fake_quant_row(tmp + r * cols, tmp + r * cols, (size_t)cols, fake_bits, 32);
+        eng_quant_rows(type, tmp, out + r0 * rb, n, cols);
+    }
+    free(tmp);
+    *out_bytes = rb * rows;
+    return out;
+}
+
+int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant_opts *o, eng_quant_report *rep,
+                      eng_err *e)
+{
+    eng_quant_report dummy;
+    if (!rep)
+        rep = &dummy;
+    memset(rep, 0, sizeof *rep);
+    if (!o || !o->target)
+        return eng_errf(e, ENG_EINVAL, "no target type");
+    simd_init();
+    eng_gguf *g = NULL;
+    int r = eng_gguf_open(in_path, &g, e);
+    if (r)
+        return r;
+    uint64_t nt = eng_gguf_n_tensors(g);
+    eng_gguf_writer *w = eng_gguf_writer_new();
+    void **bufs = calloc(nt + 1, sizeof *bufs);
+    if (!w || !bufs) {
+        r = eng_errf(e, ENG_ENOMEM, "out of memory");
+        goto done;
+    }
+    /* the input's type, refusing quantized input unless asked */
+    for (uint64_t i = 0; i < nt; i++) {
+        const eng_gguf_tensor *t = eng_gguf_tensor_at(g, i);
+        if (t->n_dims >= 2 && !is_float_type(t->type)) {
+            if (!o->allow_requantize) {
+                r = eng_errf(e, ENG_EINVAL,
+                             "%s is already quantized (tensor '%s' is %s): quantizing it again adds the errors of "
+                             "both; pass --allow-requantize to do it anyway",
+                             in_path, t->name, simd_type_name(t->type));
+                goto done;
+            }
+            notef(o, "requantizing: %s is already quantized (e.g. '%s' is %s); its errors add to the new ones",
+                  in_path, t->name, simd_type_name(t->type));
+            break;
+        }
+    }
+    eng_str arch;
+    uint32_t n_layers = 0;
+    if (eng_gguf_get_str(g, "general.architecture", &arch, NULL) == 0 && arch.len < 64) {
+        char key[96];
+        snprintf(key, sizeof key, "%.*s.block_count", (int)arch.len, arch.ptr);
+        eng_gguf_get_u32(g, key, &n_layers, NULL);
+    }
+    int has_output = eng_gguf_tensor_find(g, "output.weight") != NULL;
+
+    for (uint64_t i = 0; i < eng_gguf_n_kv(g); i++)
+        if (!own_key(eng_gguf_kv_key(g, i)) && (r = eng_gguf_writer_copy_kv(w, g, i)))
+            goto oom;
+    if ((r = eng_gguf_writer_u32(w, "general.file_type", o->target->file_type)) ||
+        (!is_float_type(o->target->type) && (r = eng_gguf_writer_u32(w, "general.quantization_version", 2))) ||
+        (r = eng_gguf_writer_str(w, "nibble.quantize.type", o->target->name)) ||
+        (r = eng_gguf_writer_str(w, "nibble.quantize.method", o->method ? o->method : o->target->fake_bits ? "uniform-fake" : "rtn")) ||
+        (o->calib && (r = eng_gguf_writer_str(w, "nibble.quantize.calibration", o->calib))))
+        goto oom;
+
+    uint64_t total = 0, done = 0;
+    for (uint64_t i = 0; i < nt; i++)
+        total += eng_gguf_tensor_at(g, i)->size;
+    for (uint64_t i = 0; i < nt; i++) {
+        const eng_gguf_tensor *t = eng_gguf_tensor_at(g, i);
+        int planned, fb;
+        int type = eng_quant_plan(o->target, t->name, t->n_dims, t->ne, t->type, n_layers, has_output, &planned, &fb);
+        const eng_tensor_edit *ed = edit_for(o, t->name);
+        if (ed && t->n_dims < 2)
+            type = SIMD_F32; /* a scaled norm is written in full precision */
+        if (fb) {
+            rep->n_fallbacks++;
+            notef(o, "%s: rows of %llu do not fit %s blocks of %u: using %s", t->name,
+                  (unsigned long long)t->ne[0], simd_type_name(planned), simd_type_traits(planned)->block,
+                  simd_type_name(type));
+        }
+        const void *data = t->data;
+        size_t bytes = (size_t)t->size;
+        int fake = o->target->fake_bits && t->n_dims >= 2 && ends_with(t->name, ".weight") ? o->target->fake_bits : 0;
+        if (type != t->type || ed || fake) {
+            bufs[i] = convert(t, type, ed, fake, &bytes, e);
+            if (!bufs[i]) {
+                r = ENG_ENOMEM;
+                goto done;
+            }
+            data = bufs[i];
+        }
+        if ((r = eng_gguf_writer_tensor(w, t->name, type, t->n_dims, t->ne, data)))
+            goto oom;
+        rep->n_tensors++;
+        rep->in_bytes += t->size;
+        rep->out_bytes += bytes;
+        rep->n_weights += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+        if (type >= 0 && type < 40)
+            rep->type_count[type]++;
+        done += t->size;
+        if (o->progress)
+            o->progress(o->user, done, total, t->name);
+    }
+    r = eng_gguf_writer_save(w, out_path, e);
+    goto done;
+oom:
+    r = eng_errf(e, ENG_ENOMEM, "out of memory while building %s", out_path);
+done:
+    eng_gguf_writer_free(w);
+    for (uint64_t i = 0; bufs && i < nt; i++)
+        free(bufs[i]);
+    free(bufs);
+    eng_gguf_close(g);
+    return r;
+}

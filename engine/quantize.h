@@ -1,0 +1,84 @@
+/* Quantizing a GGUF model into another GGUF: each weight matrix to a
+ * target type (or a mix of types), round to nearest with each format's
+ * reference quantizer, optionally after activation-aware scaling (AWQ,
+ * see awq.h). Metadata is copied; general.file_type is set as llama.cpp
+ * numbers it; keys under nibble.quantize.* record what was done. The file
+ * is written through a temporary file and renamed, so a failure never
+ * leaves a half-written output. */
+#ifndef NIBBLE_ENG_QUANTIZE_H
+#define NIBBLE_ENG_QUANTIZE_H
+
+#include <stdint.h>
+
+#include "err.h"
+#include "gguf.h"
+
+/* A target: a plain type, or a mix that keeps some tensors wider. */
+typedef struct eng_qtarget {
+    const char *name;    /* "q4_k_m", ... as the command line spells it */
+    int type;            /* base type (enum simd_type) */
+    int more_bits_type;  /* mixes: type of attn_v / ffn_down in the layers that get more bits; else -1 */
+    uint32_t file_type;  /* llama.cpp's general.file_type (LLAMA_FTYPE_*) */
+    int fake_bits;       /* > 0: the per-group asymmetric uniform baseline at this many bits
+                          * (groups of 32 along a row, f16 scale and minimum), which GGUF
+                          * cannot hold: stored dequantized as f32 ("fake quantization") */
+} eng_qtarget;
+
+/* Every target, NULL-name terminated, and a lookup (case-insensitive;
+ * NULL if unknown). */
+const eng_qtarget *eng_qtargets(void);
+const eng_qtarget *eng_qtarget_find(const char *name);
+
+/* Edits applied to tensors before they are quantized (AWQ's folded
+ * scales): a matrix's columns (input channels, ne[0]) multiplied by
+ * col[c], its rows by row[r]; a vector's elements by col[i]. */
+typedef struct eng_tensor_edit {
+    char name[96];
+    float *col;  /* NULL or ne[0] factors */
+    float *row;  /* NULL or ne[1] factors */
+} eng_tensor_edit;
+
+typedef struct eng_quant_opts {
+    const eng_qtarget *target;
+    int allow_requantize;  /* dequantize already-quantized matrices and quantize again */
+    const eng_tensor_edit *edits; /* may be NULL */
+    size_t n_edits;
+    const char *method;    /* recorded in nibble.quantize.method: "rtn" (default) or "awq" */
+    const char *calib;     /* recorded in nibble.quantize.calibration (may be NULL) */
+    /* progress: called after each tensor (done, total bytes of input
+     * tensors); notes: one line per tensor whose type was changed from
+     * the plan (fallbacks), and requantization warnings. Both optional. */
+    void (*progress)(void *user, uint64_t done, uint64_t total, const char *tensor);
+    void (*note)(void *user, const char *line);
+    void *user;
+} eng_quant_opts;
+
+typedef struct eng_quant_report {
+    uint64_t in_bytes, out_bytes;      /* tensor data */
+    uint64_t n_weights;                /* values in all tensors */
+    uint64_t n_tensors, n_fallbacks;
+    uint64_t type_count[40];           /* tensors written per type */
+} eng_quant_report;
+
+/* The type a tensor gets under target t (name, shape, layer count):
+ * applies the mix, the output/embedding rule and the fallback for rows
+ * that do not fit the block. Returns the type; *fallback = 1 if the
+ * planned type did not fit. Vectors (1-D) keep their type. */
+int eng_quant_plan(const eng_qtarget *t, const char *name, uint32_t n_dims, const uint64_t *ne, int src_type,
+                   uint32_t n_layers, int has_output, int *planned, int *fallback);
+
+/* Quantize in_path into out_path. Errors (e says which): the input
+ * cannot be read or is not GGUF, it is already quantized (unless
+ * allow_requantize), the output cannot be written, out of memory. */
+int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant_opts *o, eng_quant_report *rep,
+                      eng_err *e);
+
+/* The uniform baseline on one row of n values: groups of `group`, each
+ * min..max in 2^bits - 1 steps (scale and min rounded to f16). */
+void eng_fake_quant_row(const float *src, float *dst, size_t n, int bits, int group);
+
+/* Quantize n floats (a whole number of rows of `cols`) to type t into
+ * dst (simd_row_bytes(t, cols) per row); for the loader and the sweep. */
+int eng_quant_rows(int type, const float *src, void *dst, uint64_t rows, uint64_t cols);
+
+#endif

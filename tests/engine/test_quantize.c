@@ -1,0 +1,322 @@
+/* engine/quantize.c, the K-quant forward path and `nibble quantize`:
+ *  - F32 -> f32 keeps every tensor's bytes and every metadata key;
+ *  - every target: each tensor within its type's error bound of the
+ *    original, the plan's types (mixes, output rule, fallbacks) and the
+ *    file type recorded;
+ *  - a K-quant model (a synth model whose rows fit 256) runs, and its
+ *    logits are close to those of its dequantized f32 twin;
+ *  - bad input: unknown type, quantized input without
+ *    --allow-requantize, unwritable output (no OUT and no temporary file
+ *    left behind), too-short calibration text. */
+#include <dirent.h>
+#include <math.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gguf.h"
+#include "model.h"
+#include "quantize.h"
+#include "simd.h"
+#include "synth.h"
+#include "testutil.h"
+
+static char dir[256];
+
+static const char *tmp(const char *name)
+{
+    static char buf[8][512];
+    static int k;
+    k = (k + 1) % 8;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+static double rel_rms(const float *a, const float *b, size_t n)
+{
+    double e = 0, s = 0;
+    for (size_t i = 0; i < n; i++) {
+        e += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        s += (double)a[i] * a[i];
+    }
+    return s > 0 ? sqrt(e / s) : sqrt(e);
+}
+
+/* Bound on one tensor's relative RMS error for the type it was written in. */
+static double bound_of(int type)
+{
+    switch (type) {
+    case SIMD_F32: return 0;
+    case SIMD_F16: return 0.001;
+    case SIMD_BF16: return 0.006;
+    case SIMD_Q8_0: return 0.01;
+    case SIMD_Q6_K: return 0.03;
+    case SIMD_Q5_K: case SIMD_Q5_1: case SIMD_Q5_0: return 0.07;
+    default: return 0.14; /* 4-bit types */
+    }
+}
+
+static float *dequant_all(const eng_gguf_tensor *t)
+{
+    size_t n = (size_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
+    float *v = malloc(n * sizeof *v);
+    simd_type_traits(t->type)->dequant(t->data, v, n);
+    return v;
+}
+
+/* Quantize src to every target and check each tensor of the result. */
+static void check_targets(const char *src_arg, const char *tag)
+{
+    char src[512];
+    snprintf(src, sizeof src, "%s", src_arg); /* tmp() reuses its buffers */
+    eng_err e;
+    eng_gguf *g0;
+    CHECK(eng_gguf_open(src, &g0, &e) == 0);
+    uint32_t n_layers = 0;
+    CHECK(eng_gguf_get_u32(g0, "llama.block_count", &n_layers, NULL) == 0);
+    for (const eng_qtarget *t = eng_qtargets(); t->name; t++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s_%s.gguf", tag, t->name);
+        eng_quant_opts o = {.target = t};
+        eng_quant_report rep;
+        int r = eng_quantize_file(src, tmp(name), &o, &rep, &e);
+        CHECKF(r == 0, "%s: %s", t->name, e.msg);
+        if (r)
+            continue;
+        eng_gguf *g;
+        CHECK(eng_gguf_open(tmp(name), &g, &e) == 0);
+        uint32_t ft = 99;
+        eng_str qt;
+        CHECK(eng_gguf_get_u32(g, "general.file_type", &ft, NULL) == 0 && ft == t->file_type);
+        CHECK(eng_gguf_get_str(g, "nibble.quantize.type", &qt, NULL) == 0 && qt.len == strlen(t->name));
+        double worst = 0;
+        for (uint64_t i = 0; i < eng_gguf_n_tensors(g0); i++) {
+            const eng_gguf_tensor *a = eng_gguf_tensor_at(g0, i), *b = eng_gguf_tensor_find(g, a->name);
+            CHECK(b != NULL);
+            if (!b)
+                continue;
+            CHECK(b->ne[0] == a->ne[0] && b->ne[1] == a->ne[1]);
+            if (a->n_dims >= 2 && !t->fake_bits) {
+                int planned, fb;
+                int want = eng_quant_plan(t, a->name, a->n_dims, a->ne, a->type, n_layers, 1, &planned, &fb);
+                CHECKF(b->type == want, "%s %s: %s, plan %s", t->name, a->name, simd_type_name(b->type),
+                       simd_type_name(want));
+            }
+            float *x = dequant_all(a), *y = dequant_all(b);
+            double err = rel_rms(x, y, (size_t)(a->ne[0] * a->ne[1]));
+            double bound = t->fake_bits ? (t->fake_bits == 8 ? 0.01 : t->fake_bits == 4 ? 0.14 : 0.8) : bound_of(b->type);
+            CHECKF(err <= bound, "%s %s (%s): error %g > %g", t->name, a->name, simd_type_name(b->type), err, bound);
+            if (err > worst)
+                worst = err;
+            free(x);
+            free(y);
+        }
+        printf("%s %-7s %8llu bytes, %llu fallbacks, worst tensor error %.4f\n", tag, t->name,
+               (unsigned long long)rep.out_bytes, (unsigned long long)rep.n_fallbacks, worst);
+        eng_gguf_close(g);
+    }
+    eng_gguf_close(g0);
+}
+
+/* logits of n tokens from a model file */
+static float *logits_of(const char *path, const int32_t *ids, uint32_t n, uint32_t *nv)
+{
+    eng_err e;
+    eng_model *m;
+    eng_ctx *c;
+    if (eng_model_open(path, &m, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        return NULL;
+    }
+    *nv = eng_model_get_info(m)->n_vocab;
+    float *l = malloc((size_t)n * *nv * sizeof *l);
+    if (eng_ctx_new(m, 64, 1, &c, &e) || eng_ctx_eval(c, ids, n, l, 1, NULL, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        free(l);
+        l = NULL;
+    }
+    eng_ctx_free(c);
+    eng_model_close(m);
+    return l;
+}
+
+static int file_exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+static int count_files(const char *d)
+{
+    DIR *dp = opendir(d);
+    int n = 0;
+    struct dirent *de;
+    while (dp && (de = readdir(dp)))
+        n += de->d_name[0] != '.';
+    if (dp)
+        closedir(dp);
+    return n;
+}
+
+int main(void)
+{
+    const char *assets = getenv("NIBBLE_ASSETS");
+    char model[4096];
+    snprintf(model, sizeof model, "%s/stories260K.gguf", assets ? assets : "assets");
+    snprintf(dir, sizeof dir, "/tmp/nibble_test_quantize_%d", (int)getpid());
+    mkdir(dir, 0700);
+    eng_err e;
+
+    /* f32 round trip: byte-identical tensors, every key kept */
+    {
+        eng_quant_opts o = {.target = eng_qtarget_find("F32")};
+        CHECK(o.target != NULL);
+        CHECK(eng_quantize_file(model, tmp("rt.gguf"), &o, NULL, &e) == 0);
+        eng_gguf *a, *b;
+        CHECK(eng_gguf_open(model, &a, &e) == 0);
+        CHECK(eng_gguf_open(tmp("rt.gguf"), &b, &e) == 0);
+        CHECK(eng_gguf_n_tensors(a) == eng_gguf_n_tensors(b));
+        for (uint64_t i = 0; i < eng_gguf_n_tensors(a); i++) {
+            const eng_gguf_tensor *x = eng_gguf_tensor_at(a, i), *y = eng_gguf_tensor_find(b, x->name);
+            CHECK(y && y->type == x->type && y->size == x->size && !memcmp(x->data, y->data, (size_t)x->size));
+        }
+        for (uint64_t i = 0; i < eng_gguf_n_kv(a); i++) {
+            const char *k = eng_gguf_kv_key(a, i);
+            int64_t j = eng_gguf_find(b, k);
+            CHECKF(j >= 0, "key %s lost", k);
+            if (j >= 0 && strcmp(k, "general.alignment")) {
+                char va[256], vb[256];
+                eng_gguf_kv_format(a, i, va, sizeof va);
+                eng_gguf_kv_format(b, (uint64_t)j, vb, sizeof vb);
+                CHECKF(!strcmp(va, vb), "key %s: %s vs %s", k, va, vb);
+            }
+        }
+        eng_gguf_close(a);
+        eng_gguf_close(b);
+    }
+
+    /* every target on the embedded model (K types fall back there) and on
+     * a synth model whose rows fit 256 */
+    check_targets(model, "stories");
+    eng_synth_opts so = {.type = SIMD_F32, .seed = 7};
+    CHECK(eng_synth_write(eng_synth_find("tiny256"), &so, tmp("k.gguf"), &e) == 0);
+    check_targets(tmp("k.gguf"), "tiny256");
+    {
+        eng_gguf *g;
+        CHECK(eng_gguf_open(tmp("tiny256_q4_k_m.gguf"), &g, &e) == 0);
+        CHECK(eng_gguf_tensor_find(g, "blk.0.attn_q.weight")->type == SIMD_Q4_K);
+        CHECK(eng_gguf_tensor_find(g, "blk.1.attn_v.weight")->type == SIMD_Q6_K); /* last eighth */
+        CHECK(eng_gguf_tensor_find(g, "blk.1.ffn_down.weight")->type == SIMD_Q6_K);
+        CHECK(eng_gguf_tensor_find(g, "blk.0.ffn_down.weight")->type == SIMD_Q4_K);
+        CHECK(eng_gguf_tensor_find(g, "output.weight")->type == SIMD_Q6_K);
+        eng_gguf_close(g);
+    }
+
+    /* a Q4_K model runs, close to its dequantized f32 twin */
+    {
+        eng_quant_opts o = {.target = eng_qtarget_find("f32")};
+        CHECK(eng_quantize_file(tmp("tiny256_q4_k.gguf"), tmp("twin.gguf"), &o, NULL, &e) != 0); /* refused */
+        o.allow_requantize = 1;
+        CHECK(eng_quantize_file(tmp("tiny256_q4_k.gguf"), tmp("twin.gguf"), &o, NULL, &e) == 0);
+        int32_t ids[48];
+        for (int i = 0; i < 48; i++)
+            ids[i] = (int32_t)((i * 37 + 11) % 500);
+        uint32_t nv = 0;
+        float *lq = logits_of(tmp("tiny256_q4_k.gguf"), ids, 48, &nv), *lf = logits_of(tmp("twin.gguf"), ids, 48, &nv);
+        CHECK(lq && lf);
+        if (lq && lf) {
+            double err = rel_rms(lf, lq, (size_t)48 * nv);
+            printf("q4_k vs its f32 twin: logits rel. RMS difference %.5f\n", err);
+            CHECK(err < 0.03); /* activations are int8 per 256: small, not zero */
+            CHECK(err > 0);
+        }
+        free(lq);
+        free(lf);
+    }
+
+    /* bad input */
+    {
+        CHECK(eng_qtarget_find("q3_k") == NULL && eng_qtarget_find("") == NULL && eng_qtarget_find(NULL) == NULL);
+        CHECK(eng_qtarget_find("Q4_K_M") != NULL);
+        eng_quant_opts o = {.target = eng_qtarget_find("q4_0")};
+        CHECK(eng_quantize_file(tmp("stories_q8_0.gguf"), tmp("re.gguf"), &o, NULL, &e) == ENG_EINVAL);
+        CHECK(strstr(e.msg, "already quantized") && strstr(e.msg, "--allow-requantize"));
+        CHECK(!file_exists(tmp("re.gguf")));
+        char sub[512];
+        snprintf(sub, sizeof sub, "%s/ro", dir);
+        mkdir(sub, 0500);
+        char out[600];
+        snprintf(out, sizeof out, "%s/out.gguf", sub);
+        if (geteuid() != 0) { /* root writes anywhere */
+            CHECK(eng_quantize_file(model, out, &o, NULL, &e) == ENG_EIO);
+            CHECK(count_files(sub) == 0);
+        }
+        snprintf(out, sizeof out, "%s/no/such/dir/out.gguf", dir);
+        CHECK(eng_quantize_file(model, out, &o, NULL, &e) == ENG_EIO);
+        CHECK(strstr(e.msg, "cannot write") != NULL);
+        CHECK(eng_quantize_file(tmp("missing.gguf"), tmp("x.gguf"), &o, NULL, &e) != 0);
+        CHECK(!file_exists(tmp("x.gguf")));
+        rmdir(sub);
+    }
+
+    /* the command line: usage errors and messages */
+    const char *bin = getenv("NIBBLE_BIN");
+    if (bin && *bin) {
+        char cmd[10000];
+        snprintf(cmd, sizeof cmd, "%s quantize %s %s q9_9 2>%s", bin, model, tmp("c.gguf"), tmp("err.txt"));
+        int st = system(cmd);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+        char *msg = tu_read(tmp("err.txt"), NULL);
+        CHECK(msg && strstr(msg, "unknown type 'q9_9'") && strstr(msg, "q4_k_m"));
+        free(msg);
+        snprintf(cmd, sizeof cmd, "%s quantize %s %s q4_0 -q 2>%s", bin, tmp("stories_q4_0.gguf"), tmp("c.gguf"),
+                 tmp("err.txt"));
+        st = system(cmd);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1 && !file_exists(tmp("c.gguf")));
+        snprintf(cmd, sizeof cmd, "%s quantize %s %s q4_0 -q --allow-requantize 2>%s", bin, tmp("stories_q4_0.gguf"),
+                 tmp("c.gguf"), tmp("err.txt"));
+        st = system(cmd);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && file_exists(tmp("c.gguf")));
+        msg = tu_read(tmp("err.txt"), NULL);
+        CHECK(msg && strstr(msg, "requantizing"));
+        free(msg);
+        snprintf(cmd, sizeof cmd, "printf 'Once' > %s && %s quantize %s %s q4_0 -q --awq %s 2>%s", tmp("short.txt"),
+                 bin, model, tmp("d.gguf"), tmp("short.txt"), tmp("err.txt"));
+        st = system(cmd);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1 && !file_exists(tmp("d.gguf")));
+        msg = tu_read(tmp("err.txt"), NULL);
+        CHECK(msg && strstr(msg, "calibration text has"));
+        free(msg);
+        /* export-ollama: the GGUF copied, a Modelfile in Ollama's syntax */
+        snprintf(cmd, sizeof cmd, "%s export-ollama %s %s --template chatml --name story >/dev/null", bin, model,
+                 tmp("ollama"));
+        st = system(cmd);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        msg = tu_read(tmp("ollama/Modelfile"), NULL);
+        CHECK(msg && strstr(msg, "FROM ./story.gguf") && strstr(msg, "TEMPLATE \"\"\"") &&
+              strstr(msg, "{{ .Content }}<|im_end|>") && strstr(msg, "PARAMETER stop \"<|im_end|>\"") &&
+              strstr(msg, "PARAMETER temperature"));
+        free(msg);
+        size_t la = 0, lb = 0;
+        char *fa = tu_read(model, &la), *fb = tu_read(tmp("ollama/story.gguf"), &lb);
+        CHECK(fa && fb && la == lb && !memcmp(fa, fb, la));
+        free(fa);
+        free(fb);
+        snprintf(cmd, sizeof cmd, "%s export-ollama %s %s >/dev/null", bin, model, tmp("ollama2"));
+        st = system(cmd);
+        msg = tu_read(tmp("ollama2/Modelfile"), NULL);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && msg && strstr(msg, "TEMPLATE \"\"\"{{ .Prompt }}\"\"\""));
+        free(msg);
+        snprintf(cmd, sizeof cmd, "%s ppl -m %s -f %s 2>%s", bin, model, tmp("short.txt"), tmp("err.txt"));
+        st = system(cmd);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+        msg = tu_read(tmp("err.txt"), NULL);
+        CHECK(msg && strstr(msg, "one window of"));
+        free(msg);
+    }
+
+    snprintf(model, sizeof model, "rm -rf %s", dir);
+    if (!tu_failures && system(model) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    return tu_result("test_quantize");
+}

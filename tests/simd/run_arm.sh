@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The Arm kernel sets, checked on an x86 machine: cross-build simd/ and its
+# tests for aarch64 and run them under qemu-user twice, on a CPU model with
+# the dot product instructions (max: neon and neon-dotprod run) and on one
+# without (cortex-a53: neon runs, neon-dotprod must be refused), so both
+# sets and both selection paths are exercised.
+#
+# Only simd/ is built (it needs libc alone), so no arm64 copies of the
+# chat's libraries are needed. Exit 77 (skip) when the cross compiler,
+# its sysroot, qemu-aarch64 or cmake is missing.
+#
+#   tests/simd/run_arm.sh            build in build-arm-simd/, run
+#   BUILD_DIR=/tmp/x tests/simd/run_arm.sh
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${BUILD_DIR:-$root/build-arm-simd}
+triple=aarch64-linux-gnu
+sysroot=/usr/$triple
+
+skip() { echo "SKIP: $*"; exit 77; }
+command -v cmake >/dev/null || skip "cmake not found"
+command -v "$triple-gcc" >/dev/null || skip "$triple-gcc not found (apt-get install gcc-aarch64-linux-gnu)"
+[ -d "$sysroot/lib" ] || skip "$sysroot (the cross C library) not found"
+qemu=$(command -v qemu-aarch64-static || command -v qemu-aarch64 || true)
+[ -n "$qemu" ] || skip "qemu-aarch64 not found (apt-get install qemu-user)"
+
+# A small project around simd/: the top-level CMakeLists.txt would also
+# want ncursesw, utf8proc and inih for arm64. Its global flags are
+# repeated here (keep them in step), plus -Werror: the Arm build is held
+# to zero warnings.
+tests=(test_kernels test_dispatch)
+[ -f "$root/tests/simd/test_kquants.c" ] && tests+=(test_kquants)
+mkdir -p "$build/wrap"
+cat >"$build/wrap/CMakeLists.txt.new" <<EOF
+cmake_minimum_required(VERSION 3.20)
+project(nibble_simd_arm LANGUAGES C)
+set(CMAKE_C_STANDARD 11)
+set(CMAKE_C_STANDARD_REQUIRED ON)
+set(CMAKE_C_EXTENSIONS OFF)
+add_compile_options(-Wall -Wextra -Werror -ffp-contract=off)
+add_compile_definitions(_POSIX_C_SOURCE=200809L _DEFAULT_SOURCE)
+add_subdirectory("$root/simd" simd)
+if(NOT NIBBLE_HAVE_ARM_SETS)
+  message(FATAL_ERROR "simd/CMakeLists.txt did not add the Arm kernel sets")
+endif()
+foreach(t ${tests[*]})
+  add_executable(\${t} "$root/tests/simd/\${t}.c")
+  target_include_directories(\${t} PRIVATE "$root/tests" "$root/simd")
+  target_link_libraries(\${t} PRIVATE nibble_simd)
+endforeach()
+EOF
+# rewrite only on change, so a rerun rebuilds nothing
+cmp -s "$build/wrap/CMakeLists.txt.new" "$build/wrap/CMakeLists.txt" 2>/dev/null ||
+  mv "$build/wrap/CMakeLists.txt.new" "$build/wrap/CMakeLists.txt"
+rm -f "$build/wrap/CMakeLists.txt.new"
+
+if [ -f "$root/packaging/toolchain-aarch64.cmake" ]; then
+  cross=(-DCMAKE_TOOLCHAIN_FILE="$root/packaging/toolchain-aarch64.cmake")
+else
+  cross=(-DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=aarch64 -DCMAKE_C_COMPILER="$triple-gcc")
+fi
+cmake -S "$build/wrap" -B "$build/out" -DCMAKE_BUILD_TYPE=Release "${cross[@]}" >/dev/null
+cmake --build "$build/out" -j2
+
+# the dot product must really be in the neon-dotprod object, and only there
+objdump=$(command -v "$triple-objdump" || true)
+if [ -n "$objdump" ]; then
+  lib="$build/out/simd/libnibble_simd.a"
+  sdot=$("$objdump" -d "$lib" | awk '/^[^ ].*file format/ {f=$1} /\tsdot\t/ {print f}' | sort -u)
+  [ "$sdot" = "kernels_neon_dotprod.c.o:" ] || { echo "FAIL: sdot found in: ${sdot:-nothing}"; exit 1; }
+fi
+
+fail=0
+run() { # cpu test expected-line...
+  local cpu=$1 t=$2 out
+  shift 2
+  echo "--- $t on qemu -cpu $cpu"
+  if ! out=$("$qemu" -L "$sysroot" -cpu "$cpu" "$build/out/$t" 2>&1); then
+    echo "$out"
+    echo "FAIL: $t on $cpu"
+    fail=1
+    return
+  fi
+  echo "$out"
+  for want in "$@"; do
+    grep -Eq "$want" <<<"$out" || { echo "FAIL: $t on $cpu: no line matching /$want/"; fail=1; }
+  done
+}
+run max test_kernels '^neon +bit-identical' '^neon-dotprod +bit-identical'
+run max test_dispatch '^neon-dotprod +usable' '^cpu: aarch64: asimd asimddp'
+run cortex-a53 test_kernels '^neon +bit-identical' '^neon-dotprod +skipped: CPU lacks the dot product'
+run cortex-a53 test_dispatch '^neon +usable' '^neon-dotprod +refused'
+if [ -f "$root/tests/simd/test_kquants.c" ]; then run max test_kquants; fi
+
+if [ "$fail" = 0 ]; then
+  echo "run_arm: neon and neon-dotprod bit-identical to scalar under qemu"
+else
+  echo "run_arm: FAILED"
+fi
+exit "$fail"
