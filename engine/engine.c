@@ -699,6 +699,29 @@ static void fingerprint(const char *path, char *out, size_t n)
     fclose(f);
 }
 
+/* Load progress as PROGRESS events, at most every 100 ms, with an ETA
+ * from the rate so far. */
+typedef struct load_prog {
+    run *r;
+    double t0, last;
+} load_prog;
+
+static void on_load_progress(void *user, double fraction)
+{
+    load_prog *lp = user;
+    double t = now_ms();
+    if (t - lp->last < 100 && fraction < 1.0)
+        return;
+    lp->last = t;
+    eng_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = ENG_EV_PROGRESS;
+    snprintf(ev.stage, sizeof ev.stage, "load");
+    ev.fraction = fraction;
+    ev.eta_s = fraction > 0 ? (t - lp->t0) / 1e3 * (1.0 - fraction) / fraction : 0;
+    emit(lp->r, &ev);
+}
+
 static void do_load(run *r, eng_cmd *c)
 {
     eng_err e = {{0}};
@@ -710,7 +733,9 @@ static void do_load(run *r, eng_cmd *c)
     const char *path = c->text ? c->text : "";
     eng_model *m = NULL;
     eng_session *s = NULL;
-    int rc = eng_model_open(path, &m, &e);
+    load_prog lp = {r, now_ms(), now_ms()};
+    eng_model_opts mo = {0, on_load_progress, &lp};
+    int rc = eng_model_open_opts(path, &mo, &m, &e);
     if (!rc)
         rc = eng_session_new(m, (uint32_t)(c->n > 0 ? c->n : 0), c->n2, &r->gen.sp, &s, &e);
     if (rc) {

@@ -460,6 +460,8 @@ static int load_tensors(eng_model *m, const arch_desc *ad, const uint32_t *heads
         if (k > m->max_kv) m->max_kv = k;
         if (L->ffn > m->max_ffn) m->max_ffn = L->ffn;
         m->kv_floats += k;
+        if (m->progress)
+            m->progress(m->progress_user, (l + 1.0) / in->n_layers);
     }
     /* parameter count, and the weight type most parameters have (for display) */
     uint64_t per_type[SIMD_TYPE_COUNT] = {0};
@@ -516,6 +518,8 @@ int eng_model_open_opts(const char *path, const eng_model_opts *o, eng_model **o
     if (!m)
         return eng_errf(e, ENG_ENOMEM, "out of memory");
     m->load_quant = o ? o->quantize_type : 0;
+    m->progress = o ? o->progress : NULL;
+    m->progress_user = o ? o->progress_user : NULL;
     int r = eng_gguf_open(path, &m->gguf, e);
     if (r) {
         free(m);

@@ -40,6 +40,10 @@ typedef struct eng_model_opts {
      * never resident as a whole. Matrices whose rows do not fit the block
      * stay as they are. 0 (F32): no conversion. */
     int quantize_type;
+    /* called on the loading thread as the layers are checked (and, with
+     * quantize_type, converted): fraction in (0, 1]; may be NULL */
+    void (*progress)(void *user, double fraction);
+    void *progress_user;
 } eng_model_opts;
 int eng_model_open_opts(const char *path, const eng_model_opts *o, eng_model **out, eng_err *e);
 void eng_model_close(eng_model *m);

@@ -47,6 +47,8 @@ struct eng_model {
     void **owned;          /* buffers converted at load */
     size_t n_owned;
     int load_quant;        /* eng_model_opts.quantize_type (0: none) */
+    void (*progress)(void *user, double fraction); /* eng_model_opts.progress */
+    void *progress_user;
     uint32_t n_load_quant; /* matrices converted by it */
 };
 

@@ -276,8 +276,12 @@ static void draw_header(tui *t)
         attron(pair(t, C_METER) | A_BOLD);
         mvaddstr(2, x, isload ? "Load" : "Prompt");
         attroff(pair(t, C_METER) | A_BOLD);
-        if (isload) {
-            /* the loader reports no fraction: a moving block and the time */
+        if (isload && ch->prog_frac > 0) {
+            bar(t, 2, x + 7, 26, ch->prog_frac, 0);
+            snprintf(buf, sizeof buf, "%3.0f%%  ETA %.1f s  %.900s", ch->prog_frac * 100, ch->prog_eta,
+                     ch->loading_path);
+        } else if (isload) {
+            /* before the first layer is checked: a moving block and the time */
             int cols = 26, pos = (int)(el * 8) % (cols - 4);
             mvaddch(2, x + 7, '[');
             for (int i = 0; i < cols - 2; i++)

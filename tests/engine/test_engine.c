@@ -17,6 +17,7 @@ typedef struct got {
     char text[16384];
     size_t len;
     int done, done_reason, errors, notices_ctx, marks, loaded, reply;
+    double load_frac; /* largest load-progress fraction seen */
     uint32_t mark_at;
     char last_error[512];
 } got;
@@ -73,6 +74,10 @@ static int run_until(got *g, enum eng_ev_type want, int timeout_ms, int stop_aft
             break;
         case ENG_EV_LOADED:
             g->loaded++;
+            break;
+        case ENG_EV_PROGRESS:
+            if (!strcmp(ev.stage, "load") && ev.fraction > g->load_frac)
+                g->load_frac = ev.fraction;
             break;
         case ENG_EV_REPLY:
             g->reply++;
@@ -136,6 +141,7 @@ int main(void)
     got g2 = {0};
     load(model, 0, 1);
     CHECK(run_until(&g2, ENG_EV_LOADED, long_wait, 0, 0));
+    CHECKF(g2.load_frac == 1.0, "load progress reached %g", g2.load_frac); /* the bar ends full */
 
     /* a reply at temperature 0 */
     set_gen(0, 48);
