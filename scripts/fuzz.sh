@@ -15,7 +15,10 @@ if ! command -v clang >/dev/null && command -v apt-get >/dev/null; then
 fi
 command -v clang >/dev/null || { echo "fuzz: clang is missing (apt-get install clang)" >&2; exit 1; }
 CC=clang cmake -S . -B "$b" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNIBBLE_FUZZ=ON >/dev/null
-cmake --build "$b" -j2 --target $(for t in $targets; do printf 'fuzz_%s ' "$t"; done) >/dev/null
+if ! cmake --build "$b" -j2 --target $(for t in $targets; do printf 'fuzz_%s ' "$t"; done) >"$b/fuzz-build.log" 2>&1; then
+  tail -n 40 "$b/fuzz-build.log" >&2
+  exit 1
+fi
 art="$PWD/$b/fuzz-artifacts"
 mkdir -p "$art"
 scratch=$(mktemp -d)

@@ -176,6 +176,8 @@ int ui_chat_list(const ui_chat *ch, char ***names)
 }
 
 /* Replace the document with a saved one and hand its turns to the engine. */
+static void on_event(ui_chat *ch, eng_event *ev);
+
 static int restore(ui_chat *ch, const char *name, eng_err *e)
 {
     char path[1400], dir[1100];
@@ -203,7 +205,19 @@ static int restore(ui_chat *ch, const char *name, eng_err *e)
         if (!c.text)
             break;
         memcpy(c.text, x->text, x->len + 1);
-        if (eng_engine_send(ch->en, &c)) {
+        /* A long conversation has more turns than the command queue holds:
+         * while it is full, take the engine's events (so it can go on) and
+         * try again, for up to ten seconds. */
+        int rc;
+        double t0 = ui_now_ms();
+        while ((rc = eng_engine_send(ch->en, &c)) == ENG_EAGAIN && ui_now_ms() - t0 < 10000) {
+            eng_event ev;
+            if (eng_engine_poll(ch->en, &ev, 10) == 0) {
+                on_event(ch, &ev);
+                eng_event_free(&ev);
+            }
+        }
+        if (rc) {
             eng_cmd_free(&c);
             ui_chat_notice(ch, "the engine is busy; part of the conversation was not restored");
             break;

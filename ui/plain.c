@@ -24,15 +24,17 @@ static void on_sig(int sig)
 
 typedef struct printer {
     size_t entry, off; /* what of the document is on the screen already */
+    const eng_journal *doc; /* which document that was */
 } printer;
 
 /* Print what the document gained since last time. */
 static void show(ui_chat *ch, printer *p)
 {
     eng_journal *d = ch->doc;
-    if (p->entry > d->n) { /* the document was replaced (/reset, /load) */
+    if (p->entry > d->n || p->doc != d) { /* the document was replaced (/reset, /load) */
         p->entry = 0;
         p->off = 0;
+        p->doc = d;
     }
     while (p->entry < d->n) {
         eng_jentry *x = &d->e[p->entry];
@@ -42,8 +44,10 @@ static void show(ui_chat *ch, printer *p)
                 fflush(stdout);
                 p->off = x->len;
             }
-            if (x->partial || (ch->busy && (int)p->entry == ch->reply))
+            if (ch->busy && (int)p->entry == ch->reply)
                 return; /* still streaming */
+            if (x->partial)
+                fprintf(stderr, "\n(this reply was cut short)");
             const char *tok = eng_journal_get_meta(d, p->entry, "tokens");
             const char *tps = eng_journal_get_meta(d, p->entry, "decode_tps");
             const char *end = eng_journal_get_meta(d, p->entry, "end");
@@ -71,7 +75,7 @@ int ui_plain_run(ui_chat *ch, const ui_opts *o)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     (void)o;
-    printer p = {0, 0};
+    printer p = {0, 0, NULL};
     char *in = NULL;     /* bytes read, not yet a whole line */
     size_t nin = 0, cap = 0;
     int eof = 0, prompt = 1, quit = 0;
