@@ -8,7 +8,11 @@
  * runs). Figures are the best of ITERS runs: GB/s of weights streamed
  * (matrix bytes / time), and for the batch also GB/s "per token" (matrix
  * bytes x BATCH / time, what BATCH separate products would need to match).
- * Also checks every set's output against the scalar set's, bit for bit. */
+ * "rows" columns: the same products through dot_rows, all rows in one
+ * call as the forward pass makes them (COLS may be any multiple of 32:
+ * 576 and 1536 are SmolLM2-135M's).
+ * Also checks every set's output against the scalar set's, bit for bit,
+ * and dot_rows against dot_batch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,30 +69,31 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (n % 256 || !rows || !batch || iters < 1) {
-        fprintf(stderr, "COLS must be a multiple of 256; ROWS, BATCH, ITERS positive\n");
+    if (n % 32 || !rows || !batch || iters < 1) {
+        fprintf(stderr, "COLS must be a multiple of 32; ROWS, BATCH, ITERS positive\n");
         return 2;
     }
     char cpu[512];
     simd_cpu_describe(cpu, sizeof cpu);
     printf("cpu: %s\n", cpu);
     printf("matrix %zu x %zu, batch %zu, best of %d, one thread\n\n", rows, n, batch, iters);
-    printf("%-6s %-12s %10s %10s %12s %12s %8s\n", "type", "set", "matvec ms", "GB/s", "batch ms", "GB/s/token",
-           "same");
+    printf("%-6s %-12s %10s %10s %12s %12s %10s %12s %8s\n", "type", "set", "matvec ms", "GB/s", "batch ms",
+           "GB/s/token", "rows GB/s", "rowsb GB/s/t", "same");
 
     float *x = malloc(n * batch * sizeof(float));
     float *src = malloc(n * sizeof(float));
     /* per row: the matvec result, then the batch's */
     float *y = malloc(rows * (batch + 1) * sizeof(float));
     float *yref = malloc(rows * (batch + 1) * sizeof(float));
-    if (!x || !src || !y || !yref)
+    float *yr = malloc(rows * (batch + 1) * sizeof(float)); /* dot_rows: token-major */
+    if (!x || !src || !y || !yref || !yr)
         return 1;
     for (size_t i = 0; i < n * batch; i++)
         x[i] = frand();
 
     for (int type = 0; type < SIMD_TYPE_COUNT; type++) {
         const simd_traits *tr = simd_type_traits(type);
-        if (!tr || !tr->quant || !in_list(types, tr->name))
+        if (!tr || !tr->quant || !in_list(types, tr->name) || n % tr->block)
             continue;
         size_t rb = simd_row_bytes(type, n), ab = simd_act_row_bytes(tr->act, n);
         unsigned char *w = malloc(rb * rows), *a = malloc(ab * batch);
@@ -106,6 +111,7 @@ int main(int argc, char **argv)
             simd_kernel_select((enum simd_kernel)k);
             simd_dot_fn dot = tr->dot;
             simd_dot_batch_fn dotb = tr->dot_batch;
+            simd_dot_rows_fn dotr = tr->dot_rows;
             for (size_t t = 0; t < batch; t++)
                 simd_act_quant(tr->act, x + t * n, a + t * ab, n);
             double best = 1e30, bestb = 1e30;
@@ -123,6 +129,25 @@ int main(int argc, char **argv)
                 double t1 = now();
                 if (t1 - t0 < bestb) bestb = t1 - t0;
             }
+            /* the same two products through dot_rows: all rows in one call,
+             * as the forward pass makes it */
+            double bestr = 1e30, bestrb = 1e30;
+            for (int it = 0; it < iters; it++) {
+                double t0 = now();
+                dotr(n, w, rb, rows, a, ab, 1, yr, rows);
+                double t1 = now();
+                if (t1 - t0 < bestr) bestr = t1 - t0;
+            }
+            for (int it = 0; it < iters; it++) {
+                double t0 = now();
+                dotr(n, w, rb, rows, a, ab, batch, yr + rows, rows);
+                double t1 = now();
+                if (t1 - t0 < bestrb) bestrb = t1 - t0;
+            }
+            int rows_same = memcmp(yr, y, rows * sizeof(float)) == 0;
+            for (size_t r = 0; r < rows; r++)
+                for (size_t t = 0; t < batch; t++)
+                    rows_same &= memcmp(&yr[rows + t * rows + r], &y[rows + r * batch + t], sizeof(float)) == 0;
             /* compare with the first set measured (scalar when listed) */
             const char *same = "-";
             size_t bytes = rows * (batch + 1) * sizeof(float);
@@ -132,9 +157,12 @@ int main(int argc, char **argv)
             } else {
                 same = memcmp(yref, y, bytes) == 0 ? "yes" : "NO";
             }
+            if (!rows_same)
+                same = "ROWS-NO";
             double gb = (double)rb * (double)rows / 1e9;
-            printf("%-6s %-12s %10.3f %10.2f %12.3f %12.2f %8s\n", tr->name, simd_kernel_name((enum simd_kernel)k),
-                   best * 1e3, gb / best, bestb * 1e3, gb * (double)batch / bestb, same);
+            printf("%-6s %-12s %10.3f %10.2f %12.3f %12.2f %10.2f %12.2f %8s\n", tr->name,
+                   simd_kernel_name((enum simd_kernel)k), best * 1e3, gb / best, bestb * 1e3,
+                   gb * (double)batch / bestb, gb / bestr, gb * (double)batch / bestrb, same);
         }
         free(w);
         free(a);
@@ -161,5 +189,6 @@ int main(int argc, char **argv)
     free(src);
     free(y);
     free(yref);
+    free(yr);
     return 0;
 }

@@ -112,7 +112,7 @@ static void matmul(eng_ctx *c, const float *x, uint32_t nt, int np, const eng_we
     if (bytes * nt < SMALL_MATMUL_BYTES)
         mm_worker(&j, 0, 1);
     else
-        eng_pool_run(c->pool, mm_worker, &j);
+        eng_pool_run_parts(c->pool, mm_worker, &j, 4 * eng_pool_threads(c->pool));
 }
 
 static void matmul1(eng_ctx *c, const float *x, uint32_t nt, const eng_weight *w, float *out)

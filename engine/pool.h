@@ -1,13 +1,17 @@
 /* Worker pool: n threads (the caller counts as one) run one job at a
- * time, each worker getting its index. Built for many small jobs per
- * token: workers spin briefly on a generation counter before sleeping, so
- * a matmul costs little more than its arithmetic. */
+ * time, split into n parts that the participants claim one by one (the
+ * caller runs any part no worker has taken, so a descheduled worker does
+ * not stall it). Built for many small jobs per token: workers spin
+ * briefly on a generation counter before sleeping, so a matmul costs
+ * little more than its arithmetic. */
 #ifndef NIBBLE_ENG_POOL_H
 #define NIBBLE_ENG_POOL_H
 
 typedef struct eng_pool eng_pool;
 
-/* fn(arg, ith, nth) runs once for each ith in 0..nth-1. */
+/* fn(arg, ith, nth) runs once for each ith in 0..nth-1 (nth = the pool's
+ * thread count), never twice at once for one ith, on whichever thread
+ * claimed it. */
 typedef void (*eng_pool_fn)(void *arg, int ith, int nth);
 
 /* A pool of n_threads participants (n_threads-1 new threads). NULL on failure. */
@@ -17,5 +21,9 @@ int eng_pool_threads(const eng_pool *p);
 /* Run fn on every participant and return when all are done. Not
  * reentrant: one caller thread owns the pool. */
 void eng_pool_run(eng_pool *p, eng_pool_fn fn, void *arg);
+/* The same with nth parts (1..65535) instead of one per thread, for a job
+ * whose parts share no per-thread state: smaller parts balance better
+ * when a thread loses its core for a while. */
+void eng_pool_run_parts(eng_pool *p, eng_pool_fn fn, void *arg, int nth);
 
 #endif

@@ -113,21 +113,6 @@ NB_INLINE void nb_wscales16(int type, const unsigned char *wb, __m256 dw[2], __m
     }
 }
 
-/* d and sum of 8 activation blocks: the {d, sum} of blocks 0-3 are dwords
- * 0,1 10,11 20,21 30,31 of the first 128 bytes, those of blocks 4-7 the
- * same dwords of 128 bytes from byte 160. Two permutes and a blend give
- * d0..d7 | sum0..sum7. Reads stop at byte 288 of the 320. */
-NB_INLINE void nb_act8_512(const simd_block_q8a *y, __m256 *d, __m256i *s)
-{
-    const __m512i idx = _mm512_setr_epi32(0, 10, 20, 30, 0, 10, 20, 30, 1, 11, 21, 31, 1, 11, 21, 31);
-    const unsigned char *p = (const unsigned char *)y;
-    __m512i lo = _mm512_permutex2var_epi32(_mm512_loadu_si512(p), idx, _mm512_loadu_si512(p + 64));
-    __m512i hi = _mm512_permutex2var_epi32(_mm512_loadu_si512(p + 160), idx, _mm512_loadu_si512(p + 224));
-    __m512i r = _mm512_mask_blend_epi32(0xf0f0, lo, hi);
-    *d = _mm256_castsi256_ps(_mm512_castsi512_si256(r));
-    *s = _mm512_extracti64x4_epi64(r, 1);
-}
-
 /* Blocks b..b+15. Each dpbusd leaves a block's sum spread over 8 int32 (two
  * 128-bit chunks); three rounds of (shuffle, shuffle, add) fold sixteen
  * such blocks into one vector with one sum per lane:
@@ -135,11 +120,10 @@ NB_INLINE void nb_act8_512(const simd_block_q8a *y, __m256 *d, __m256i *s)
  *  2. unpack 32-bit within chunks: two blocks per chunk, 2 lanes each
  *  3. unpack 64-bit: chunk c holds blocks c, 4+c, 8+c, 12+c, 1 lane each
  * and one permute puts block L in lane L. */
-NB_INLINE void nb_qgroup16(int type, const unsigned char *w, size_t b, const char *a, size_t astride, int nt,
-                           __m256 acc[])
+NB_INLINE void nb_qgroup16(int type, const unsigned char *wb, const char *a, size_t astride, size_t b, int nt,
+                           const nb_scales *sc, size_t k0, __m256 acc[])
 {
     const size_t bs = nb_bbytes(type);
-    const unsigned char *wb = w + b * bs;
     __m512i v[4][NB_MAXT];
     for (int p = 0; p < 4; p++) {
         __m512i w0 = nb_wexp2(type, wb + (size_t)(4 * p) * bs, bs);
@@ -167,13 +151,12 @@ NB_INLINE void nb_qgroup16(int type, const unsigned char *w, size_t b, const cha
     __m256 dw[2], mw[2];
     nb_wscales16(type, wb, dw, mw);
     for (int t = 0; t < nt; t++) {
-        const simd_block_q8a *y = (const simd_block_q8a *)(a + t * astride) + b;
-        __m256 da;
-        __m256i as;
-        nb_act8_512(y, &da, &as);
-        acc[t] = nb_step8(type, NB_Q8_BIAS_SHIFT, acc[t], dw[0], mw[0], da, lo[t], as);
-        nb_act8_512(y + 8, &da, &as);
-        acc[t] = nb_step8(type, NB_Q8_BIAS_SHIFT, acc[t], dw[1], mw[1], da, hi[t], as);
+        const float *da = &sc->d[t][k0];
+        const int32_t *as = &sc->s[t][k0];
+        acc[t] = nb_step8(type, NB_Q8_BIAS_SHIFT, acc[t], dw[0], mw[0], _mm256_loadu_ps(da), lo[t],
+                          _mm256_loadu_si256((const __m256i *)as));
+        acc[t] = nb_step8(type, NB_Q8_BIAS_SHIFT, acc[t], dw[1], mw[1], _mm256_loadu_ps(da + 8), hi[t],
+                          _mm256_loadu_si256((const __m256i *)(as + 8)));
     }
 }
 

@@ -11,7 +11,7 @@ NB_INLINE __m256i nb_dot_us(__m256i u, __m256i s)
 }
 
 /* s8 weights made unsigned by flipping the sign bit (w ^ 0x80 = w + 128),
- * so the total is sum(w*a) + 128*sum(a); nb_finish8 subtracts 128 times
+ * so the total is sum(w*a) + 128*sum(a); nb_step8 subtracts 128 times
  * the activation block's sum. One xor instead of two vpsignb. */
 NB_INLINE __m256i nb_dot_q8(__m256i w, __m256i a)
 {

@@ -14,10 +14,11 @@
  *    reference calls;
  *  - no FMA: the project builds with -ffp-contract=off and no code here
  *    asks for a fused multiply-add.
- * Missing blocks (a row whose block count is not a multiple of 8) are
- * padded with zero blocks: their term is +0 or -0, and adding a zero to an
- * accumulator that started at +0 changes nothing (such an accumulator can
- * never be -0 under round-to-nearest). */
+ * Missing blocks (a row whose block count is not a multiple of 8) fill
+ * their lanes with zeros, never read from memory: isum = 0, d_w = 0 and
+ * d_a = 0, so their term is (0*0)*0 = +0, and adding +0 to an accumulator
+ * that started at +0 changes nothing (such an accumulator can never be -0
+ * under round-to-nearest). */
 #ifndef NIBBLE_KERNELS_X86_H
 #define NIBBLE_KERNELS_X86_H
 
@@ -289,17 +290,47 @@ NB_INLINE void nb_wdm8(const unsigned char *blk, size_t bs, __m256 *d, __m256 *m
     *m = _mm256_shuffle_ps(x, y, _MM_SHUFFLE(3, 1, 3, 1));
 }
 
-/* d and sum of 8 consecutive activation blocks: {d, sum} is one 64-bit
- * word at the start of each block; same split as nb_wdm8. */
-NB_INLINE void nb_act8(const simd_block_q8a *y, __m256 *d, __m256i *s)
+/* Weight scales of the first m < 8 blocks, zeros in the other lanes (the
+ * part-filled group at the end of a row). */
+NB_INLINE void nb_wscales_part(int type, const unsigned char *blk, size_t bs, int m, __m256 *d, __m256 *mw)
 {
-#define NB_PAIR(i, j) \
-    _mm_castpd_ps(_mm_loadh_pd(_mm_castsi128_pd(_mm_loadl_epi64((const __m128i *)&y[i])), (const double *)&y[j]))
-    __m256 x = _mm256_insertf128_ps(_mm256_castps128_ps256(NB_PAIR(0, 1)), NB_PAIR(4, 5), 1);
-    __m256 z = _mm256_insertf128_ps(_mm256_castps128_ps256(NB_PAIR(2, 3)), NB_PAIR(6, 7), 1);
-#undef NB_PAIR
-    *d = _mm256_shuffle_ps(x, z, _MM_SHUFFLE(2, 0, 2, 0));
-    *s = _mm256_castps_si256(_mm256_shuffle_ps(x, z, _MM_SHUFFLE(3, 1, 3, 1)));
+    uint16_t h[16] = {0};
+    for (int k = 0; k < m; k++) {
+        h[k] = nb_ld16(blk + (size_t)k * bs);
+        h[8 + k] = nb_ld16(blk + (size_t)k * bs + 2);
+    }
+    *d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+    *mw = nb_has_min(type) ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + 8))) : _mm256_setzero_ps();
+}
+
+/* Activation scales and sums, copied once per call out of the 40-byte
+ * blocks into plain arrays (d[t][k], sum[t][k] for block s0+k of token
+ * t), so a group of 8 blocks reads them with one load each instead of
+ * gathering them for every weight row. Past the segment's last block the
+ * arrays hold zeros up to a multiple of 16: a part-filled group reads
+ * d_a = 0 and sum = 0 there, and with d_w = 0 and isum = 0 its extra
+ * lanes add (0*0)*0 = +0, which changes nothing (see the top). Rows
+ * longer than NB_SC_MAXB blocks are done in segments of that many. */
+#define NB_SC_MAXB 1024
+typedef struct nb_scales {
+    float d[NB_MAXT][NB_SC_MAXB];
+    int32_t s[NB_MAXT][NB_SC_MAXB];
+} nb_scales;
+
+NB_INLINE void nb_fill_scales(nb_scales *sc, const char *a, size_t astride, int nt, size_t s0, size_t s1)
+{
+    size_t len = s1 - s0, pad = (len + 15) & ~(size_t)15;
+    for (int t = 0; t < nt; t++) {
+        const simd_block_q8a *y = (const simd_block_q8a *)(a + t * astride) + s0;
+        for (size_t k = 0; k < len; k++) {
+            sc->d[t][k] = y[k].d;
+            sc->s[t][k] = y[k].sum;
+        }
+        for (size_t k = len; k < pad; k++) {
+            sc->d[t][k] = 0.0f;
+            sc->s[t][k] = 0;
+        }
+    }
 }
 
 /* acc + (d_w * d_a) * isum (+ (m_w * d_a) * asum), lane by lane, in the
@@ -332,26 +363,6 @@ NB_INLINE __m256 nb_step8(int type, int q8_bias_shift, __m256 acc, __m256 dw, __
     if (nb_has_min(type))
         return nb_fstep_min(acc, dw, mw, da, isum, asum);
     return nb_fstep(acc, dw, da, isum);
-}
-
-/* The float half of 8 blocks for nt tokens: isum[t] holds the 8 raw
- * integer sums (before any bias correction; q8_bias_shift is the set's
- * q8_0 bias, -1 if none). */
-NB_INLINE void nb_finish8(int type, int q8_bias_shift, const unsigned char *wblk, const char *a,
-                          size_t astride, size_t b, int nt, const __m256i isum[], __m256 acc[])
-{
-    size_t bs = nb_bbytes(type);
-    __m256 dw, mw = _mm256_setzero_ps();
-    if (nb_has_min(type))
-        nb_wdm8(wblk, bs, &dw, &mw);
-    else
-        dw = nb_wd8(wblk, bs);
-    for (int t = 0; t < nt; t++) {
-        __m256 da;
-        __m256i as;
-        nb_act8((const simd_block_q8a *)(a + t * astride) + b, &da, &as);
-        acc[t] = nb_step8(type, q8_bias_shift, acc[t], dw, mw, da, isum[t], as);
-    }
 }
 
 #endif
