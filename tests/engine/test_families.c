@@ -42,6 +42,7 @@
 #include "ref_llama.h"
 #include "simd.h"
 #include "testutil.h"
+#include "testmodel.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -55,31 +56,6 @@
 #define Q_BOUND 1e-1     /* q8_0 vs the exact reference */
 #define TIE_MARGIN 2e-5  /* int8 steps: closer to a tie, float may round the other way */
 #define MAX_SEEDS 40     /* q8_0 models tried for one without near-ties */
-
-/* ---- seeded PRNG (splitmix64) ---- */
-
-static uint64_t rng_s;
-
-static uint64_t rng_next(void)
-{
-    uint64_t z = (rng_s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* uniform in [-1, 1) */
-static double rng_unif(void) { return (double)(rng_next() >> 11) * (2.0 / 9007199254740992.0) - 1.0; }
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(1);
-    }
-    return p;
-}
 
 /* ---- the cases ---- */
 
@@ -142,79 +118,19 @@ static int is(const fcase *fc, const char *arch) { return strcmp(fc->arch, arch)
 
 /* ---- a model: its tensors as generated, as stored, and as the engine reads them ---- */
 
-#define MAX_T 96
-
-typedef struct wt {
-    char name[64];
-    uint32_t n_dims;
-    uint64_t ne[2];
-    int type;
-    void *data;  /* in `type`, as written */
-    float *deq;  /* data dequantized */
-} wt;
-
 typedef struct tmodel {
     const fcase *fc;
     ref_llama_cfg cfg;
     ref_llama_layer layers[MAX_L];
     ref_llama_weights w;
     float freqs[32];
-    wt t[MAX_T];
-    int n_t;
+    tm_tensors ts;
 } tmodel;
-
-static wt *tm_find(tmodel *tm, const char *name)
-{
-    for (int i = 0; i < tm->n_t; i++)
-        if (strcmp(tm->t[i].name, name) == 0)
-            return &tm->t[i];
-    return NULL;
-}
-
-/* offset + scale * U(-1,1) values of ne0 x ne1 (ne1 0: a vector, always
- * f32), stored as type (f16 where rows do not fill its blocks) */
-static wt *tm_add(tmodel *tm, const char *name, uint64_t ne0, uint64_t ne1, int type, double scale, double offset)
-{
-    if (tm->n_t == MAX_T) {
-        fprintf(stderr, "MAX_T too small\n");
-        exit(1);
-    }
-    wt *w = &tm->t[tm->n_t++];
-    snprintf(w->name, sizeof w->name, "%s", name);
-    w->n_dims = ne1 ? 2 : 1;
-    w->ne[0] = ne0;
-    w->ne[1] = ne1 ? ne1 : 1;
-    if (!ne1)
-        type = SIMD_F32;
-    if (simd_type_traits(type)->block > 1 && ne0 % simd_type_traits(type)->block)
-        type = SIMD_F16;
-    w->type = type;
-    size_t n = (size_t)(w->ne[0] * w->ne[1]);
-    float *master = xmalloc(n * sizeof(float));
-    for (size_t i = 0; i < n; i++)
-        master[i] = (float)(offset + scale * rng_unif());
-    w->deq = xmalloc(n * sizeof(float));
-    w->data = xmalloc(simd_row_bytes(type, ne0) * w->ne[1]);
-    const simd_traits *tr = simd_type_traits(type);
-    tr->quant(master, w->data, n); /* rows are whole blocks, so blocks never straddle rows */
-    tr->dequant(w->data, w->deq, n);
-    free(master);
-    return w;
-}
-
-static void tm_free(tmodel *tm)
-{
-    for (int i = 0; i < tm->n_t; i++) {
-        free(tm->t[i].data);
-        free(tm->t[i].deq);
-    }
-    tm->n_t = 0;
-}
 
 /* rows [first, ...) of a tensor's float form, NULL if absent */
 static const float *rows_of(tmodel *tm, const char *name, uint64_t first)
 {
-    wt *w = tm_find(tm, name);
+    wt *w = tm_find(&tm->ts, name);
     return w ? w->deq + first * (w->n_dims == 1 ? 1 : w->ne[0]) : NULL;
 }
 
@@ -233,69 +149,69 @@ static void tm_build(tmodel *tm, const fcase *fc, int wtype, uint64_t seed)
     double s_in = sqrt(3.0 / DIM);
     char nm[64];
 
-    tm_add(tm, "token_embd.weight", DIM, N_VOCAB, wtype, 1.0, 0);
+    tm_add(&tm->ts, "token_embd.weight", DIM, N_VOCAB, wtype, 1.0, 0, 0);
     if (gpt2)
-        tm_add(tm, "position_embd.weight", DIM, CTX_TRAIN, wtype, 0.5, 0);
+        tm_add(&tm->ts, "position_embd.weight", DIM, CTX_TRAIN, wtype, 0.5, 0, 0);
     for (int l = 0; l < fc->n_layers; l++) {
         int qd = fc->heads[l] * hd, kvd = fc->kv[l] * hd, f = fc->ffn[l];
 #define NM(s) (snprintf(nm, sizeof nm, "blk.%d." s, l), nm)
         if (qd) {
-            tm_add(tm, NM("attn_norm.weight"), DIM, 0, 0, 0.3, 1.0);
+            tm_add(&tm->ts, NM("attn_norm.weight"), DIM, 0, 0, 0.3, 1.0, 0);
             if (gpt2)
-                tm_add(tm, NM("attn_norm.bias"), DIM, 0, 0, 0.2, 0);
+                tm_add(&tm->ts, NM("attn_norm.bias"), DIM, 0, 0, 0.2, 0, 0);
             if (gpt2 || phi3) {
                 /* one tensor, so one scale for its q, k and v rows */
-                tm_add(tm, NM("attn_qkv.weight"), DIM, (uint64_t)(qd + 2 * kvd), wtype, 1.3 * s_in, 0);
+                tm_add(&tm->ts, NM("attn_qkv.weight"), DIM, (uint64_t)(qd + 2 * kvd), wtype, 1.3 * s_in, 0, 0);
                 if (gpt2)
-                    tm_add(tm, NM("attn_qkv.bias"), (uint64_t)(qd + 2 * kvd), 0, 0, 0.2, 0);
+                    tm_add(&tm->ts, NM("attn_qkv.bias"), (uint64_t)(qd + 2 * kvd), 0, 0, 0.2, 0, 0);
             } else {
-                tm_add(tm, NM("attn_q.weight"), DIM, (uint64_t)qd, wtype, 1.5 * s_in, 0);
-                tm_add(tm, NM("attn_k.weight"), DIM, (uint64_t)kvd, wtype, 1.5 * s_in, 0);
-                tm_add(tm, NM("attn_v.weight"), DIM, (uint64_t)kvd, wtype, s_in, 0);
+                tm_add(&tm->ts, NM("attn_q.weight"), DIM, (uint64_t)qd, wtype, 1.5 * s_in, 0, 0);
+                tm_add(&tm->ts, NM("attn_k.weight"), DIM, (uint64_t)kvd, wtype, 1.5 * s_in, 0, 0);
+                tm_add(&tm->ts, NM("attn_v.weight"), DIM, (uint64_t)kvd, wtype, s_in, 0, 0);
                 if (qwen2) {
-                    tm_add(tm, NM("attn_q.bias"), (uint64_t)qd, 0, 0, 0.5, 0);
-                    tm_add(tm, NM("attn_k.bias"), (uint64_t)kvd, 0, 0, 0.5, 0);
-                    tm_add(tm, NM("attn_v.bias"), (uint64_t)kvd, 0, 0, 0.5, 0);
+                    tm_add(&tm->ts, NM("attn_q.bias"), (uint64_t)qd, 0, 0, 0.5, 0, 0);
+                    tm_add(&tm->ts, NM("attn_k.bias"), (uint64_t)kvd, 0, 0, 0.5, 0, 0);
+                    tm_add(&tm->ts, NM("attn_v.bias"), (uint64_t)kvd, 0, 0, 0.5, 0, 0);
                 }
             }
             if (qwen3) {
-                tm_add(tm, NM("attn_q_norm.weight"), (uint64_t)hd, 0, 0, 0.3, 1.0);
-                tm_add(tm, NM("attn_k_norm.weight"), (uint64_t)hd, 0, 0, 0.3, 1.0);
+                tm_add(&tm->ts, NM("attn_q_norm.weight"), (uint64_t)hd, 0, 0, 0.3, 1.0, 0);
+                tm_add(&tm->ts, NM("attn_k_norm.weight"), (uint64_t)hd, 0, 0, 0.3, 1.0, 0);
             }
-            tm_add(tm, NM("attn_output.weight"), (uint64_t)qd, DIM, wtype, 0.7 * sqrt(3.0 / qd), 0);
+            tm_add(&tm->ts, NM("attn_output.weight"), (uint64_t)qd, DIM, wtype, 0.7 * sqrt(3.0 / qd), 0, 0);
             if (gpt2 || fc->ffn_bias)
-                tm_add(tm, NM("attn_output.bias"), DIM, 0, 0, 0.2, 0);
+                tm_add(&tm->ts, NM("attn_output.bias"), DIM, 0, 0, 0.2, 0, 0);
         }
         if (f) {
-            tm_add(tm, NM("ffn_norm.weight"), DIM, 0, 0, 0.3, 1.0);
+            tm_add(&tm->ts, NM("ffn_norm.weight"), DIM, 0, 0, 0.3, 1.0, 0);
             if (gpt2) {
-                tm_add(tm, NM("ffn_norm.bias"), DIM, 0, 0, 0.2, 0);
-                tm_add(tm, NM("ffn_up.weight"), DIM, (uint64_t)f, wtype, 1.5 * s_in, 0);
-                tm_add(tm, NM("ffn_up.bias"), (uint64_t)f, 0, 0, 0.3, 0);
+                tm_add(&tm->ts, NM("ffn_norm.bias"), DIM, 0, 0, 0.2, 0, 0);
+                tm_add(&tm->ts, NM("ffn_up.weight"), DIM, (uint64_t)f, wtype, 1.5 * s_in, 0, 0);
+                tm_add(&tm->ts, NM("ffn_up.bias"), (uint64_t)f, 0, 0, 0.3, 0, 0);
             } else if (phi3) {
-                tm_add(tm, NM("ffn_up.weight"), DIM, 2 * (uint64_t)f, wtype, 1.3 * s_in, 0);
+                tm_add(&tm->ts, NM("ffn_up.weight"), DIM, 2 * (uint64_t)f, wtype, 1.3 * s_in, 0, 0);
             } else {
-                tm_add(tm, NM("ffn_gate.weight"), DIM, (uint64_t)f, wtype, 1.5 * s_in, 0);
-                tm_add(tm, NM("ffn_up.weight"), DIM, (uint64_t)f, wtype, s_in, 0);
+                tm_add(&tm->ts, NM("ffn_gate.weight"), DIM, (uint64_t)f, wtype, 1.5 * s_in, 0, 0);
+                tm_add(&tm->ts, NM("ffn_up.weight"), DIM, (uint64_t)f, wtype, s_in, 0, 0);
                 if (fc->ffn_bias)
-                    tm_add(tm, NM("ffn_up.bias"), (uint64_t)f, 0, 0, 0.5, 0);
+                    tm_add(&tm->ts, NM("ffn_up.bias"), (uint64_t)f, 0, 0, 0.5, 0, 0);
             }
-            tm_add(tm, NM("ffn_down.weight"), (uint64_t)f, DIM, wtype, 1.2 * sqrt(3.0 / f), 0);
+            tm_add(&tm->ts, NM("ffn_down.weight"), (uint64_t)f, DIM, wtype, 1.2 * sqrt(3.0 / f), 0, 0);
             if (gpt2 || fc->ffn_bias)
-                tm_add(tm, NM("ffn_down.bias"), DIM, 0, 0, 0.2, 0);
+                tm_add(&tm->ts, NM("ffn_down.bias"), DIM, 0, 0, 0.2, 0, 0);
         }
 #undef NM
     }
-    tm_add(tm, "output_norm.weight", DIM, 0, 0, 0.3, 1.0);
+    tm_add(&tm->ts, "output_norm.weight", DIM, 0, 0, 0.3, 1.0, 0);
     if (gpt2)
-        tm_add(tm, "output_norm.bias", DIM, 0, 0, 0.2, 0);
+        tm_add(&tm->ts, "output_norm.bias", DIM, 0, 0, 0.2, 0, 0);
     if (!fc->tied)
-        tm_add(tm, "output.weight", DIM, N_VOCAB, wtype, 1.5 * s_in, 0);
+        tm_add(&tm->ts, "output.weight", DIM, N_VOCAB, wtype, 1.5 * s_in, 0, 0);
     if (fc->rope_freqs) {
         /* Llama 3's shape of factors: 1 for the fastest pairs, rising
          * smoothly to 8 for the slowest */
         int half = fc->rope_dims / 2;
-        wt *w = tm_add(tm, "rope_freqs.weight", (uint64_t)half, 0, 0, 0, 0);
+        wt *w = tm_add(&tm->ts, "rope_freqs.weight", (uint64_t)half, 0, 0, 0, 0, 0);
         for (int i = 0; i < half; i++)
             w->deq[i] = ((float *)w->data)[i] = 1.0f + 7.0f * (float)(i * i) / (float)((half - 1) * (half - 1));
     }
@@ -430,42 +346,9 @@ static int tm_write(tmodel *tm, const char *path, const spoil *sp, eng_err *e)
     }
 #undef K
 
-    /* vocabulary: <unk> <s> </s>, the 256 byte tokens, then some words */
-    static char texts[N_VOCAB][16];
-    const char *tok[N_VOCAB];
-    float scores[N_VOCAB];
-    int32_t types[N_VOCAB];
-    for (int i = 0; i < N_VOCAB; i++) {
-        if (i < 3) {
-            static const char *const sp3[3] = {"<unk>", "<s>", "</s>"};
-            snprintf(texts[i], sizeof texts[i], "%s", sp3[i]);
-            types[i] = i == 0 ? 2 : 3;
-            scores[i] = 0;
-        } else if (i < 3 + 256) {
-            snprintf(texts[i], sizeof texts[i], "<0x%02X>", i - 3);
-            types[i] = 6;
-            scores[i] = 0;
-        } else {
-            snprintf(texts[i], sizeof texts[i], "\xe2\x96\x81%s", words[i - 259]);
-            types[i] = 1;
-            scores[i] = -(float)(i - 259);
-        }
-        tok[i] = texts[i];
-    }
-    rc |= eng_gguf_writer_str(w, "tokenizer.ggml.model", "llama");
-    rc |= eng_gguf_writer_arr_str(w, "tokenizer.ggml.tokens", tok, N_VOCAB);
-    rc |= eng_gguf_writer_arr(w, "tokenizer.ggml.scores", GGUF_F32, scores, N_VOCAB);
-    rc |= eng_gguf_writer_arr(w, "tokenizer.ggml.token_type", GGUF_I32, types, N_VOCAB);
-    rc |= eng_gguf_writer_u32(w, "tokenizer.ggml.bos_token_id", 1);
-    rc |= eng_gguf_writer_u32(w, "tokenizer.ggml.eos_token_id", 2);
-    rc |= eng_gguf_writer_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    rc |= tm_put_spm_vocab(w, words, N_WORDS);
 
-    for (int i = 0; i < tm->n_t; i++) {
-        const wt *t = &tm->t[i];
-        if (sp && sp->omit && strcmp(sp->omit, t->name) == 0)
-            continue;
-        rc |= eng_gguf_writer_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data);
-    }
+    rc |= tm_put_tensors(w, &tm->ts, sp ? sp->omit : NULL);
     static float extra[1024];
     uint64_t ne_extra[1] = {(uint64_t)fc->ffn[0]};
     if (sp && sp->extra)
@@ -481,32 +364,11 @@ static int tm_write(tmodel *tm, const char *path, const spoil *sp, eng_err *e)
 
 /* ---- comparisons ---- */
 
-/* max_v |a - ref| / max_v |ref| for one position */
-static double pos_err(const float *a, const double *ref)
-{
-    double mx = 0, d = 0;
-    for (int v = 0; v < N_VOCAB; v++) {
-        mx = fmax(mx, fabs(ref[v]));
-        d = fmax(d, fabs((double)a[v] - ref[v]));
-    }
-    return mx > 0 ? d / mx : d;
-}
-
-static double pos_err_dd(const double *a, const double *ref)
-{
-    double mx = 0, d = 0;
-    for (int v = 0; v < N_VOCAB; v++) {
-        mx = fmax(mx, fabs(ref[v]));
-        d = fmax(d, fabs(a[v] - ref[v]));
-    }
-    return mx > 0 ? d / mx : d;
-}
-
 static double seq_err_dd(const double *a, const double *ref, int n)
 {
     double worst = 0;
     for (int t = 0; t < n; t++)
-        worst = fmax(worst, pos_err_dd(a + (size_t)t * N_VOCAB, ref + (size_t)t * N_VOCAB));
+        worst = fmax(worst, tm_pos_err_dd(a + (size_t)t * N_VOCAB, ref + (size_t)t * N_VOCAB, N_VOCAB));
     return worst;
 }
 
@@ -517,7 +379,7 @@ static double vs_ref(const char *tag, const char *what, const float *got, const 
     double worst = 0;
     int wt = 0;
     for (int t = 0; t < n; t++) {
-        double err = pos_err(got + (size_t)t * N_VOCAB, ref + (size_t)t * N_VOCAB);
+        double err = tm_pos_err(got + (size_t)t * N_VOCAB, ref + (size_t)t * N_VOCAB, N_VOCAB);
         if (err > worst || isnan(err)) {
             worst = isnan(err) ? INFINITY : err;
             wt = t;
@@ -631,14 +493,14 @@ static void test_ref_invariances(const int32_t *toks)
     const int badkv[3] = {4, 4, 2};
     c.layer_kv_heads = badkv;
     CHECK(ref_llama_forward(&c, &W3, toks, N_SEQ, lb) == -1);
-    tm_free(&A);
+    tm_free(&A.ts);
 
     /* LayerNorm removes the mean: a constant added to every value of the
      * input changes nothing (gpt2; the shift goes on the position rows, as
      * the token rows are also the tied output matrix) */
     tm_build(&A, &cases[find_case("gpt2")], SIMD_F32, 8);
     ref_run(&A, &A.cfg, &A.w, toks, N_SEQ, la);
-    wt *pe = tm_find(&A, "position_embd.weight");
+    wt *pe = tm_find(&A.ts, "position_embd.weight");
     for (size_t i = 0; i < (size_t)DIM * CTX_TRAIN; i++)
         pe->deq[i] += 0.75f;
     ref_run(&A, &A.cfg, &A.w, toks, N_SEQ, lb);
@@ -652,7 +514,7 @@ static void test_ref_invariances(const int32_t *toks)
     /* learned positions can run no further than their rows */
     A.w.n_pos = N_SEQ - 1;
     CHECK(ref_llama_forward(&A.cfg, &A.w, toks, N_SEQ, lb) == -1);
-    tm_free(&A);
+    tm_free(&A.ts);
 
     /* q/k RMSNorm makes q and k scale-free: wq and wk times 3 change only
      * what eps does (qwen3) */
@@ -663,7 +525,7 @@ static void test_ref_invariances(const int32_t *toks)
         const char *nms[2] = {"attn_q.weight", "attn_k.weight"};
         for (int k = 0; k < 2; k++) {
             snprintf(nm, sizeof nm, "blk.%d.%s", l, nms[k]);
-            wt *w = tm_find(&A, nm);
+            wt *w = tm_find(&A.ts, nm);
             for (size_t i = 0; i < (size_t)(w->ne[0] * w->ne[1]); i++)
                 w->deq[i] *= 3;
         }
@@ -671,7 +533,7 @@ static void test_ref_invariances(const int32_t *toks)
     ref_run(&A, &A.cfg, &A.w, toks, N_SEQ, lb);
     d = seq_err_dd(lb, la, N_SEQ);
     CHECKF(d < 1e-4, "q/k norm: scaled wq, wk moved the logits by %g", d);
-    tm_free(&A);
+    tm_free(&A.ts);
     free(la);
     free(lb);
 }
@@ -831,7 +693,7 @@ static void run_case(int ci, int ti, const int32_t *toks)
         cs->q8_seeds = attempt + 1;
         if (n_tight == N_SEQ || attempt + 1 == MAX_SEEDS)
             break;
-        tm_free(&tm);
+        tm_free(&tm.ts);
     }
     if (quant)
         cs->n_tight = n_tight;
@@ -875,7 +737,7 @@ static void run_case(int ci, int ti, const int32_t *toks)
         simd_kernel_select(best);
         eng_model_close(m);
     }
-    tm_free(&tm);
+    tm_free(&tm.ts);
     free(ref);
     free(exact);
     free(got);
@@ -901,7 +763,7 @@ static void expect_refused(int ci, const spoil *sp, const char *needle)
         }
         unlink(path);
     }
-    tm_free(&tm);
+    tm_free(&tm.ts);
 }
 
 static void test_refusals(void)

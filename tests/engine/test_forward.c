@@ -50,6 +50,7 @@
 #include "ref_llama.h"
 #include "simd.h"
 #include "testutil.h"
+#include "testmodel.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -65,21 +66,6 @@
 #define Q_SAME_BOUND 2e-3 /* the same for q8_0/q4_0 */
 #define Q4_RATIO 0.25     /* q4_0: engine error / (unquantized model's distance) */
 
-/* ---- a seeded PRNG (splitmix64), so every run sees the same models ---- */
-
-static uint64_t rng_s;
-
-static uint64_t rng_next(void)
-{
-    uint64_t z = (rng_s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* uniform in [-1, 1) */
-static double rng_unif(void) { return (double)(rng_next() >> 11) * (2.0 / 9007199254740992.0) - 1.0; }
-
 /* ---- test models: generated weights, their file form, their float form ---- */
 
 #define DIM 64
@@ -89,7 +75,6 @@ static double rng_unif(void) { return (double)(rng_next() >> 11) * (2.0 / 900719
 #define NORM_EPS 1e-5f
 #define N_WORDS 40
 #define N_VOCAB (3 + 256 + N_WORDS)
-#define MAX_T (4 + 12 * N_LAYERS)
 
 typedef struct mcase {
     const char *name;
@@ -102,85 +87,20 @@ typedef struct mcase {
     int put_scaling;       /* write rope.scaling.type even when it is "none" */
 } mcase;
 
-typedef struct wt {
-    char name[64];
-    uint32_t n_dims;
-    uint64_t ne[2];
-    int type;
-    float *master; /* as generated */
-    void *data;    /* in `type`, as written to the file */
-    float *deq;    /* data dequantized: what the engine should compute with */
-} wt;
-
 typedef struct tmodel {
     mcase mc;
     ref_llama_cfg cfg;
-    wt t[MAX_T];
-    int n_t;
+    tm_tensors ts;
     ref_llama_layer deq_layers[N_LAYERS], master_layers[N_LAYERS];
     ref_llama_weights deq, master;
 } tmodel;
-
-static wt *tm_find(tmodel *tm, const char *name)
-{
-    for (int i = 0; i < tm->n_t; i++)
-        if (strcmp(tm->t[i].name, name) == 0)
-            return &tm->t[i];
-    return NULL;
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-
-/* A tensor of values offset + scale * U(-1,1), stored as `type` (matrices
- * whose rows do not fit the 32-blocks fall back to f16). ne1 0: 1-D. */
-static wt *tm_add(tmodel *tm, const char *name, uint64_t ne0, uint64_t ne1, int type, double scale, double offset)
-{
-    wt *w = &tm->t[tm->n_t++];
-    snprintf(w->name, sizeof w->name, "%s", name);
-    w->n_dims = ne1 ? 2 : 1;
-    w->ne[0] = ne0;
-    w->ne[1] = ne1 ? ne1 : 1;
-    if (simd_type_traits(type)->block > 1 && ne0 % simd_type_traits(type)->block)
-        type = SIMD_F16;
-    w->type = type;
-    size_t n = (size_t)(w->ne[0] * w->ne[1]);
-    w->master = xmalloc(n * sizeof(float));
-    w->deq = xmalloc(n * sizeof(float));
-    w->data = xmalloc(simd_row_bytes(type, ne0) * w->ne[1]);
-    for (size_t i = 0; i < n; i++)
-        w->master[i] = (float)(offset + scale * rng_unif());
-    /* the file's bytes, and what they mean as floats (the blocks of 32
-     * never straddle rows, since rows are multiples of 32 here) */
-    const simd_traits *tr = simd_type_traits(type);
-    tr->quant(w->master, w->data, n);
-    tr->dequant(w->data, w->deq, n);
-    return w;
-}
-
-static void tm_free(tmodel *tm)
-{
-    for (int i = 0; i < tm->n_t; i++) {
-        free(tm->t[i].master);
-        free(tm->t[i].data);
-        free(tm->t[i].deq);
-    }
-    tm->n_t = 0;
-}
 
 /* Point the reference weight structs at the tensors (after every tm_add). */
 static void tm_link(tmodel *tm)
 {
     char nm[64];
-#define T(s) (tm_find(tm, s))
-#define LT(fmt) (snprintf(nm, sizeof nm, fmt, l), tm_find(tm, nm))
+#define T(s) (tm_find(&tm->ts, s))
+#define LT(fmt) (snprintf(nm, sizeof nm, fmt, l), tm_find(&tm->ts, nm))
     for (int pass = 0; pass < 2; pass++) {
         ref_llama_weights *W = pass ? &tm->master : &tm->deq;
         ref_llama_layer *Ls = pass ? tm->master_layers : tm->deq_layers;
@@ -234,29 +154,29 @@ static void tm_build(tmodel *tm, const mcase *mc, int wtype, uint64_t seed)
     c->norm_eps = NORM_EPS;
 
     double s_in = sqrt(3.0 / DIM); /* U(-1,1)*s_in: unit-variance outputs from unit inputs */
-    tm_add(tm, "token_embd.weight", DIM, N_VOCAB, wtype, 1.0, 0);
+    tm_add(&tm->ts, "token_embd.weight", DIM, N_VOCAB, wtype, 1.0, 0, 1);
     char nm[64];
     for (int l = 0; l < N_LAYERS; l++) {
 #define NM(s) (snprintf(nm, sizeof nm, "blk.%d." s, l), nm)
-        tm_add(tm, NM("attn_norm.weight"), DIM, 0, SIMD_F32, 0.3, 1.0);
-        tm_add(tm, NM("attn_q.weight"), DIM, (uint64_t)qdim, wtype, 1.5 * s_in, 0);
-        tm_add(tm, NM("attn_k.weight"), DIM, (uint64_t)kvdim, wtype, 1.5 * s_in, 0);
-        tm_add(tm, NM("attn_v.weight"), DIM, (uint64_t)kvdim, wtype, s_in, 0);
+        tm_add(&tm->ts, NM("attn_norm.weight"), DIM, 0, SIMD_F32, 0.3, 1.0, 1);
+        tm_add(&tm->ts, NM("attn_q.weight"), DIM, (uint64_t)qdim, wtype, 1.5 * s_in, 0, 1);
+        tm_add(&tm->ts, NM("attn_k.weight"), DIM, (uint64_t)kvdim, wtype, 1.5 * s_in, 0, 1);
+        tm_add(&tm->ts, NM("attn_v.weight"), DIM, (uint64_t)kvdim, wtype, s_in, 0, 1);
         if (mc->biases) {
-            tm_add(tm, NM("attn_q.bias"), (uint64_t)qdim, 0, SIMD_F32, 0.5, 0);
-            tm_add(tm, NM("attn_k.bias"), (uint64_t)kvdim, 0, SIMD_F32, 0.5, 0);
-            tm_add(tm, NM("attn_v.bias"), (uint64_t)kvdim, 0, SIMD_F32, 0.5, 0);
+            tm_add(&tm->ts, NM("attn_q.bias"), (uint64_t)qdim, 0, SIMD_F32, 0.5, 0, 1);
+            tm_add(&tm->ts, NM("attn_k.bias"), (uint64_t)kvdim, 0, SIMD_F32, 0.5, 0, 1);
+            tm_add(&tm->ts, NM("attn_v.bias"), (uint64_t)kvdim, 0, SIMD_F32, 0.5, 0, 1);
         }
-        tm_add(tm, NM("attn_output.weight"), (uint64_t)qdim, DIM, wtype, 0.7 * sqrt(3.0 / qdim), 0);
-        tm_add(tm, NM("ffn_norm.weight"), DIM, 0, SIMD_F32, 0.3, 1.0);
-        tm_add(tm, NM("ffn_gate.weight"), DIM, (uint64_t)mc->ffn, wtype, 1.5 * s_in, 0);
-        tm_add(tm, NM("ffn_up.weight"), DIM, (uint64_t)mc->ffn, wtype, s_in, 0);
-        tm_add(tm, NM("ffn_down.weight"), (uint64_t)mc->ffn, DIM, wtype, 1.2 * sqrt(3.0 / mc->ffn), 0);
+        tm_add(&tm->ts, NM("attn_output.weight"), (uint64_t)qdim, DIM, wtype, 0.7 * sqrt(3.0 / qdim), 0, 1);
+        tm_add(&tm->ts, NM("ffn_norm.weight"), DIM, 0, SIMD_F32, 0.3, 1.0, 1);
+        tm_add(&tm->ts, NM("ffn_gate.weight"), DIM, (uint64_t)mc->ffn, wtype, 1.5 * s_in, 0, 1);
+        tm_add(&tm->ts, NM("ffn_up.weight"), DIM, (uint64_t)mc->ffn, wtype, s_in, 0, 1);
+        tm_add(&tm->ts, NM("ffn_down.weight"), (uint64_t)mc->ffn, DIM, wtype, 1.2 * sqrt(3.0 / mc->ffn), 0, 1);
 #undef NM
     }
-    tm_add(tm, "output_norm.weight", DIM, 0, SIMD_F32, 0.3, 1.0);
+    tm_add(&tm->ts, "output_norm.weight", DIM, 0, SIMD_F32, 0.3, 1.0, 1);
     if (!mc->tied)
-        tm_add(tm, "output.weight", DIM, N_VOCAB, wtype, 1.5 * s_in, 0);
+        tm_add(&tm->ts, "output.weight", DIM, N_VOCAB, wtype, 1.5 * s_in, 0, 1);
     tm_link(tm);
 }
 
@@ -299,40 +219,9 @@ static int tm_write(const tmodel *tm, const char *path, eng_err *e)
     }
 #undef K
 
-    /* vocabulary: <unk> <s> </s>, the 256 byte tokens, then some words */
-    static char texts[N_VOCAB][16];
-    const char *tok[N_VOCAB];
-    float scores[N_VOCAB];
-    int32_t types[N_VOCAB];
-    for (int i = 0; i < N_VOCAB; i++) {
-        if (i < 3) {
-            static const char *const sp[3] = {"<unk>", "<s>", "</s>"};
-            snprintf(texts[i], sizeof texts[i], "%s", sp[i]);
-            types[i] = i == 0 ? 2 : 3;
-            scores[i] = 0;
-        } else if (i < 3 + 256) {
-            snprintf(texts[i], sizeof texts[i], "<0x%02X>", i - 3);
-            types[i] = 6;
-            scores[i] = 0;
-        } else {
-            snprintf(texts[i], sizeof texts[i], "\xe2\x96\x81%s", words[i - 259]); /* U+2581 word start */
-            types[i] = 1;
-            scores[i] = -(float)(i - 259);
-        }
-        tok[i] = texts[i];
-    }
-    rc |= eng_gguf_writer_str(w, "tokenizer.ggml.model", "llama");
-    rc |= eng_gguf_writer_arr_str(w, "tokenizer.ggml.tokens", tok, N_VOCAB);
-    rc |= eng_gguf_writer_arr(w, "tokenizer.ggml.scores", GGUF_F32, scores, N_VOCAB);
-    rc |= eng_gguf_writer_arr(w, "tokenizer.ggml.token_type", GGUF_I32, types, N_VOCAB);
-    rc |= eng_gguf_writer_u32(w, "tokenizer.ggml.bos_token_id", 1);
-    rc |= eng_gguf_writer_u32(w, "tokenizer.ggml.eos_token_id", 2);
-    rc |= eng_gguf_writer_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    rc |= tm_put_spm_vocab(w, words, N_WORDS);
 
-    for (int i = 0; i < tm->n_t; i++) {
-        const wt *t = &tm->t[i];
-        rc |= eng_gguf_writer_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data);
-    }
+    rc |= tm_put_tensors(w, &tm->ts, NULL);
     if (rc) {
         eng_gguf_writer_free(w);
         return eng_errf(e, ENG_ENOMEM, "building the GGUF failed");
@@ -344,33 +233,12 @@ static int tm_write(const tmodel *tm, const char *path, eng_err *e)
 
 /* ---- comparisons ---- */
 
-/* max_v |a - ref| / max_v |ref| for one position of n_vocab logits */
-static double pos_err_d(const float *a, const double *ref, int nv)
-{
-    double mx = 0, d = 0;
-    for (int v = 0; v < nv; v++) {
-        mx = fmax(mx, fabs(ref[v]));
-        d = fmax(d, fabs((double)a[v] - ref[v]));
-    }
-    return mx > 0 ? d / mx : d;
-}
-
 static double pos_err_f(const float *a, const float *b, int nv)
 {
     double mx = 0, d = 0;
     for (int v = 0; v < nv; v++) {
         mx = fmax(mx, fabs((double)b[v]));
         d = fmax(d, fabs((double)a[v] - (double)b[v]));
-    }
-    return mx > 0 ? d / mx : d;
-}
-
-static double pos_err_dd(const double *a, const double *ref, int nv)
-{
-    double mx = 0, d = 0;
-    for (int v = 0; v < nv; v++) {
-        mx = fmax(mx, fabs(ref[v]));
-        d = fmax(d, fabs(a[v] - ref[v]));
     }
     return mx > 0 ? d / mx : d;
 }
@@ -474,8 +342,8 @@ static void test_invariances(void)
     mha.n_kv = 4;
     tm_build(&A, &inv_case, SIMD_F32, 5);
     tm_build(&B, &mha, SIMD_F32, 6);
-    for (int i = 0; i < A.n_t; i++) {
-        wt *ta = &A.t[i], *tb = tm_find(&B, ta->name);
+    for (int i = 0; i < A.ts.n; i++) {
+        wt *ta = &A.ts.t[i], *tb = tm_find(&B.ts, ta->name);
         if (ta->ne[0] == tb->ne[0] && ta->ne[1] == tb->ne[1]) {
             memcpy(tb->deq, ta->deq, sizeof(float) * ta->ne[0] * ta->ne[1]);
             continue;
@@ -494,9 +362,9 @@ static void test_invariances(void)
     CHECK(ref_llama_forward(&B.cfg, &B.deq, toks, 12, lb) == 0);
     double d = 0;
     for (int t = 0; t < 12; t++)
-        d = fmax(d, pos_err_dd(lb + t * N_VOCAB, la + t * N_VOCAB, N_VOCAB));
+        d = fmax(d, tm_pos_err_dd(lb + t * N_VOCAB, la + t * N_VOCAB, N_VOCAB));
     CHECKF(d < 1e-12, "GQA vs repeated-kv MHA: %g", d);
-    tm_free(&B);
+    tm_free(&B.ts);
 
     /* NeoX RoPE = adjacent RoPE with the rows of each head's rotated part
      * reordered: adjacent pair (2i, 2i+1) becomes NeoX pair (i, i+rd/2) */
@@ -508,7 +376,7 @@ static void test_invariances(void)
         const char *names[4] = {"attn_q.weight", "attn_k.weight", "attn_q.bias", "attn_k.bias"};
         for (int k = 0; k < 4; k++) {
             snprintf(nm, sizeof nm, "blk.%d.%s", l, names[k]);
-            wt *ta = tm_find(&A, nm), *tb = tm_find(&B, nm);
+            wt *ta = tm_find(&A.ts, nm), *tb = tm_find(&B.ts, nm);
             size_t w = ta->n_dims == 1 ? 1 : DIM;
             for (uint64_t hh = 0; hh < ta->ne[1 - (ta->n_dims == 1)] / HEAD_DIM; hh++)
                 for (int i = 0; i < HEAD_DIM; i++) {
@@ -521,35 +389,35 @@ static void test_invariances(void)
     CHECK(ref_llama_forward(&B.cfg, &B.deq, toks, 12, lb) == 0);
     d = 0;
     for (int t = 0; t < 12; t++)
-        d = fmax(d, pos_err_dd(lb + t * N_VOCAB, la + t * N_VOCAB, N_VOCAB));
+        d = fmax(d, tm_pos_err_dd(lb + t * N_VOCAB, la + t * N_VOCAB, N_VOCAB));
     CHECKF(d < 1e-12, "NeoX vs permuted adjacent: %g", d);
     /* and the permutation matters: unpermuted NeoX differs */
-    tm_free(&B);
+    tm_free(&B.ts);
     tm_build(&B, &neox, SIMD_F32, 5);
     CHECK(ref_llama_forward(&B.cfg, &B.deq, toks, 12, lb) == 0);
-    CHECKF(pos_err_dd(lb + 11 * N_VOCAB, la + 11 * N_VOCAB, N_VOCAB) > 1e-3, "rope layout has no effect?");
-    tm_free(&B);
+    CHECKF(tm_pos_err_dd(lb + 11 * N_VOCAB, la + 11 * N_VOCAB, N_VOCAB) > 1e-3, "rope layout has no effect?");
+    tm_free(&B.ts);
 
     /* causality: a prefix gives the same logits at its positions */
     CHECK(ref_llama_forward(&A.cfg, &A.deq, toks, 5, lb) == 0);
     d = 0;
     for (int t = 0; t < 5; t++)
-        d = fmax(d, pos_err_dd(lb + t * N_VOCAB, la + t * N_VOCAB, N_VOCAB));
+        d = fmax(d, tm_pos_err_dd(lb + t * N_VOCAB, la + t * N_VOCAB, N_VOCAB));
     CHECKF(d < 1e-13, "prefix differs: %g", d);
     /* and a later token does change later positions */
-    CHECKF(pos_err_dd(la + 4 * N_VOCAB, la + 3 * N_VOCAB, N_VOCAB) > 1e-3, "positions look alike");
+    CHECKF(tm_pos_err_dd(la + 4 * N_VOCAB, la + 3 * N_VOCAB, N_VOCAB) > 1e-3, "positions look alike");
     /* int8 activations move the logits a little, not a lot */
     A.cfg.act_q8 = 1;
     CHECK(ref_llama_forward(&A.cfg, &A.deq, toks, 12, lb) == 0);
     A.cfg.act_q8 = 0;
     d = 0;
     for (int t = 0; t < 12; t++)
-        d = fmax(d, pos_err_dd(lb + t * N_VOCAB, la + t * N_VOCAB, N_VOCAB));
+        d = fmax(d, tm_pos_err_dd(lb + t * N_VOCAB, la + t * N_VOCAB, N_VOCAB));
     CHECKF(d > 1e-4 && d < 5e-2, "int8 activations moved the logits by %g", d);
     CHECK(ref_llama_forward(&A.cfg, &A.deq, toks, 0, lb) == -1);
     toks[3] = N_VOCAB;
     CHECK(ref_llama_forward(&A.cfg, &A.deq, toks, 5, lb) == -1);
-    tm_free(&A);
+    tm_free(&A.ts);
     free(la);
     free(lb);
 }
@@ -613,7 +481,7 @@ static double vs_ref(const char *tag, const char *what, const float *got, const 
     double worst = 0;
     int wt = from;
     for (int t = from; t < to; t++) {
-        double err = pos_err_d(got + (size_t)t * N_VOCAB, ref + (size_t)t * N_VOCAB, N_VOCAB);
+        double err = tm_pos_err(got + (size_t)t * N_VOCAB, ref + (size_t)t * N_VOCAB, N_VOCAB);
         if (err > worst) {
             worst = err;
             wt = t;
@@ -697,10 +565,10 @@ static void refs_compute(refs *r, const tmodel *tm, const int32_t *toks, int qua
     double act_err = 0;
     for (int t = 0; t < N_SEQ; t++) {
         size_t o = (size_t)t * N_VOCAB;
-        r->master_err = fmax(r->master_err, pos_err_dd(r->ref_m + o, r->ref + o, N_VOCAB));
-        r->wrong_err = fmax(r->wrong_err, pos_err_dd(r->ref_w + o, r->ref + o, N_VOCAB));
+        r->master_err = fmax(r->master_err, tm_pos_err_dd(r->ref_m + o, r->ref + o, N_VOCAB));
+        r->wrong_err = fmax(r->wrong_err, tm_pos_err_dd(r->ref_w + o, r->ref + o, N_VOCAB));
         if (quant)
-            act_err = fmax(act_err, pos_err_dd(r->ref_q + o, r->ref + o, N_VOCAB));
+            act_err = fmax(act_err, tm_pos_err_dd(r->ref_q + o, r->ref + o, N_VOCAB));
     }
     st->master_err = fmax(st->master_err, r->master_err);
     st->wrong_err = st->wrong_err == 0 ? r->wrong_err : fmin(st->wrong_err, r->wrong_err);
@@ -882,7 +750,7 @@ static void run_case(const mcase *mc, int ti, const int32_t *toks, const char *d
         }
         unlink(path);
     }
-    tm_free(&tm);
+    tm_free(&tm.ts);
     refs_free(&R);
     free(lb);
     free(lo);
