@@ -15,6 +15,7 @@
 #include "gguf.h"
 #include "simd.h"
 #include "testutil.h"
+#include "gguf_walk.h"
 
 static char tmpdir[1024];
 static int verbose;
@@ -763,55 +764,6 @@ static void test_files(void)
 
 /* ---- random mutation ---- */
 
-/* Use everything a loaded file offers, so ASan sees any bad pointer. */
-static unsigned walk_everything(const eng_gguf *g)
-{
-    char buf[200];
-    unsigned sum = 0;
-    eng_err e;
-    for (uint64_t i = 0; i < eng_gguf_n_kv(g); i++) {
-        const char *key = eng_gguf_kv_key(g, i);
-        eng_gguf_kv_format(g, i, buf, sizeof buf);
-        sum += (unsigned)strlen(buf);
-        eng_gguf_kv_format(g, i, buf, 9);
-        uint32_t u32;
-        int64_t i64;
-        uint64_t u64;
-        float f;
-        double d;
-        int b;
-        eng_str s;
-        eng_gguf_get_u32(g, key, &u32, &e);
-        eng_gguf_get_i64(g, key, &i64, &e);
-        eng_gguf_get_u64(g, key, &u64, &e);
-        eng_gguf_get_f32(g, key, &f, &e);
-        eng_gguf_get_f64(g, key, &d, &e);
-        eng_gguf_get_bool(g, key, &b, &e);
-        if (eng_gguf_get_str(g, key, &s, &e) == 0 && s.len)
-            sum += (unsigned char)s.ptr[s.len - 1];
-        enum eng_gguf_vtype t;
-        uint64_t n;
-        const void *data;
-        if (eng_gguf_get_arr(g, key, -1, &t, &n, &data, &e) == 0 && n) {
-            if (t == GGUF_STRING) {
-                eng_str a = eng_gguf_arr_str(g, key, n - 1);
-                if (a.len)
-                    sum += (unsigned char)a.ptr[a.len - 1];
-            } else {
-                sum += (unsigned)eng_gguf_arr_i64(t, data, n - 1);
-                sum += (unsigned)(eng_gguf_arr_f64(t, data, 0) != 0);
-            }
-        }
-    }
-    for (uint64_t i = 0; i < eng_gguf_n_tensors(g); i++) {
-        const eng_gguf_tensor *t = eng_gguf_tensor_at(g, i);
-        const uint8_t *p = t->data;
-        sum += p[0] + p[t->size - 1];
-        sum += eng_gguf_tensor_find(g, t->name) == t;
-    }
-    return sum;
-}
-
 static void test_mutate(void)
 {
     const int iters = 20000;
@@ -871,7 +823,7 @@ static void test_mutate(void)
         int r = eng_gguf_open_memory(copy, n, &g, &e);
         if (r == 0) {
             ok++;
-            sum += walk_everything(g);
+            sum += gguf_walk(g);
             eng_gguf_close(g);
         } else {
             CHECKF(r < 0 && !g && strlen(e.msg) > 10, "iteration %d: %d [%s]", it, r, e.msg);
