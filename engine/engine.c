@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mem.h"
 #include "model.h"
 #include "queue.h"
 #include "session.h"
@@ -39,7 +40,8 @@ typedef struct turn {
     char *text;
     size_t len, cap;
     int32_t *toks;    /* reply tokens as generated (NULL: tokenize text) */
-    uint32_t ntok, tokcap;
+    uint32_t ntok;
+    size_t tokcap;
     int closed;       /* reply finished: the template's end-of-turn follows */
 } turn;
 
@@ -100,17 +102,7 @@ const char *eng_done_name(int reason)
 static void drop_cmd(void *p) { eng_cmd_free(p); }
 static void drop_ev(void *p) { eng_event_free(p); }
 
-static char *dupn(const char *s, size_t n)
-{
-    char *c = malloc(n + 1);
-    if (c) {
-        memcpy(c, s, n);
-        c[n] = 0;
-    }
-    return c;
-}
-
-static char *dup0(const char *s) { return s ? dupn(s, strlen(s)) : NULL; }
+static char *dup0(const char *s) { return s ? eng_strndup(s, strlen(s)) : NULL; }
 
 static double now_ms(void)
 {
@@ -184,20 +176,14 @@ static void turn_free(turn *t)
 
 static int turn_add(run *r, int role, const char *text)
 {
-    if (r->nturns == r->capturns) {
-        size_t cap = r->capturns ? r->capturns * 2 : 16;
-        turn *t = realloc(r->turns, cap * sizeof *t);
-        if (!t)
-            return ENG_ENOMEM;
-        r->turns = t;
-        r->capturns = cap;
-    }
+    if (eng_reserve(&r->turns, &r->capturns, r->nturns + 1, sizeof *r->turns, 16))
+        return ENG_ENOMEM;
     turn *t = &r->turns[r->nturns];
     memset(t, 0, sizeof *t);
     t->role = role;
     t->len = text ? strlen(text) : 0;
     t->cap = t->len + 1;
-    t->text = dupn(text ? text : "", t->len);
+    t->text = eng_strndup(text ? text : "", t->len);
     if (!t->text)
         return ENG_ENOMEM;
     t->closed = role == ENG_ROLE_ASSISTANT;
@@ -207,25 +193,13 @@ static int turn_add(run *r, int role, const char *text)
 
 static int turn_append(turn *t, const char *s, size_t n, int32_t tok)
 {
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = (t->len + n + 1) * 2;
-        char *b = realloc(t->text, cap);
-        if (!b)
-            return ENG_ENOMEM;
-        t->text = b;
-        t->cap = cap;
-    }
+    if (eng_reserve(&t->text, &t->cap, t->len + n + 1, 1, 0))
+        return ENG_ENOMEM;
     memcpy(t->text + t->len, s, n);
     t->len += n;
     t->text[t->len] = 0;
-    if (t->ntok == t->tokcap) {
-        uint32_t cap = t->tokcap ? t->tokcap * 2 : 64;
-        int32_t *b = realloc(t->toks, cap * sizeof *b);
-        if (!b)
-            return ENG_ENOMEM;
-        t->toks = b;
-        t->tokcap = cap;
-    }
+    if (eng_reserve(&t->toks, &t->tokcap, (size_t)t->ntok + 1, sizeof *t->toks, 64))
+        return ENG_ENOMEM;
     t->toks[t->ntok++] = tok;
     return 0;
 }
@@ -244,15 +218,7 @@ static void turns_clear(run *r) { turns_drop_front(r, r->nturns); }
 
 static int buf_reserve(run *r, size_t extra)
 {
-    if (r->nbuf + extra <= r->capbuf)
-        return 0;
-    size_t cap = (r->nbuf + extra) * 2;
-    int32_t *b = realloc(r->buf, cap * sizeof *b);
-    if (!b)
-        return ENG_ENOMEM;
-    r->buf = b;
-    r->capbuf = cap;
-    return 0;
+    return eng_reserve(&r->buf, &r->capbuf, r->nbuf + extra, sizeof *r->buf, 0);
 }
 
 /* Tokenize one piece onto the render buffer. */
@@ -629,7 +595,7 @@ static void reply(run *r)
         }
         /* hold back a character split across tokens */
         if (npend + np > sizeof pend) {
-            eng_event ev = {.type = ENG_EV_TOKEN, .text = dupn(pend, npend)};
+            eng_event ev = {.type = ENG_EV_TOKEN, .text = eng_strndup(pend, npend)};
             emit(r, &ev);
             npend = 0;
         }
@@ -639,7 +605,7 @@ static void reply(run *r)
         }
         size_t ok = eng_utf8_complete(pend, npend);
         if (ok) {
-            eng_event ev = {.type = ENG_EV_TOKEN, .text = dupn(pend, ok)};
+            eng_event ev = {.type = ENG_EV_TOKEN, .text = eng_strndup(pend, ok)};
             emit(r, &ev);
             memmove(pend, pend + ok, npend - ok);
             npend -= ok;
@@ -655,7 +621,7 @@ static void reply(run *r)
         }
     }
     if (npend) {
-        eng_event ev = {.type = ENG_EV_TOKEN, .text = dupn(pend, npend)};
+        eng_event ev = {.type = ENG_EV_TOKEN, .text = eng_strndup(pend, npend)};
         emit(r, &ev);
     }
     /* the reply stays, finished or not; its end-of-turn goes into the

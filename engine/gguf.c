@@ -18,6 +18,7 @@
 #endif
 
 #include "mapfile.h"
+#include "mem.h"
 #include "simd.h"
 
 #define MAX_KEY_LEN 65535u
@@ -109,15 +110,6 @@ static const char *const vname[GGUF_VTYPE_COUNT] = {
 
 const char *eng_gguf_vtype_name(int t) { return t >= 0 && t < GGUF_VTYPE_COUNT ? vname[t] : "?"; }
 
-static char *dupn(const char *s, uint64_t n)
-{
-    char *d = malloc(n + 1);
-    if (d) {
-        memcpy(d, s, n);
-        d[n] = 0;
-    }
-    return d;
-}
 
 /* A printable copy of an untrusted name for messages. */
 static void safe_name(char *dst, size_t cap, const char *s)
@@ -139,7 +131,7 @@ static int parse_kv(cursor *c, kv *k, uint64_t idx)
         return eng_errf(c->e, ENG_EFORMAT, "%s: empty key", what);
     if (memchr(key.ptr, 0, key.len))
         return eng_errf(c->e, ENG_EFORMAT, "%s: key contains a NUL byte", what);
-    if (!(k->key = dupn(key.ptr, key.len)))
+    if (!(k->key = eng_strndup(key.ptr, key.len)))
         return eng_errf(c->e, ENG_ENOMEM, "out of memory");
     char kn[80];
     safe_name(kn, sizeof kn, k->key);
@@ -268,7 +260,7 @@ static int parse_tensor(eng_gguf *g, cursor *c, eng_gguf_tensor *t, uint64_t idx
     if (r) return r;
     if (name.len == 0 || memchr(name.ptr, 0, name.len))
         return eng_errf(c->e, ENG_EFORMAT, "tensor #%llu: empty name or a NUL byte in it", (unsigned long long)idx);
-    if (!(t->name = dupn(name.ptr, name.len)))
+    if (!(t->name = eng_strndup(name.ptr, name.len)))
         return eng_errf(c->e, ENG_ENOMEM, "out of memory");
     char tn[80];
     safe_name(tn, sizeof tn, t->name);
@@ -822,17 +814,9 @@ static void wput(wbuf *b, const void *src, size_t n)
 {
     if (b->failed || n == 0)
         return;
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 4096;
-        while (cap < b->len + n)
-            cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p) {
-            b->failed = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
+    if (eng_reserve(&b->p, &b->cap, b->len + n, 1, 4096)) {
+        b->failed = 1;
+        return;
     }
     memcpy(b->p + b->len, src, n);
     b->len += n;
@@ -869,7 +853,7 @@ struct eng_gguf_writer {
     wbuf kv;
     uint64_t n_kv;
     wtensor *t;
-    uint64_t n_t, cap_t;
+    size_t n_t, cap_t;
 };
 
 eng_gguf_writer *eng_gguf_writer_new(void) { return calloc(1, sizeof(eng_gguf_writer)); }
@@ -1026,17 +1010,11 @@ int eng_gguf_writer_tensor(eng_gguf_writer *w, const char *name, int type, uint3
 {
     if (n_dims == 0 || n_dims > ENG_GGUF_MAX_DIMS || !simd_type_traits(type))
         return ENG_EINVAL;
-    if (w->n_t == w->cap_t) {
-        uint64_t cap = w->cap_t ? w->cap_t * 2 : 16;
-        wtensor *t = realloc(w->t, cap * sizeof *t);
-        if (!t)
-            return ENG_ENOMEM;
-        w->t = t;
-        w->cap_t = cap;
-    }
+    if (eng_reserve(&w->t, &w->cap_t, w->n_t + 1, sizeof *w->t, 16))
+        return ENG_ENOMEM;
     wtensor *t = &w->t[w->n_t];
     memset(t, 0, sizeof *t);
-    if (!(t->name = dupn(name, strlen(name))))
+    if (!(t->name = eng_strndup(name, strlen(name))))
         return ENG_ENOMEM;
     t->type = type;
     t->n_dims = n_dims;

@@ -8,17 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mem.h"
 #include "utf8.h"
-
-static char *dupn(const char *s, size_t n)
-{
-    char *c = malloc(n + 1);
-    if (c) {
-        memcpy(c, s, n);
-        c[n] = 0;
-    }
-    return c;
-}
 
 eng_journal *eng_journal_new(void) { return calloc(1, sizeof(eng_journal)); }
 
@@ -54,20 +45,14 @@ void eng_journal_free(eng_journal *j)
 
 int eng_journal_add(eng_journal *j, enum eng_jkind kind, const char *text)
 {
-    if (j->n == j->cap) {
-        size_t cap = j->cap ? j->cap * 2 : 16;
-        eng_jentry *e = realloc(j->e, cap * sizeof *e);
-        if (!e)
-            return ENG_ENOMEM;
-        j->e = e;
-        j->cap = cap;
-    }
+    if (eng_reserve(&j->e, &j->cap, j->n + 1, sizeof *j->e, 16))
+        return ENG_ENOMEM;
     eng_jentry *x = &j->e[j->n];
     memset(x, 0, sizeof *x);
     x->kind = kind;
     x->len = text ? strlen(text) : 0;
     x->cap = x->len + 1;
-    x->text = dupn(text ? text : "", x->len);
+    x->text = eng_strndup(text ? text : "", x->len);
     if (!x->text)
         return ENG_ENOMEM;
     return (int)j->n++;
@@ -78,14 +63,8 @@ int eng_journal_append(eng_journal *j, size_t idx, const char *b, size_t n)
     if (idx >= j->n)
         return ENG_EINVAL;
     eng_jentry *x = &j->e[idx];
-    if (x->len + n + 1 > x->cap) {
-        size_t cap = (x->len + n + 1) * 2;
-        char *t = realloc(x->text, cap);
-        if (!t)
-            return ENG_ENOMEM;
-        x->text = t;
-        x->cap = cap;
-    }
+    if (eng_reserve(&x->text, &x->cap, x->len + n + 1, 1, 0))
+        return ENG_ENOMEM;
     memcpy(x->text + x->len, b, n);
     x->len += n;
     x->text[x->len] = 0;
@@ -97,7 +76,7 @@ int eng_journal_meta(eng_journal *j, size_t idx, const char *key, const char *va
     if (idx >= j->n)
         return ENG_EINVAL;
     eng_jentry *x = &j->e[idx];
-    char *v = dupn(value, strlen(value));
+    char *v = eng_strndup(value, strlen(value));
     if (!v)
         return ENG_ENOMEM;
     for (size_t i = 0; i < x->nmeta; i++)
@@ -107,7 +86,7 @@ int eng_journal_meta(eng_journal *j, size_t idx, const char *key, const char *va
             return 0;
         }
     eng_jmeta *m = realloc(x->meta, (x->nmeta + 1) * sizeof *m);
-    char *k = dupn(key, strlen(key));
+    char *k = eng_strndup(key, strlen(key));
     if (!m || !k) {
         free(v);
         free(k);
@@ -142,7 +121,7 @@ static int mark_at(eng_journal *j, size_t idx, size_t byte, uint32_t token, cons
     if (!m)
         return ENG_ENOMEM;
     x->marks = m;
-    char *w = dupn(what, strlen(what));
+    char *w = eng_strndup(what, strlen(what));
     if (!w)
         return ENG_ENOMEM;
     m[x->nmarks].byte = byte; /* clamped by the caller once the text is known */
@@ -162,7 +141,7 @@ int eng_journal_mark(eng_journal *j, size_t idx, uint32_t token, const char *wha
 int eng_journal_set_system(eng_journal *j, const char *text)
 {
     char *s = NULL;
-    if (text && *text && !(s = dupn(text, strlen(text))))
+    if (text && *text && !(s = eng_strndup(text, strlen(text))))
         return ENG_ENOMEM;
     free(j->system);
     j->system = s;
@@ -301,15 +280,9 @@ static void sb_add(sbuf *b, const char *s, size_t n)
 {
     if (b->oom)
         return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = (b->n + n + 1) * 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
+    if (eng_reserve(&b->p, &b->cap, b->n + n + 1, 1, 0)) {
+        b->oom = 1;
+        return;
     }
     memcpy(b->p + b->n, s, n);
     b->n += n;

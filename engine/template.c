@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mem.h"
+
 static const char *const names[ENG_TMPL_COUNT] = {"none", "chatml", "llama3", "llama2", "zephyr", "phi3", "gemma"};
 
 const char *eng_tmpl_name(enum eng_tmpl t)
@@ -80,19 +82,11 @@ static int add(eng_tmpl_out *o, const char *text, int special)
 {
     if (!text || !*text)
         return 0;
-    if (o->n == o->cap) {
-        size_t cap = o->cap ? o->cap * 2 : 8;
-        eng_tmpl_seg *s = realloc(o->seg, cap * sizeof *s);
-        if (!s)
-            return -1;
-        o->seg = s;
-        o->cap = cap;
-    }
-    size_t len = strlen(text);
-    char *c = malloc(len + 1);
+    if (eng_reserve(&o->seg, &o->cap, o->n + 1, sizeof *o->seg, 8))
+        return -1;
+    char *c = eng_strndup(text, strlen(text));
     if (!c)
         return -1;
-    memcpy(c, text, len + 1);
     o->seg[o->n].text = c;
     o->seg[o->n].special = special;
     o->n++;
