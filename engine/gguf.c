@@ -600,22 +600,6 @@ int eng_gguf_get_u32(const eng_gguf *g, const char *key, uint32_t *out, eng_err 
     return 0;
 }
 
-int eng_gguf_get_f32(const eng_gguf *g, const char *key, float *out, eng_err *e)
-{
-    const kv *k;
-    if (lookup(g, key, &k))
-        return 1;
-    if (k->type != GGUF_F32 && k->type != GGUF_F64 && !is_int(k->type))
-        return wrong(e, key, "a number", k);
-    double v = eng_gguf_arr_f64(k->type, k->val, 0);
-    if (!isfinite(v))
-        return eng_errf(e, ENG_EFORMAT, "metadata key '%s': value is not finite", key);
-    if (fabs(v) > FLT_MAX)
-        return eng_errf(e, ENG_EFORMAT, "metadata key '%s': value %g is out of range for f32", key, v);
-    *out = (float)v;
-    return 0;
-}
-
 int eng_gguf_get_f64(const eng_gguf *g, const char *key, double *out, eng_err *e)
 {
     const kv *k;
@@ -627,6 +611,18 @@ int eng_gguf_get_f64(const eng_gguf *g, const char *key, double *out, eng_err *e
     if (!isfinite(v))
         return eng_errf(e, ENG_EFORMAT, "metadata key '%s': value is not finite", key);
     *out = v;
+    return 0;
+}
+
+int eng_gguf_get_f32(const eng_gguf *g, const char *key, float *out, eng_err *e)
+{
+    double v;
+    int r = eng_gguf_get_f64(g, key, &v, e);
+    if (r)
+        return r;
+    if (fabs(v) > FLT_MAX)
+        return eng_errf(e, ENG_EFORMAT, "metadata key '%s': value %g is out of range for f32", key, v);
+    *out = (float)v;
     return 0;
 }
 
