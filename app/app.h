@@ -31,6 +31,25 @@ typedef struct app_opts {
  * Positional arguments are collected into pos (up to npos). */
 int app_parse(int argc, char **argv, int first, app_opts *o, const char **pos, int *npos, const char *cmd);
 
+/* A command's own flag, taken out of argv before app_parse sees the rest:
+ * with `str` it takes a string, with `num` a whole number in [min, max],
+ * with `on` no value (sets *on to 1). Lists end with a NULL name. */
+typedef struct app_flag {
+    const char *name;
+    const char **str;
+    long *num;
+    long min, max;
+    int *on;
+} app_flag;
+
+/* Apply the flags of `own` found in argv[first..]; argv[0..first-1] and
+ * every other argument go, in order, to *rest (caller frees) for
+ * app_parse. Returns 0; -1 after printing `usage` for -h/--help (the
+ * command then exits 0); 2 after a message naming a bad value; 1 when out
+ * of memory. */
+int app_take_flags(int argc, char **argv, int first, const app_flag *own, const char *usage, const char *cmd,
+                   char ***rest, int *nrest);
+
 /* Path of the model to use: o->model, else the embedded default found next
  * to the binary. Never NULL. */
 const char *app_model_path(const app_opts *o);

@@ -41,6 +41,52 @@ static int to_float(const char *s, float *out)
     return 0;
 }
 
+int app_take_flags(int argc, char **argv, int first, const app_flag *own, const char *usage, const char *cmd,
+                   char ***rest, int *nrest)
+{
+    char **r = malloc((size_t)(argc + 1) * sizeof *r);
+    if (!r)
+        return 1;
+    int n = 0;
+    for (int i = 0; i < first && i < argc; i++)
+        r[n++] = argv[i];
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage, stdout);
+            free(r);
+            return -1;
+        }
+        const app_flag *f = own;
+        while (f->name && strcmp(f->name, a))
+            f++;
+        if (!f->name) {
+            r[n++] = argv[i];
+            continue;
+        }
+        if (f->on) {
+            *f->on = 1;
+            continue;
+        }
+        if (!v) {
+            free(r);
+            return bad(cmd, a, "", "needs a value");
+        }
+        i++;
+        if (f->str) {
+            *f->str = v;
+        } else if (to_int(v, f->min, f->max, f->num)) {
+            char why[96];
+            snprintf(why, sizeof why, "expected a whole number in %ld..%ld", f->min, f->max);
+            free(r);
+            return bad(cmd, a, v, why);
+        }
+    }
+    *rest = r;
+    *nrest = n;
+    return 0;
+}
+
 int app_parse(int argc, char **argv, int first, app_opts *o, const char **pos, int *npos, const char *cmd)
 {
     int maxpos = npos ? *npos : 0, np = 0;

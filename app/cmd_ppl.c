@@ -1,6 +1,7 @@
 /* nibble ppl: perplexity of a model on a text, and with --kl-base the KL
  * divergence from a base model, top-1 agreement and the change in
  * perplexity (engine/ppl.c; llama-perplexity's method). */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,31 +38,15 @@ int cmd_ppl(int argc, char **argv)
     long chunks = 0;
     int json = 0;
     /* our own flags first; the rest go to the shared parser */
-    char **rest = malloc((size_t)argc * sizeof *rest);
-    int nrest = 0;
-    if (!rest)
-        return 1;
-    rest[nrest++] = argv[0];
-    rest[nrest++] = argv[1];
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage, stdout);
-            free(rest);
-            return 0;
-        } else if (!strcmp(a, "--kl-base") && v) { base_path = v; i++; }
-        else if (!strcmp(a, "--chunks") && v) {
-            char *end;
-            chunks = strtol(v, &end, 10);
-            if (*end || end == v || chunks < 1) {
-                fprintf(stderr, "nibble ppl: --chunks %s: expected a positive count\n", v);
-                free(rest);
-                return 2;
-            }
-            i++;
-        } else if (!strcmp(a, "--json")) json = 1;
-        else rest[nrest++] = argv[i];
-    }
+    const app_flag own[] = {{"--kl-base", &base_path, NULL, 0, 0, NULL},
+                            {"--chunks", NULL, &chunks, 1, INT_MAX, NULL},
+                            {"--json", NULL, NULL, 0, 0, &json},
+                            {NULL, NULL, NULL, 0, 0, NULL}};
+    char **rest;
+    int nrest;
+    int took = app_take_flags(argc, argv, 2, own, usage, "ppl", &rest, &nrest);
+    if (took)
+        return took < 0 ? 0 : took;
     app_opts o;
     int st = app_parse(nrest, rest, 2, &o, NULL, NULL, "ppl");
     free(rest);

@@ -3,6 +3,7 @@
  * the input model (size, bits per weight, perplexity, KL divergence, top-1
  * agreement, decode speed) and write a markdown table, an SVG plot of
  * size against KL with the Pareto front marked, and a terminal chart. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,25 +258,17 @@ int cmd_sweep(int argc, char **argv)
 {
     const char *calib = NULL, *types = NULL, *outdir = "sweep-out";
     long chunks = 40, calib_tokens = 4096;
-    char **rest = malloc((size_t)argc * sizeof *rest);
-    int nrest = 0;
-    if (!rest)
-        return 1;
-    rest[nrest++] = argv[0];
-    rest[nrest++] = argv[1];
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage, stdout);
-            free(rest);
-            return 0;
-        } else if (!strcmp(a, "--calib") && v) { calib = v; i++; }
-        else if (!strcmp(a, "--types") && v) { types = v; i++; }
-        else if (!strcmp(a, "--out") && v) { outdir = v; i++; }
-        else if (!strcmp(a, "--chunks") && v) { chunks = atol(v); i++; }
-        else if (!strcmp(a, "--calib-tokens") && v) { calib_tokens = atol(v); i++; }
-        else rest[nrest++] = argv[i];
-    }
+    const app_flag own[] = {{"--calib", &calib, NULL, 0, 0, NULL},
+                            {"--types", &types, NULL, 0, 0, NULL},
+                            {"--out", &outdir, NULL, 0, 0, NULL},
+                            {"--chunks", NULL, &chunks, 1, INT_MAX, NULL},
+                            {"--calib-tokens", NULL, &calib_tokens, 16, INT_MAX, NULL},
+                            {NULL, NULL, NULL, 0, 0, NULL}};
+    char **rest;
+    int nrest;
+    int took = app_take_flags(argc, argv, 2, own, usage, "quant-sweep", &rest, &nrest);
+    if (took)
+        return took < 0 ? 0 : took;
     app_opts o;
     int st = app_parse(nrest, rest, 2, &o, NULL, NULL, "quant-sweep");
     free(rest);

@@ -202,6 +202,12 @@ static void check_errors(void)
     expect_fail("bad sampler value", a10, 2, "top-p");
     const char *a11[] = {"frobnicate", NULL};
     expect_fail("unknown command", a11, 2, "unknown command");
+    const char *a12[] = {"ppl", "-m", model, "-f", text, "--chunks", "0", NULL};
+    expect_fail("ppl --chunks 0", a12, 2, "--chunks 0: expected a whole number in 1..");
+    const char *a13[] = {"quant-sweep", "-m", model, "-f", text, "--calib-tokens", "many", NULL};
+    expect_fail("quant-sweep --calib-tokens many", a13, 2, "--calib-tokens many: expected a whole number");
+    const char *a14[] = {"ppl", "-m", model, "-f", text, "--kl-base", NULL};
+    expect_fail("ppl --kl-base without a value", a14, 2, "--kl-base : needs a value");
     remove(missing);
     remove(text);
     remove(arch);
