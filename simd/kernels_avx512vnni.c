@@ -160,6 +160,174 @@ NB_INLINE void nb_qgroup16(int type, const unsigned char *wb, const char *a, siz
     }
 }
 
+/* ---- prefill: sixteen rows in the lanes ----
+ *
+ * With many tokens per call, the blocks-in-lanes form above spends most
+ * of its time folding each block's 8 or 16 partial int32 sums into one.
+ * Here the sixteen lanes of a vector are sixteen weight rows instead:
+ * dword k of block b of each row is gathered into lane r of V[k] (once per
+ * block, for all tokens), and dpbusd(V[k], dword k of the token's block
+ * broadcast) leaves in lane r row r's partial sum over those 4 bytes;
+ * eight such (k = 0..7) give the exact block sum of all sixteen rows with
+ * no horizontal work at all.
+ *
+ * The float order is unchanged: each (row, token) keeps its own 8
+ * accumulators, acc[t][b mod 8] lane r, fed blocks in increasing b with
+ * the reference's term (d_w*d_a)*isum [+ (m_w*d_a)*asum]; the tile of
+ * accumulators (tokens x 8 x 16 rows) lives in an L1-sized buffer, and at
+ * the end simd_reduce8's order is applied lane-wise, sixteen rows at once.
+ * Rows past nr (the last tile) are masked out of the gathers, read
+ * nothing and are not stored. */
+
+#define NB_LT 32     /* tokens per pass over a row tile */
+#define NB_PRE 8192  /* per-(token, block) constants cached at once */
+
+/* Per (block, token): the integer bias to start the block sum at, -bias *
+ * asum (q8_0: +128 from the xor; q4_0: 8; q5_0: 16), or, for the types
+ * with a minimum, (float)asum's bits. */
+NB_INLINE void nb_lane_pre(int type, int32_t *pre, const char *a, size_t astride, int nt, size_t s0, size_t s1)
+{
+    int sh = type == SIMD_Q8_0 ? 7 : nb_bias_shift(type);
+    for (size_t b = s0; b < s1; b++)
+        for (int t = 0; t < nt; t++) {
+            int32_t s = ((const simd_block_q8a *)(a + (size_t)t * astride))[b].sum;
+            int32_t *d = &pre[(b - s0) * (size_t)nt + (size_t)t];
+            if (nb_has_min(type)) {
+                float f = (float)s;
+                memcpy(d, &f, 4);
+            } else {
+                *d = -(int32_t)((uint32_t)s << sh);
+            }
+        }
+}
+
+/* Block b of the rows at wb (row r at wb + lane index r), transposed:
+ * V[k] lane r = row r's codes 4k..4k+3 as unsigned bytes (q8_0 biased by
+ * 128), dw / mw lane r = its scales; masked-off lanes are zero. */
+NB_INLINE void nb_lane_wblock(int type, const unsigned char *wb, __m512i vidx, __mmask16 km, __m512i V[8], __m512 *dw,
+                              __m512 *mw)
+{
+    const __m512i z = _mm512_setzero_si512();
+    __m512i h = _mm512_mask_i32gather_epi32(z, km, vidx, wb, 1); /* d (and m) */
+    *dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h));
+    *mw = nb_has_min(type) ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16))) : _mm512_setzero_ps();
+    if (type == SIMD_Q8_0) {
+        const unsigned char *q = wb + offsetof(simd_block_q8_0, qs);
+        for (int k = 0; k < 8; k++)
+            V[k] = _mm512_xor_si512(_mm512_mask_i32gather_epi32(_mm512_set1_epi8((char)0x80), km, vidx, q + 4 * k, 1),
+                                    _mm512_set1_epi8((char)0x80));
+        return;
+    }
+    size_t o, oh = 0;
+    switch (type) {
+    case SIMD_Q4_0: o = offsetof(simd_block_q4_0, qs); break;
+    case SIMD_Q4_1: o = offsetof(simd_block_q4_1, qs); break;
+    case SIMD_Q5_0: o = offsetof(simd_block_q5_0, qs); oh = offsetof(simd_block_q5_0, qh); break;
+    default: o = offsetof(simd_block_q5_1, qs); oh = offsetof(simd_block_q5_1, qh); break;
+    }
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    for (int k = 0; k < 4; k++) {
+        __m512i g = _mm512_mask_i32gather_epi32(z, km, vidx, wb + o + 4 * k, 1);
+        V[k] = _mm512_and_si512(g, m4);
+        V[k + 4] = _mm512_and_si512(_mm512_srli_epi16(g, 4), m4);
+    }
+    if (type == SIMD_Q5_0 || type == SIMD_Q5_1) {
+        /* value j's 5th bit is bit j of qh: V[k] byte i (value 4k+i) takes
+         * bit 4(k&1)+i of qh byte k>>1, copied to all four bytes of the
+         * dword by a shuffle and picked out by a test */
+        __m512i qh = _mm512_mask_i32gather_epi32(z, km, vidx, wb + oh, 1);
+        const __m512i bit = _mm512_set1_epi32(0x08040201);
+        for (int k = 0; k < 8; k++) {
+            const __m512i ctl = _mm512_set1_epi32((k >> 1) * 0x01010101);
+            __m512i sel = _mm512_shuffle_epi8(
+                qh, _mm512_add_epi32(ctl, _mm512_setr_epi32(0, 0x04040404, 0x08080808, 0x0c0c0c0c, 0, 0x04040404,
+                                                            0x08080808, 0x0c0c0c0c, 0, 0x04040404, 0x08080808,
+                                                            0x0c0c0c0c, 0, 0x04040404, 0x08080808, 0x0c0c0c0c)));
+            __mmask64 on = _mm512_test_epi8_mask(sel, (k & 1) ? _mm512_slli_epi32(bit, 4) : bit);
+            V[k] = _mm512_mask_add_epi8(V[k], on, V[k], _mm512_set1_epi8(0x10));
+        }
+    }
+}
+
+/* Rows r0..r0+rn-1 (rn <= 16) against tokens 0..nt-1 (nt <= NB_LT). */
+NB_INLINE void nb_lane_tile(int type, size_t nb, const unsigned char *w, size_t ws, int rn, const char *a,
+                            size_t astride, int nt, float *out, size_t os, int32_t *pre, size_t seg, int pre_done,
+                            float (*acc)[8][16])
+{
+    const size_t bs = nb_bbytes(type);
+    const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32((int)ws));
+    const __mmask16 km = (__mmask16)((1u << rn) - 1);
+    for (int t = 0; t < nt; t++)
+        for (int l = 0; l < 8; l++)
+            _mm512_store_ps(acc[t][l], _mm512_setzero_ps());
+    for (size_t s0 = 0; s0 < nb; s0 += seg) {
+        size_t s1 = nb - s0 < seg ? nb : s0 + seg;
+        if (!pre_done)
+            nb_lane_pre(type, pre, a, astride, nt, s0, s1);
+        for (size_t b = s0; b < s1; b++) {
+            __m512i V[8];
+            __m512 dw, mw;
+            nb_lane_wblock(type, w + b * bs, vidx, km, V, &dw, &mw);
+            const int32_t *pb = pre + (b - s0) * (size_t)nt;
+            float(*al)[16];
+            for (int t = 0; t < nt; t++) {
+                const simd_block_q8a *y = (const simd_block_q8a *)(a + (size_t)t * astride) + b;
+                __m512i i0 = nb_has_min(type) ? _mm512_setzero_si512() : _mm512_set1_epi32(pb[t]);
+                __m512i i1 = _mm512_setzero_si512();
+                for (int k = 0; k < 8; k += 2) {
+                    i0 = _mm512_dpbusd_epi32(i0, V[k], _mm512_set1_epi32((int)nb_ld32((const unsigned char *)y->qs + 4 * k)));
+                    i1 = _mm512_dpbusd_epi32(i1, V[k + 1],
+                                             _mm512_set1_epi32((int)nb_ld32((const unsigned char *)y->qs + 4 * k + 4)));
+                }
+                __m512 da = _mm512_set1_ps(y->d);
+                __m512 term = _mm512_mul_ps(_mm512_mul_ps(dw, da), _mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1)));
+                if (nb_has_min(type)) {
+                    float af;
+                    memcpy(&af, &pb[t], 4);
+                    term = _mm512_add_ps(term, _mm512_mul_ps(_mm512_mul_ps(mw, da), _mm512_set1_ps(af)));
+                }
+                al = acc[t];
+                _mm512_store_ps(al[b & 7], _mm512_add_ps(_mm512_load_ps(al[b & 7]), term));
+            }
+        }
+    }
+    for (int t = 0; t < nt; t++) {
+        float(*al)[16] = acc[t];
+        __m512 r = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_load_ps(al[0]), _mm512_load_ps(al[4])),
+                                               _mm512_add_ps(_mm512_load_ps(al[2]), _mm512_load_ps(al[6]))),
+                                 _mm512_add_ps(_mm512_add_ps(_mm512_load_ps(al[1]), _mm512_load_ps(al[5])),
+                                               _mm512_add_ps(_mm512_load_ps(al[3]), _mm512_load_ps(al[7]))));
+        _mm512_mask_storeu_ps(out + (size_t)t * os, km, r);
+    }
+}
+
+NB_INLINE void nb_lane_rows(int type, size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t astride,
+                            size_t nt, float *out, size_t os)
+{
+    float acc[NB_LT][8][16] __attribute__((aligned(64)));
+    int32_t pre[NB_PRE];
+    const size_t nb = n / SIMD_QK;
+    for (size_t t0 = 0; t0 < nt; t0 += NB_LT) {
+        int tn = (int)(nt - t0 < NB_LT ? nt - t0 : NB_LT);
+        const char *at = (const char *)a + t0 * astride;
+        size_t seg = NB_PRE / (size_t)tn;
+        int pre_done = nb <= seg;
+        if (pre_done)
+            nb_lane_pre(type, pre, at, astride, tn, 0, nb);
+        for (size_t r0 = 0; r0 < nr; r0 += 16) {
+            int rn = (int)(nr - r0 < 16 ? nr - r0 : 16);
+            nb_lane_tile(type, nb, (const unsigned char *)w + r0 * ws, ws, rn, at, astride, tn, out + t0 * os + r0, os,
+                         pre, seg, pre_done, acc);
+        }
+    }
+}
+
+/* The lane form pays when the gathered weights serve enough tokens; the
+ * row stride must fit the gathers' int32 offsets. */
+#define NB_LANE_ROWS(type, n, w, ws, nr, a, as, nt, out, os)                                                       \
+    ((nt) >= 4 && (ws) <= (size_t)0x7fffffff / 16 ? (nb_lane_rows(type, n, w, ws, nr, a, as, nt, out, os), 1) : 0)
+
 #define NB_HAVE_GROUP16 1
 #define NB_SET_FN simd_set_avx512vnni
 #include "kernels_x86_q.h"

@@ -132,6 +132,10 @@ NB_INLINE void nb_qtile(int type, size_t nb, const unsigned char *w, size_t ws, 
 NB_INLINE void nb_qrows(int type, size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t astride,
                         size_t nt, float *out, size_t os)
 {
+#ifdef NB_LANE_ROWS
+    if (NB_LANE_ROWS(type, n, w, ws, nr, a, astride, nt, out, os))
+        return;
+#endif
     nb_scales sc;
     const size_t nb = n / SIMD_QK;
     const size_t tile = nt > NB_MAXT ? NB_ROW_TILE : nr;
