@@ -201,21 +201,58 @@ NB_INLINE void nb_lane_pre(int type, int32_t *pre, const char *a, size_t astride
         }
 }
 
-/* Block b of the rows at wb (row r at wb + lane index r), transposed:
- * V[k] lane r = row r's codes 4k..4k+3 as unsigned bytes (q8_0 biased by
- * 128), dw / mw lane r = its scales; masked-off lanes are zero. */
-NB_INLINE void nb_lane_wblock(int type, const unsigned char *wb, __m512i vidx, __mmask16 km, __m512i V[8], __m512 *dw,
-                              __m512 *mw)
+/* 4x4 transposes of dwords within each 128-bit chunk: if L[j] chunk i
+ * holds row 4i+j's dwords 0..3, V[k] dword 4i+j (lane r = 4i+j) is row
+ * r's dword k. */
+NB_INLINE void nb_tr4(const __m512i L[4], __m512i V[4])
+{
+    __m512i t0 = _mm512_unpacklo_epi32(L[0], L[1]), t1 = _mm512_unpackhi_epi32(L[0], L[1]);
+    __m512i t2 = _mm512_unpacklo_epi32(L[2], L[3]), t3 = _mm512_unpackhi_epi32(L[2], L[3]);
+    V[0] = _mm512_unpacklo_epi64(t0, t2);
+    V[1] = _mm512_unpackhi_epi64(t0, t2);
+    V[2] = _mm512_unpacklo_epi64(t1, t3);
+    V[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+/* 16 bytes at p0, p1, p2, p3 as the four 128-bit chunks of a vector. */
+NB_INLINE __m512i nb_ld4x16(const unsigned char *p0, const unsigned char *p1, const unsigned char *p2,
+                            const unsigned char *p3)
+{
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)p0));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)p1), 1);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)p2), 2);
+    return _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)p3), 3);
+}
+
+/* Block b of 16 rows (row r's block at rp[r]; rows past the tile point
+ * at zeros and are never stored), transposed: V[k] lane r = row r's
+ * codes 4k..4k+3 as unsigned bytes (q8_0 biased by 128), dw / mw lane r =
+ * its scales (from a gather at wb + lane index, masked to the tile's
+ * rows). The codes are loaded 16 bytes a row, 4 rows a vector, and
+ * transposed with unpacks: cheaper than gathering them. */
+NB_INLINE void nb_lane_wblock(int type, const unsigned char *const rp[16], const unsigned char *wb, __m512i vidx,
+                              __mmask16 km, __m512i V[8], __m512 *dw, __m512 *mw)
 {
     const __m512i z = _mm512_setzero_si512();
     __m512i h = _mm512_mask_i32gather_epi32(z, km, vidx, wb, 1); /* d (and m) */
     *dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h));
     *mw = nb_has_min(type) ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16))) : _mm512_setzero_ps();
+    __m512i L[4], H[4];
     if (type == SIMD_Q8_0) {
-        const unsigned char *q = wb + offsetof(simd_block_q8_0, qs);
+        const size_t o = offsetof(simd_block_q8_0, qs);
+        for (int j = 0; j < 4; j++) {
+            __m512i A = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(rp[j] + o))),
+                                           _mm256_loadu_si256((const __m256i *)(rp[4 + j] + o)), 1);
+            __m512i B = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(rp[8 + j] + o))),
+                _mm256_loadu_si256((const __m256i *)(rp[12 + j] + o)), 1);
+            L[j] = _mm512_shuffle_i32x4(A, B, _MM_SHUFFLE(2, 0, 2, 0));
+            H[j] = _mm512_shuffle_i32x4(A, B, _MM_SHUFFLE(3, 1, 3, 1));
+        }
+        nb_tr4(L, V);
+        nb_tr4(H, V + 4);
         for (int k = 0; k < 8; k++)
-            V[k] = _mm512_xor_si512(_mm512_mask_i32gather_epi32(_mm512_set1_epi8((char)0x80), km, vidx, q + 4 * k, 1),
-                                    _mm512_set1_epi8((char)0x80));
+            V[k] = _mm512_xor_si512(V[k], _mm512_set1_epi8((char)0x80));
         return;
     }
     size_t o, oh = 0;
@@ -226,23 +263,24 @@ NB_INLINE void nb_lane_wblock(int type, const unsigned char *wb, __m512i vidx, _
     default: o = offsetof(simd_block_q5_1, qs); oh = offsetof(simd_block_q5_1, qh); break;
     }
     const __m512i m4 = _mm512_set1_epi8(0x0f);
-    for (int k = 0; k < 4; k++) {
-        __m512i g = _mm512_mask_i32gather_epi32(z, km, vidx, wb + o + 4 * k, 1);
-        V[k] = _mm512_and_si512(g, m4);
-        V[k + 4] = _mm512_and_si512(_mm512_srli_epi16(g, 4), m4);
+    for (int j = 0; j < 4; j++) {
+        __m512i g = nb_ld4x16(rp[j] + o, rp[4 + j] + o, rp[8 + j] + o, rp[12 + j] + o);
+        L[j] = _mm512_and_si512(g, m4);
+        H[j] = _mm512_and_si512(_mm512_srli_epi16(g, 4), m4);
     }
+    nb_tr4(L, V);
+    nb_tr4(H, V + 4);
     if (type == SIMD_Q5_0 || type == SIMD_Q5_1) {
         /* value j's 5th bit is bit j of qh: V[k] byte i (value 4k+i) takes
          * bit 4(k&1)+i of qh byte k>>1, copied to all four bytes of the
          * dword by a shuffle and picked out by a test */
         __m512i qh = _mm512_mask_i32gather_epi32(z, km, vidx, wb + oh, 1);
         const __m512i bit = _mm512_set1_epi32(0x08040201);
+        const __m512i base = _mm512_setr_epi32(0, 0x04040404, 0x08080808, 0x0c0c0c0c, 0, 0x04040404, 0x08080808,
+                                               0x0c0c0c0c, 0, 0x04040404, 0x08080808, 0x0c0c0c0c, 0, 0x04040404,
+                                               0x08080808, 0x0c0c0c0c);
         for (int k = 0; k < 8; k++) {
-            const __m512i ctl = _mm512_set1_epi32((k >> 1) * 0x01010101);
-            __m512i sel = _mm512_shuffle_epi8(
-                qh, _mm512_add_epi32(ctl, _mm512_setr_epi32(0, 0x04040404, 0x08080808, 0x0c0c0c0c, 0, 0x04040404,
-                                                            0x08080808, 0x0c0c0c0c, 0, 0x04040404, 0x08080808,
-                                                            0x0c0c0c0c, 0, 0x04040404, 0x08080808, 0x0c0c0c0c)));
+            __m512i sel = _mm512_shuffle_epi8(qh, _mm512_add_epi32(base, _mm512_set1_epi32((k >> 1) * 0x01010101)));
             __mmask64 on = _mm512_test_epi8_mask(sel, (k & 1) ? _mm512_slli_epi32(bit, 4) : bit);
             V[k] = _mm512_mask_add_epi8(V[k], on, V[k], _mm512_set1_epi8(0x10));
         }
@@ -258,6 +296,10 @@ NB_INLINE void nb_lane_tile(int type, size_t nb, const unsigned char *w, size_t 
     const __m512i vidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                             _mm512_set1_epi32((int)ws));
     const __mmask16 km = (__mmask16)((1u << rn) - 1);
+    /* rows past the tile read a zero block (larger than any type's)
+     * instead of memory past the matrix */
+    static const unsigned char zeros[64] __attribute__((aligned(64)));
+    const unsigned char *rp[16];
     for (int t = 0; t < nt; t++)
         for (int l = 0; l < 8; l++)
             _mm512_store_ps(acc[t][l], _mm512_setzero_ps());
@@ -268,7 +310,9 @@ NB_INLINE void nb_lane_tile(int type, size_t nb, const unsigned char *w, size_t 
         for (size_t b = s0; b < s1; b++) {
             __m512i V[8];
             __m512 dw, mw;
-            nb_lane_wblock(type, w + b * bs, vidx, km, V, &dw, &mw);
+            for (int r = 0; r < 16; r++)
+                rp[r] = r < rn ? w + (size_t)r * ws + b * bs : zeros;
+            nb_lane_wblock(type, rp, w + b * bs, vidx, km, V, &dw, &mw);
             const int32_t *pb = pre + (b - s0) * (size_t)nt;
             float(*al)[16];
             for (int t = 0; t < nt; t++) {
@@ -323,10 +367,12 @@ NB_INLINE void nb_lane_rows(int type, size_t n, const void *w, size_t ws, size_t
     }
 }
 
-/* The lane form pays when the gathered weights serve enough tokens; the
- * row stride must fit the gathers' int32 offsets. */
+/* The lane form pays when the transposed weights serve enough tokens and
+ * rows (measured: with one token it loses in a real model, where its 16
+ * interleaved row streams defeat the hardware prefetch); the row stride
+ * must fit the gathers' int32 offsets. */
 #define NB_LANE_ROWS(type, n, w, ws, nr, a, as, nt, out, os)                                                       \
-    ((nt) >= 4 && (ws) <= (size_t)0x7fffffff / 16 ? (nb_lane_rows(type, n, w, ws, nr, a, as, nt, out, os), 1) : 0)
+    ((nt) >= 4 && (nr) >= 8 && (ws) <= (size_t)0x7fffffff / 16 ? (nb_lane_rows(type, n, w, ws, nr, a, as, nt, out, os), 1) : 0)
 
 #define NB_HAVE_GROUP16 1
 #define NB_SET_FN simd_set_avx512vnni
