@@ -87,7 +87,15 @@ static const short nb_ix_q8_0[32] = NB_IX(17), nb_ix_q4_0[32] = NB_IX(9), nb_ix_
                    nb_ix_q5_0[32] = NB_IX(11), nb_ix_q5_1[32] = NB_IX(12);
 #undef NB_IX
 
-NB_INLINE void nb_wscales16(int type, const unsigned char *wb, __m256 dw[2], __m256 mw[2])
+/* For m < 16 (the last group of a row) nothing at or past block m is
+ * read: each load is masked to the bytes of blocks 0..m-1, so the lanes
+ * of the absent blocks pick zeros. */
+NB_INLINE __mmask64 nb_bytes_mask(long cnt)
+{
+    return cnt <= 0 ? 0 : cnt >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << cnt) - 1;
+}
+
+NB_INLINE void nb_wscales16(int type, const unsigned char *wb, int m, __m256 dw[2], __m256 mw[2])
 {
     const size_t bs = nb_bbytes(type);
     const short *ix = type == SIMD_Q8_0 ? nb_ix_q8_0 : type == SIMD_Q4_0 ? nb_ix_q4_0 : type == SIMD_Q4_1 ? nb_ix_q4_1
@@ -98,8 +106,16 @@ NB_INLINE void nb_wscales16(int type, const unsigned char *wb, __m256 dw[2], __m
     __m512i r = _mm512_setzero_si512();
     for (int j = 0; j < 4; j++) {
         const unsigned char *p = wb + (size_t)(4 * j) * bs;
-        __m512i za = _mm512_loadu_si512(p);
-        __m512i zb = km ? _mm512_maskz_loadu_epi16(km, p + 64) : _mm512_setzero_si512();
+        __m512i za, zb;
+        if (m == 16) {
+            za = _mm512_loadu_si512(p);
+            zb = km ? _mm512_maskz_loadu_epi16(km, p + 64) : _mm512_setzero_si512();
+        } else {
+            long left = (long)((size_t)m * bs) - (long)(4 * j) * (long)bs; /* bytes of blocks < m from p */
+            za = _mm512_maskz_loadu_epi8(nb_bytes_mask(left), p);
+            zb = km ? _mm512_maskz_loadu_epi8(nb_bytes_mask(left - 64) & nb_bytes_mask(2 * (last - 31)), p + 64)
+                    : _mm512_setzero_si512();
+        }
         __m512i g = _mm512_permutex2var_epi16(za, idx, zb);
         r = j == 0 ? g : _mm512_mask_blend_epi16((__mmask32)(0x000f000fu << (4 * j)), r, g);
     }
@@ -120,18 +136,33 @@ NB_INLINE void nb_wscales16(int type, const unsigned char *wb, __m256 dw[2], __m
  *  2. unpack 32-bit within chunks: two blocks per chunk, 2 lanes each
  *  3. unpack 64-bit: chunk c holds blocks c, 4+c, 8+c, 12+c, 1 lane each
  * and one permute puts block L in lane L. */
-NB_INLINE void nb_qgroup16(int type, const unsigned char *wb, const char *a, size_t astride, size_t b, int nt,
+/* Blocks k, k+1 of which only the first c (0..2) exist: the absent ones
+ * read nothing and are zero (so are their dots). */
+NB_INLINE __m512i nb_wexp2m(int type, const unsigned char *blk, size_t bs, int c)
+{
+    return c >= 2 ? nb_wexp2(type, blk, bs) : c == 1 ? _mm512_zextsi256_si512(nb_wexp(type, blk)) : _mm512_setzero_si512();
+}
+
+NB_INLINE __m512i nb_aload2m(const simd_block_q8a *y, int c)
+{
+    return c >= 2 ? nb_aload2(y) : c == 1 ? _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)y->qs)) : _mm512_setzero_si512();
+}
+
+/* m (1..16; a constant 16 in the body of a row) of the blocks exist: the
+ * others are zeros throughout, as in nb_qgroup8. */
+NB_INLINE void nb_qgroup16(int type, const unsigned char *wb, int m, const char *a, size_t astride, size_t b, int nt,
                            const nb_scales *sc, size_t k0, __m256 acc[])
 {
     const size_t bs = nb_bbytes(type);
     __m512i v[4][NB_MAXT];
     for (int p = 0; p < 4; p++) {
-        __m512i w0 = nb_wexp2(type, wb + (size_t)(4 * p) * bs, bs);
-        __m512i w1 = nb_wexp2(type, wb + (size_t)(4 * p + 2) * bs, bs);
+        int c0 = m - 4 * p, c1 = m - 4 * p - 2;
+        __m512i w0 = nb_wexp2m(type, wb + (size_t)(4 * p) * bs, bs, c0);
+        __m512i w1 = nb_wexp2m(type, wb + (size_t)(4 * p + 2) * bs, bs, c1);
         for (int t = 0; t < nt; t++) {
             const simd_block_q8a *y = (const simd_block_q8a *)(a + t * astride) + b + 4 * p;
-            __m512i z0 = nb_bdot2(type, w0, nb_aload2(y));
-            __m512i z1 = nb_bdot2(type, w1, nb_aload2(y + 2));
+            __m512i z0 = nb_bdot2(type, w0, nb_aload2m(y, c0));
+            __m512i z1 = nb_bdot2(type, w1, nb_aload2m(y + 2, c1));
             v[p][t] = _mm512_add_epi32(_mm512_shuffle_i32x4(z0, z1, _MM_SHUFFLE(2, 0, 2, 0)),
                                        _mm512_shuffle_i32x4(z0, z1, _MM_SHUFFLE(3, 1, 3, 1)));
         }
@@ -149,7 +180,7 @@ NB_INLINE void nb_qgroup16(int type, const unsigned char *wb, const char *a, siz
         hi[t] = _mm512_extracti64x4_epi64(u, 1);
     }
     __m256 dw[2], mw[2];
-    nb_wscales16(type, wb, dw, mw);
+    nb_wscales16(type, wb, m, dw, mw);
     for (int t = 0; t < nt; t++) {
         const float *da = &sc->d[t][k0];
         const int32_t *as = &sc->s[t][k0];
