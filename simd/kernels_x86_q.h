@@ -89,7 +89,7 @@ NB_INLINE void nb_qseg(int type, const unsigned char *w, size_t s0, size_t s1, c
 #ifdef NB_HAVE_GROUP16
     for (; b + 16 <= s1; b += 16)
         nb_qgroup16(type, w + b * bs, 16, a, astride, b, nt, sc, b - s0, acc);
-    if (b < s1) {
+    if (b < s1 && (nt == 1 || s1 - b > 8)) { /* a short tail with several tokens: the 8-block path */
         nb_qgroup16(type, w + b * bs, (int)(s1 - b), a, astride, b, nt, sc, b - s0, acc);
         return;
     }
