@@ -196,8 +196,8 @@ NB_INLINE void nb_qgroup16(int type, const unsigned char *wb, int m, const char 
  * With many tokens per call, the blocks-in-lanes form above spends most
  * of its time folding each block's 8 or 16 partial int32 sums into one.
  * Here the sixteen lanes of a vector are sixteen weight rows instead:
- * dword k of block b of each row is gathered into lane r of V[k] (once per
- * block, for all tokens), and dpbusd(V[k], dword k of the token's block
+ * dword k of block b of each row is put in lane r of V[k] (loads and a
+ * transpose, once per block for all tokens), and dpbusd(V[k], dword k of the token's block
  * broadcast) leaves in lane r row r's partial sum over those 4 bytes;
  * eight such (k = 0..7) give the exact block sum of all sixteen rows with
  * no horizontal work at all.
