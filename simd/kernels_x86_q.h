@@ -12,7 +12,8 @@
  *   NB_Q8_BIAS_SHIFT   -1 when nb_dot_q8 has no bias
  *   NB_SET_FN          the name of the function filling simd_kernel_set
  *   NB_HAVE_GROUP16    optional: the file defines nb_qgroup16 (16 blocks
- *                      at a time), used before the 8-block loop.
+ *                      at a time, or the first m of them), used for
+ *                      the whole row instead of the 8-block loop.
  *
  * Integer sums never overflow: a block's sum is at most 32*255*127. */
 #ifndef NIBBLE_KERNELS_X86_Q_H
@@ -87,7 +88,11 @@ NB_INLINE void nb_qseg(int type, const unsigned char *w, size_t s0, size_t s1, c
     size_t b = s0;
 #ifdef NB_HAVE_GROUP16
     for (; b + 16 <= s1; b += 16)
-        nb_qgroup16(type, w + b * bs, a, astride, b, nt, sc, b - s0, acc);
+        nb_qgroup16(type, w + b * bs, 16, a, astride, b, nt, sc, b - s0, acc);
+    if (b < s1 && (nt == 1 || s1 - b > 8)) { /* a short tail with several tokens: the 8-block path */
+        nb_qgroup16(type, w + b * bs, (int)(s1 - b), a, astride, b, nt, sc, b - s0, acc);
+        return;
+    }
 #endif
     for (; b + 8 <= s1; b += 8)
         nb_qgroup8(type, w + b * bs, 8, a, astride, b, nt, sc, b - s0, acc);
@@ -132,6 +137,10 @@ NB_INLINE void nb_qtile(int type, size_t nb, const unsigned char *w, size_t ws, 
 NB_INLINE void nb_qrows(int type, size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t astride,
                         size_t nt, float *out, size_t os)
 {
+#ifdef NB_LANE_ROWS
+    if (NB_LANE_ROWS(type, n, w, ws, nr, a, astride, nt, out, os))
+        return;
+#endif
     nb_scales sc;
     const size_t nb = n / SIMD_QK;
     const size_t tile = nt > NB_MAXT ? NB_ROW_TILE : nr;

@@ -334,7 +334,7 @@ static void check_reference(const simd_kernel_set *ref)
  * Rows and activations sit in exact-size allocations, so a sanitizer
  * build catches a read past either end. */
 #define RMAXT 34
-#define RMAXR 11
+#define RMAXR 37
 static void check_rows(const char *name, const simd_kernel_set *ks, const simd_kernel_set *ref)
 {
     /* 33024: past the 1024 blocks an x86 set caches scales for at once */
@@ -346,10 +346,12 @@ static void check_rows(const char *name, const simd_kernel_set *ks, const simd_k
         if (!ks->dot_rows[type])
             continue;
         for (size_t li = 0; li < sizeof rlens / sizeof rlens[0]; li++)
-            for (int rep = 0; rep < 3; rep++) {
+            for (int rep = 0; rep < 4; rep++) {
+                /* rep 3: many rows and tokens at once (x86 sets put 16
+                 * rows in the lanes from 4 tokens up: full and part tiles) */
                 size_t n = rlens[li], rb = simd_row_bytes(type, n), ab = act_bytes(type, n);
-                size_t nr = rep == 0 ? 1 + rndn(RMAXR) : 1 + rndn(5);
-                size_t nt = rep == 0 ? 1 : rep == 1 ? 1 + rndn(RMAXT) : 1 + rndn(8);
+                size_t nr = rep == 0 || rep == 3 ? 1 + rndn(RMAXR) : 1 + rndn(5);
+                size_t nt = rep == 0 ? 1 : rep == 1 ? 1 + rndn(RMAXT) : rep == 2 ? 1 + rndn(8) : 4 + rndn(RMAXT - 3);
                 int wmode = rep == 2 ? W_RAW : W_QUANT;
                 size_t ws = rb + (rep == 1 ? tr->bytes : 0), as = ab + (rep == 2 ? 0 : APAD);
                 unsigned char *w = malloc(ws * (nr - 1) + rb), *a = malloc(as * (nt - 1) + ab);
