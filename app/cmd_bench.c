@@ -10,7 +10,7 @@
 #include "simd.h"
 
 static const char usage[] =
-    "usage: nibble bench [-m MODEL] [-p N] [-n N] [-t LIST] [-r N] [--kernel all|LIST] [--json]\n"
+    "usage: nibble bench [-m MODEL] [-p N] [-n N] [-t LIST] [-r N] [--kernel all|LIST] [--json] [--no-load]\n"
     "       nibble bench --membw [-t LIST]\n"
     "\n"
     "  -p N             prompt tokens for the prefill test, 0 to skip (default 128)\n"
@@ -20,9 +20,14 @@ static const char usage[] =
     "  --kernel LIST    kernel sets, e.g. scalar,avx2, or all usable ones (default: the best)\n"
     "  --json           one JSON object per result line instead of a table\n"
     "  --membw          only measure memory read bandwidth\n"
+    "  --no-load        skip the load-time test\n"
     "\n"
     "Decode is bounded by memory bandwidth: each token reads every weight once.\n"
-    "The roofline column is bandwidth / bytes per token; 'of roof' the fraction reached.\n";
+    "The roofline column is bandwidth / bytes per token; 'of roof' the fraction reached.\n"
+    "RSS is the largest resident set after a run (mapped weights included), checked\n"
+    "against the budget file + KV cache + 64 MB. Load: open the model and make a\n"
+    "context ('open'), then run the first token to its logits ('first token'),\n"
+    "best of -r tries with the file in the page cache.\n";
 
 #define MAXLIST 16
 
@@ -45,7 +50,7 @@ static int parse_list(const char *s, int *out, int max)
 int cmd_bench(int argc, char **argv)
 {
     const char *model = NULL, *kernels = NULL, *tlist = NULL;
-    int n_prompt = 128, n_gen = 64, reps = 3, json = 0, membw_only = 0;
+    int n_prompt = 128, n_gen = 64, reps = 3, json = 0, membw_only = 0, load = 1;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -59,6 +64,7 @@ int cmd_bench(int argc, char **argv)
         else if (!strcmp(a, "--kernel") && v) { kernels = v; i++; }
         else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--membw")) membw_only = 1;
+        else if (!strcmp(a, "--no-load")) load = 0;
         else {
             fprintf(stderr, "nibble bench: unknown option or missing value: %s (see --help)\n", a);
             return 2;
@@ -120,20 +126,46 @@ int cmd_bench(int argc, char **argv)
     }
     const eng_model_info *in = eng_model_get_info(m);
     uint64_t bpt = eng_bench_bytes_per_token(m);
-    if (!json)
-        printf("| model | size | params | type | kernel | threads | test | t/s | roofline t/s | of roof |\n"
-               "|---|---:|---:|---|---|---:|---|---:|---:|---:|\n");
     int status = 0;
+    if (load) {
+        eng_bench_load lt;
+        if (eng_bench_load_time(app_model_path(&o), threads[0], reps, &lt, &e)) {
+            fprintf(stderr, "nibble bench: %s\n", e.msg);
+            eng_model_close(m);
+            return 1;
+        }
+        if (json)
+            printf("{\"model\": \"%s\", \"file_bytes\": %llu, \"kernel\": \"%s\", \"threads\": %d, "
+                   "\"test\": \"load\", \"open_ms\": %.1f, \"first_token_ms\": %.1f}\n",
+                   in->name, (unsigned long long)in->file_size, simd_kernel_name(simd_kernel_current()), threads[0],
+                   lt.open_ms, lt.first_ms);
+        else
+            fprintf(stderr, "load, %d thread%s: open %.1f ms, first token %.1f ms (best of %d)\n", threads[0],
+                    threads[0] > 1 ? "s" : "", lt.open_ms, lt.first_ms, reps);
+    }
+    if (!json)
+        printf("| model | size | params | type | kernel | threads | test | t/s | roofline t/s | of roof | RSS MB (budget) |\n"
+               "|---|---:|---:|---|---|---:|---|---:|---:|---:|---:|\n");
     for (int ki = 0; ki < nk && !status; ki++) {
         simd_kernel_select((enum simd_kernel)ks[ki]);
         for (int ti = 0; ti < nt && !status; ti++) {
             eng_bench_stat pp, tg;
-            if (eng_bench_run(m, threads[ti], n_prompt, n_gen, reps, &pp, &tg, &e)) {
+            eng_bench_mem mem;
+            if (eng_bench_run(m, threads[ti], n_prompt, n_gen, reps, &pp, &tg, &mem, &e)) {
                 fprintf(stderr, "nibble bench: %s\n", e.msg);
                 status = 1;
                 break;
             }
             double roof = bw[ti] * 1e9 / (double)bpt;
+            int over = mem.rss > mem.budget;
+            char rss[64] = "n/a";
+            if (mem.rss)
+                snprintf(rss, sizeof rss, "%.0f (%.0f)%s", mem.rss / 1048576.0, mem.budget / 1048576.0,
+                         over ? " OVER" : "");
+            if (over)
+                fprintf(stderr, "nibble bench: resident set %.1f MB is over the budget %.1f MB (file %.1f + KV cache "
+                        "%.1f + 64)\n", mem.rss / 1048576.0, mem.budget / 1048576.0, in->file_size / 1048576.0,
+                        mem.kv_bytes / 1048576.0);
             for (int test = 0; test < 2; test++) {
                 const eng_bench_stat *s = test ? &tg : &pp;
                 int count = test ? n_gen : n_prompt;
@@ -142,19 +174,22 @@ int cmd_bench(int argc, char **argv)
                 if (json)
                     printf("{\"model\": \"%s\", \"file_bytes\": %llu, \"params\": %llu, \"type\": \"%s\", "
                            "\"kernel\": \"%s\", \"threads\": %d, \"test\": \"%s%d\", \"tps\": %.2f, \"sd\": %.2f, "
-                           "\"membw_gbs\": %.2f, \"roofline_tps\": %.2f}\n",
+                           "\"membw_gbs\": %.2f, \"roofline_tps\": %.2f, \"rss_bytes\": %llu, \"kv_bytes\": %llu, "
+                           "\"rss_budget_bytes\": %llu}\n",
                            in->name, (unsigned long long)in->file_size, (unsigned long long)in->n_params,
                            simd_type_name(in->main_type), simd_kernel_name((enum simd_kernel)ks[ki]), threads[ti],
-                           test ? "tg" : "pp", count, s->mean, s->sd, bw[ti], test ? roof : 0.0);
+                           test ? "tg" : "pp", count, s->mean, s->sd, bw[ti], test ? roof : 0.0,
+                           (unsigned long long)mem.rss, (unsigned long long)mem.kv_bytes,
+                           (unsigned long long)mem.budget);
                 else if (test)
-                    printf("| %s | %.1f MB | %.1f M | %s | %s | %d | tg%d | %.1f ± %.1f | %.1f | %.0f%% |\n", in->name,
-                           in->file_size / 1e6, in->n_params / 1e6, simd_type_name(in->main_type),
+                    printf("| %s | %.1f MB | %.1f M | %s | %s | %d | tg%d | %.1f ± %.1f | %.1f | %.0f%% | %s |\n",
+                           in->name, in->file_size / 1e6, in->n_params / 1e6, simd_type_name(in->main_type),
                            simd_kernel_name((enum simd_kernel)ks[ki]), threads[ti], count, s->mean, s->sd, roof,
-                           100.0 * s->mean / roof);
+                           100.0 * s->mean / roof, rss);
                 else
-                    printf("| %s | %.1f MB | %.1f M | %s | %s | %d | pp%d | %.1f ± %.1f | | |\n", in->name,
+                    printf("| %s | %.1f MB | %.1f M | %s | %s | %d | pp%d | %.1f ± %.1f | | | %s |\n", in->name,
                            in->file_size / 1e6, in->n_params / 1e6, simd_type_name(in->main_type),
-                           simd_kernel_name((enum simd_kernel)ks[ki]), threads[ti], count, s->mean, s->sd);
+                           simd_kernel_name((enum simd_kernel)ks[ki]), threads[ti], count, s->mean, s->sd, rss);
                 fflush(stdout);
             }
         }

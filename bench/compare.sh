@@ -11,21 +11,25 @@
 #   PEER       bench.mjs (default: ../shared/peer/bench.mjs beside the source tree)
 #   MODEL_DIR  where the synth models are, or are written when missing (default: a new
 #              temporary directory, removed at the end)
-#   SHAPES     default "smol135 qwen05"      TYPES    default "q8_0 q4_0"
+#   SHAPES     default "smol135 qwen05 llama1b"
+#   TYPES      default "q8_0 q4_0 q4_k_m" (a type `nibble synth` refuses is skipped, with a message)
 #   THREADS    default "1 2"                 ROUNDS   default 2 (peer, nibble, peer, nibble)
 #   PP, TG     prompt and generated tokens, default 128 and 64
 #   REPS       repetitions inside each run (each tool reports its median), default 3
 #
 # Each cell is the mean over ROUNDS runs; the runs of the two programs alternate so that
 # both see the same background load. Prints a markdown table; ratio = nibble / llama.cpp.
+# Memory columns (MB): nibble's resident set while it runs (from `nibble bench --json`,
+# checked against file + KV cache + 64 MB) and llama.cpp's peak RSS from /usr/bin/time
+# (the whole node process, runtime included), when /usr/bin/time exists.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 nib=${NIBBLE:?set NIBBLE to the nibble binary}
 peer=${PEER:-$root/../shared/peer/bench.mjs}
-shapes=${SHAPES:-smol135 qwen05}
-types=${TYPES:-q8_0 q4_0}
+shapes=${SHAPES:-smol135 qwen05 llama1b}
+types=${TYPES:-q8_0 q4_0 q4_k_m}
 threads=${THREADS:-1 2}
 rounds=${ROUNDS:-2}
 pp=${PP:-128}
@@ -48,53 +52,84 @@ mkdir -p "$dir"
 log=$(mktemp)
 trap '[ -n "$tmp" ] && rm -rf "$tmp"; rm -f "$log"' EXIT
 
+# the (shape, type) pairs that have a model file; synth may not know every type yet
+pairs=""
 for s in $shapes; do
   for ty in $types; do
     f="$dir/$s-$ty.gguf"
-    [ -f "$f" ] || "$nib" synth --shape "$s" --type "$ty" "$f" >/dev/null 2>&1 ||
-      { echo "compare.sh: nibble synth --shape $s --type $ty failed" >&2; exit 1; }
+    if [ ! -f "$f" ]; then
+      if ! msg=$("$nib" synth --shape "$s" --type "$ty" "$f.part" 2>&1 >/dev/null); then
+        rm -f "$f.part"
+        echo "compare.sh: skipping $s $ty: nibble synth refused it: $(echo "$msg" | tail -1)" >&2
+        continue
+      fi
+      mv "$f.part" "$f"
+    fi
+    pairs="$pairs $s:$ty"
   done
 done
+[ -n "$pairs" ] || { echo "compare.sh: no model to run" >&2; exit 1; }
+
+timer=""
+[ -x /usr/bin/time ] && timer=/usr/bin/time
 
 # one run of each program: appends "prog shape type t test tps" lines to $log
 run_peer() {
-  local f=$1 s=$2 ty=$3 t=$4 line
-  line=$(node "$peer" "$f" -t "$t" -n "$pp" -m "$tg" -r "$reps" 2>/dev/null | grep '^RESULT' || true)
+  local f=$1 s=$2 ty=$3 t=$4 line out kb
+  if [ -n "$timer" ]; then
+    out=$("$timer" -f "MAXRSS_KB %M" node "$peer" "$f" -t "$t" -n "$pp" -m "$tg" -r "$reps" 2>&1 || true)
+  else
+    out=$(node "$peer" "$f" -t "$t" -n "$pp" -m "$tg" -r "$reps" 2>/dev/null || true)
+  fi
+  line=$(echo "$out" | grep '^RESULT' || true)
   [ -n "$line" ] || { echo "compare.sh: llama.cpp run failed on $f t=$t" >&2; return; }
   echo "$line" | sed -E "s/.* pp$pp=([0-9.]+) tok\/s tg$tg=([0-9.]+) tok\/s.*/peer $s $ty $t pp$pp \1\npeer $s $ty $t tg$tg \2/" >>"$log"
+  kb=$(echo "$out" | sed -n 's/^MAXRSS_KB \([0-9]*\)$/\1/p' | tail -1)
+  [ -z "$kb" ] || echo "peer $s $ty $t rss $((kb / 1024))" >>"$log"
 }
 run_nibble() {
-  local f=$1 s=$2 ty=$3 t=$4
-  "$nib" bench -m "$f" -t "$t" -p "$pp" -n "$tg" -r "$reps" --json 2>/dev/null |
-    sed -nE "s/.*\"test\": \"([a-z]+[0-9]+)\", \"tps\": ([0-9.]+).*/nibble $s $ty $t \1 \2/p" >>"$log"
+  local f=$1 s=$2 ty=$3 t=$4 out
+  out=$("$nib" bench -m "$f" -t "$t" -p "$pp" -n "$tg" -r "$reps" --json --no-load 2>/dev/null || true)
+  echo "$out" | sed -nE "s/.*\"test\": \"([a-z]+[0-9]+)\", \"tps\": ([0-9.]+).*/nibble $s $ty $t \1 \2/p" >>"$log"
+  echo "$out" | grep "\"test\": \"tg" |
+    sed -nE "s/.*\"rss_bytes\": ([0-9]+), \"kv_bytes\": [0-9]+, \"rss_budget_bytes\": ([0-9]+).*/\1 \2/p" |
+    awk -v k="nibble $s $ty $t" '{ printf "%s rss %d\n%s budget %d\n", k, $1 / 1048576, k, $2 / 1048576 }' >>"$log"
 }
 
-for s in $shapes; do
-  for ty in $types; do
-    for t in $threads; do
-      f="$dir/$s-$ty.gguf"
-      for r in $(seq "$rounds"); do
-        echo "compare.sh: $s $ty t=$t round $r" >&2
-        run_peer "$f" "$s" "$ty" "$t"
-        run_nibble "$f" "$s" "$ty" "$t"
-      done
+for st in $pairs; do
+  s=${st%%:*} ty=${st#*:}
+  for t in $threads; do
+    f="$dir/$s-$ty.gguf"
+    for r in $(seq "$rounds"); do
+      echo "compare.sh: $s $ty t=$t round $r" >&2
+      run_peer "$f" "$s" "$ty" "$t"
+      run_nibble "$f" "$s" "$ty" "$t"
     done
   done
 done
 
-echo "| model | type | threads | test | llama.cpp t/s | nibble t/s | nibble / llama.cpp |"
-echo "|---|---|---:|---|---:|---:|---:|"
-awk -v shapes="$shapes" -v types="$types" -v threads="$threads" -v pp="pp$pp" -v tg="tg$tg" '
-  { k = $2 SUBSEP $3 SUBSEP $4 SUBSEP $5; sum[$1, k] += $6; cnt[$1, k]++ }
+echo "| model | type | threads | test | llama.cpp t/s | nibble t/s | nibble / llama.cpp | llama.cpp peak RSS MB | nibble RSS MB (budget) |"
+echo "|---|---|---:|---|---:|---:|---:|---:|---:|"
+awk -v pairs="$pairs" -v threads="$threads" -v pp="pp$pp" -v tg="tg$tg" '
+  { k = $2 SUBSEP $3 SUBSEP $4 SUBSEP $5; sum[$1, k] += $6; cnt[$1, k]++
+    if ($5 == "rss" || $5 == "budget") { if ($6 > mx[$1, k]) mx[$1, k] = $6 } }
   END {
-    ns = split(shapes, S, " "); nt = split(types, T, " "); nh = split(threads, H, " ")
+    np = split(pairs, P, " "); nh = split(threads, H, " ")
     split(pp " " tg, X, " ")
-    for (i = 1; i <= ns; i++) for (j = 1; j <= nt; j++) for (h = 1; h <= nh; h++) for (x = 1; x <= 2; x++) {
-      k = S[i] SUBSEP T[j] SUBSEP H[h] SUBSEP X[x]
+    for (i = 1; i <= np; i++) for (h = 1; h <= nh; h++) for (x = 1; x <= 2; x++) {
+      split(P[i], st, ":")
+      base = st[1] SUBSEP st[2] SUBSEP H[h]
+      k = base SUBSEP X[x]
       p = cnt["peer", k] ? sum["peer", k] / cnt["peer", k] : -1
       n = cnt["nibble", k] ? sum["nibble", k] / cnt["nibble", k] : -1
       ps = p < 0 ? "-" : sprintf("%.1f", p); nstr = n < 0 ? "-" : sprintf("%.1f", n)
       rs = (p > 0 && n >= 0) ? sprintf("%.2fx", n / p) : "-"
-      printf "| %s | %s | %s | %s | %s | %s | %s |\n", S[i], T[j], H[h], X[x], ps, nstr, rs
+      pr = ((("peer", base SUBSEP "rss") in mx) && x == 2) ? mx["peer", base SUBSEP "rss"] : "-"
+      nr = "-"
+      if ((("nibble", base SUBSEP "rss") in mx) && x == 2) {
+        nr = mx["nibble", base SUBSEP "rss"] " (" mx["nibble", base SUBSEP "budget"] ")"
+        if (mx["nibble", base SUBSEP "rss"] > mx["nibble", base SUBSEP "budget"]) nr = nr " OVER"
+      }
+      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", st[1], st[2], H[h], X[x], ps, nstr, rs, pr, nr
     }
   }' "$log"

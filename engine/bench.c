@@ -89,8 +89,17 @@ static void stat_of(const double *v, int n, eng_bench_stat *s)
     s->reps = n;
 }
 
+/* The resident set after a run: what the mapped weights, the KV cache
+ * and the scratch buffers add up to while the model runs. */
+static void note_rss(eng_bench_mem *mem)
+{
+    uint64_t r = eng_rss_bytes();
+    if (mem && r > mem->rss)
+        mem->rss = r;
+}
+
 int eng_bench_run(eng_model *m, int n_threads, int n_prompt, int n_gen, int reps, eng_bench_stat *pp,
-                  eng_bench_stat *tg, eng_err *e)
+                  eng_bench_stat *tg, eng_bench_mem *mem, eng_err *e)
 {
     uint32_t need = (uint32_t)(n_prompt > n_gen + 1 ? n_prompt : n_gen + 1);
     eng_ctx *c;
@@ -111,6 +120,11 @@ int eng_bench_run(eng_model *m, int n_threads, int n_prompt, int n_gen, int reps
     }
     memset(pp, 0, sizeof *pp);
     memset(tg, 0, sizeof *tg);
+    if (mem) {
+        memset(mem, 0, sizeof *mem);
+        mem->kv_bytes = eng_ctx_kv_bytes(c);
+        mem->budget = m->info.file_size + mem->kv_bytes + ((uint64_t)64 << 20);
+    }
     for (int run = 0; n_prompt > 0 && run <= reps; run++) {
         eng_ctx_truncate(c, 0);
         double t0 = now_s();
@@ -118,6 +132,7 @@ int eng_bench_run(eng_model *m, int n_threads, int n_prompt, int n_gen, int reps
             goto out;
         if (run > 0) /* run 0 warms caches and pages */
             v[run - 1] = n_prompt / (now_s() - t0);
+        note_rss(mem);
     }
     if (n_prompt > 0)
         stat_of(v, reps, pp);
@@ -131,6 +146,7 @@ int eng_bench_run(eng_model *m, int n_threads, int n_prompt, int n_gen, int reps
                 goto out;
         if (run > 0)
             v[run - 1] = n_gen / (now_s() - t0);
+        note_rss(mem);
     }
     if (n_gen > 0)
         stat_of(v, reps, tg);
@@ -140,4 +156,41 @@ out:
     free(v);
     eng_ctx_free(c);
     return r;
+}
+
+int eng_bench_load_time(const char *path, int n_threads, int reps, eng_bench_load *out, eng_err *e)
+{
+    out->open_ms = out->first_ms = 0;
+    for (int run = 0; run < reps; run++) {
+        double t0 = now_s();
+        eng_model *m;
+        eng_ctx *c = NULL;
+        int r = eng_model_open(path, &m, e);
+        if (r)
+            return r;
+        float *logits = malloc(m->info.n_vocab * sizeof *logits);
+        if (!logits) {
+            eng_model_close(m);
+            return eng_errf(e, ENG_ENOMEM, "out of memory");
+        }
+        if ((r = eng_ctx_new(m, 0, n_threads, &c, e)) == 0) {
+            double t1 = now_s();
+            int32_t first = eng_tok_bos(eng_model_tok(m));
+            if (first < 0)
+                first = 0;
+            if ((r = eng_ctx_eval(c, &first, 1, logits, 0, NULL, e)) == 0) {
+                double t2 = now_s();
+                if (run == 0 || (t1 - t0) * 1e3 < out->open_ms)
+                    out->open_ms = (t1 - t0) * 1e3;
+                if (run == 0 || (t2 - t0) * 1e3 < out->first_ms)
+                    out->first_ms = (t2 - t0) * 1e3;
+            }
+        }
+        eng_ctx_free(c);
+        free(logits);
+        eng_model_close(m);
+        if (r)
+            return r;
+    }
+    return 0;
 }

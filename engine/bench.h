@@ -21,11 +21,28 @@ double eng_bench_membw(int n_threads, size_t bytes);
  * embedding row (what a bandwidth-bound decode must stream). */
 uint64_t eng_bench_bytes_per_token(const eng_model *m);
 
+/* Memory while the tests ran. */
+typedef struct eng_bench_mem {
+    uint64_t rss;      /* largest resident set seen after a run (0: cannot be read here) */
+    uint64_t kv_bytes; /* the context's K and V caches */
+    uint64_t budget;   /* what decoding may use: file + KV cache + 64 MB */
+} eng_bench_mem;
+
 /* pp: n_prompt tokens from an empty context, as one prefill; tg: n_gen
  * single-token steps after one warm-up token. Token ids are seeded
  * random ids. reps repetitions, after one warm-up run of each. A zero
- * count skips that test. */
+ * count skips that test. mem (may be NULL) gets the memory figures. */
 int eng_bench_run(eng_model *m, int n_threads, int n_prompt, int n_gen, int reps, eng_bench_stat *pp,
-                  eng_bench_stat *tg, eng_err *e);
+                  eng_bench_stat *tg, eng_bench_mem *mem, eng_err *e);
+
+/* Load time, as a user waits for it: open path (map, check, build the
+ * tokenizer) and make a context of the default size (open_ms), then run
+ * the first token, the BOS or id 0, to its logits (first_ms, counted from
+ * the start too). Best of reps tries; meant for a file in the page cache,
+ * so the first try reads it there. */
+typedef struct eng_bench_load {
+    double open_ms, first_ms;
+} eng_bench_load;
+int eng_bench_load_time(const char *path, int n_threads, int reps, eng_bench_load *out, eng_err *e);
 
 #endif

@@ -410,6 +410,8 @@ int eng_ctx_set_threads(eng_ctx *c, int n_threads)
 
 int eng_ctx_threads(const eng_ctx *c) { return eng_pool_threads(c->pool); }
 
+size_t eng_ctx_kv_bytes(const eng_ctx *c) { return 2 * c->m->kv_floats * c->n_ctx * sizeof(float); }
+
 int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_err *e)
 {
     *out = NULL;

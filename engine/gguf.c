@@ -677,6 +677,16 @@ eng_str eng_gguf_arr_str(const eng_gguf *g, const char *key, uint64_t j)
     return k->strs[j];
 }
 
+const eng_str *eng_gguf_arr_strs(const eng_gguf *g, const char *key, uint64_t *count)
+{
+    const kv *k;
+    *count = 0;
+    if (lookup(g, key, &k) || k->type != GGUF_ARRAY || k->arr_type != GGUF_STRING)
+        return NULL;
+    *count = k->arr_count;
+    return k->strs;
+}
+
 static void fmt_scalar(enum eng_gguf_vtype t, const void *p, char *buf, size_t n)
 {
     if (t == GGUF_F32 || t == GGUF_F64)

@@ -78,6 +78,10 @@ int eng_gguf_get_str(const eng_gguf *g, const char *key, eng_str *out, eng_err *
 int eng_gguf_get_arr(const eng_gguf *g, const char *key, int want, enum eng_gguf_vtype *type,
                      uint64_t *count, const void **data, eng_err *e);
 eng_str eng_gguf_arr_str(const eng_gguf *g, const char *key, uint64_t j);
+/* All elements of a string array at once (borrowed, valid while g is
+ * open), *count of them; NULL if key is not a string array. For long
+ * arrays (vocabularies): eng_gguf_arr_str looks the key up per element. */
+const eng_str *eng_gguf_arr_strs(const eng_gguf *g, const char *key, uint64_t *count);
 /* Value of element j of a numeric array as double / int64 (0 for a type
  * that is not numeric). int64 clamps what does not fit (u64 above
  * INT64_MAX, large floats; NaN gives 0). */

@@ -103,6 +103,11 @@ void eng_map_release(const void *p, size_t n)
     (void)p;
     (void)n;
 }
+void eng_map_prefetch(const void *p, size_t n)
+{
+    (void)p;
+    (void)n;
+}
 #else
 void eng_map_release(const void *p, size_t n)
 {
@@ -113,5 +118,22 @@ void eng_map_release(const void *p, size_t n)
     uintptr_t b = ((uintptr_t)p + n) & ~((uintptr_t)pg - 1);
     if (b > a)
         madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+void eng_map_prefetch(const void *p, size_t n)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0 || !p || !n)
+        return;
+    uintptr_t a = (uintptr_t)p & ~((uintptr_t)pg - 1);
+    size_t len = (size_t)((uintptr_t)p + n - a);
+#ifdef MADV_HUGEPAGE
+    /* before WILLNEED: readahead then allocates huge folios where the
+     * file system can (measured on ext4, Linux 6.18: a cold 77 MB model
+     * came back 90% PMD-mapped instead of 40%, and a later process's
+     * first pass over it ran 3x faster) */
+    madvise((void *)a, len, MADV_HUGEPAGE);
+#endif
+    madvise((void *)a, len, MADV_WILLNEED);
 }
 #endif

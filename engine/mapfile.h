@@ -21,5 +21,11 @@ void eng_map_close(eng_map *m);
  * again if touched. Only for memory from eng_map_open (a no-op where the
  * platform has no such call). */
 void eng_map_release(const void *p, size_t n);
+/* Tell the OS the pages of [p, p+n) of a mapping will all be read soon:
+ * start reading them from disk now, and ask for huge pages, so that the
+ * page cache keeps the file in 2 MB pieces that later runs map with one
+ * entry each instead of 512 (a first touch of a small page costs a fault,
+ * and in some VMs much more). Advice only: nothing fails. */
+void eng_map_prefetch(const void *p, size_t n);
 
 #endif

@@ -503,6 +503,23 @@ static int load(eng_model *m, eng_err *e)
     return r;
 }
 
+/* The first token reads every weight: have the OS fetch them all now
+ * (a no-op for pages already in memory) in huge pages where it can. */
+static void prefetch_weights(const eng_model *m)
+{
+    const char *lo = NULL, *hi = NULL;
+    for (uint64_t i = 0; i < eng_gguf_n_tensors(m->gguf); i++) {
+        const eng_gguf_tensor *t = eng_gguf_tensor_at(m->gguf, i);
+        const char *a = t->data, *b = a + t->size;
+        if (!lo || a < lo)
+            lo = a;
+        if (!hi || b > hi)
+            hi = b;
+    }
+    if (lo && hi > lo)
+        eng_map_prefetch(lo, (size_t)(hi - lo));
+}
+
 int eng_model_open(const char *path, eng_model **out, eng_err *e) { return eng_model_open_opts(path, NULL, out, e); }
 
 int eng_model_open_opts(const char *path, const eng_model_opts *o, eng_model **out, eng_err *e)
@@ -538,6 +555,7 @@ int eng_model_open_opts(const char *path, const eng_model_opts *o, eng_model **o
         eng_model_close(m);
         return r;
     }
+    prefetch_weights(m);
     eng_str name;
     if (eng_gguf_get_str(m->gguf, "general.name", &name, NULL) == 0 && name.len) {
         size_t n = name.len < sizeof m->info.name - 1 ? (size_t)name.len : sizeof m->info.name - 1;

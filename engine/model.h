@@ -64,6 +64,9 @@ uint32_t eng_ctx_pos(const eng_ctx *c);
 void eng_ctx_truncate(eng_ctx *c, uint32_t pos);
 int eng_ctx_set_threads(eng_ctx *c, int n_threads);
 int eng_ctx_threads(const eng_ctx *c);
+/* Bytes of the K and V caches for all n_ctx positions (allocated; pages
+ * become resident as positions fill). */
+size_t eng_ctx_kv_bytes(const eng_ctx *c);
 
 /* Run n tokens at the next n positions. If logits is not NULL, write the
  * last token's n_vocab logits there; if all_logits, write every token's
@@ -76,5 +79,7 @@ int eng_ctx_eval(eng_ctx *c, const int32_t *tokens, uint32_t n, float *logits, i
 
 /* Physical cores of this machine (at least 1). */
 int eng_physical_cores(void);
+/* This process's resident set now, in bytes; 0 where it cannot be read. */
+uint64_t eng_rss_bytes(void);
 
 #endif

@@ -3,7 +3,9 @@
  * caller runs any part no worker has taken, so a descheduled worker does
  * not stall it). Built for many small jobs per token: workers spin
  * briefly on a generation counter before sleeping, so a matmul costs
- * little more than its arithmetic. */
+ * little more than its arithmetic. When a worker that lost its core holds
+ * up a job, the caller runs the following jobs alone for a while (see
+ * pool.c), so a busy machine does not make more threads slower than one. */
 #ifndef NIBBLE_ENG_POOL_H
 #define NIBBLE_ENG_POOL_H
 
@@ -25,5 +27,7 @@ void eng_pool_run(eng_pool *p, eng_pool_fn fn, void *arg);
  * whose parts share no per-thread state: smaller parts balance better
  * when a thread loses its core for a while. */
 void eng_pool_run_parts(eng_pool *p, eng_pool_fn fn, void *arg, int nth);
+/* Jobs so far where the caller waited for a descheduled worker. */
+unsigned long long eng_pool_stalls(const eng_pool *p);
 
 #endif

@@ -1,4 +1,5 @@
-/* What the machine is: physical core count. */
+/* What the machine is: physical core count; what the process uses:
+ * resident memory. */
 #include <stdio.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@ int eng_physical_cores(void)
     GetSystemInfo(&si);
     return si.dwNumberOfProcessors > 0 ? (int)si.dwNumberOfProcessors : 1;
 }
+uint64_t eng_rss_bytes(void) { return 0; } /* would need psapi; bench says n/a */
 #else
 #include <unistd.h>
 
@@ -50,4 +52,22 @@ int eng_physical_cores(void)
     }
     return n > 0 ? n : (int)online;
 }
+
+#ifdef __linux__
+/* statm's second field: resident pages (file-backed mapped pages, the
+ * model's weights among them, included). */
+uint64_t eng_rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long size = 0, res = 0;
+    if (!f)
+        return 0;
+    int n = fscanf(f, "%llu %llu", &size, &res);
+    fclose(f);
+    long pg = sysconf(_SC_PAGESIZE);
+    return n == 2 && pg > 0 ? (uint64_t)res * (uint64_t)pg : 0;
+}
+#else
+uint64_t eng_rss_bytes(void) { return 0; }
+#endif
 #endif

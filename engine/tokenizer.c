@@ -662,14 +662,12 @@ int eng_tok_from_gguf(const eng_gguf *g, eng_tok **out, eng_err *e)
                         (unsigned long long)n);
     s.n_vocab = (uint32_t)n;
 
-    eng_str *toks = NULL, *merges = NULL;
     float *scores = NULL;
     int32_t *types = NULL;
-    if (!(toks = malloc(n * sizeof *toks)))
-        goto nomem;
-    for (uint64_t i = 0; i < n; i++)
-        toks[i] = eng_gguf_arr_str(g, "tokenizer.ggml.tokens", i);
-    s.tokens = toks;
+    uint64_t got = 0;
+    s.tokens = eng_gguf_arr_strs(g, "tokenizer.ggml.tokens", &got);
+    if (!s.tokens || got != n)
+        return eng_errf(e, ENG_EFORMAT, "tokenizer.ggml.tokens: not a string array");
 
     r = gguf_array(g, "tokenizer.ggml.scores", GGUF_F32, &cnt, &data, e);
     if (r < 0)
@@ -715,11 +713,12 @@ int eng_tok_from_gguf(const eng_gguf *g, eng_tok **out, eng_err *e)
             r = eng_errf(e, ENG_EFORMAT, "tokenizer.ggml.merges: too many entries");
             goto done;
         }
-        if (cnt && !(merges = malloc(cnt * sizeof *merges)))
-            goto nomem;
-        for (uint64_t i = 0; i < cnt; i++)
-            merges[i] = eng_gguf_arr_str(g, "tokenizer.ggml.merges", i);
-        s.merges = merges;
+        uint64_t got = 0;
+        s.merges = eng_gguf_arr_strs(g, "tokenizer.ggml.merges", &got);
+        if (cnt && (!s.merges || got != cnt)) {
+            r = eng_errf(e, ENG_EFORMAT, "tokenizer.ggml.merges: not a string array");
+            goto done;
+        }
         s.n_merges = (uint32_t)cnt;
     }
 
@@ -776,10 +775,8 @@ int eng_tok_from_gguf(const eng_gguf *g, eng_tok **out, eng_err *e)
 nomem:
     r = eng_errf(e, ENG_ENOMEM, "tokenizer: out of memory");
 done:
-    free(toks);
     free(scores);
     free(types);
-    free(merges);
     return r;
 }
 

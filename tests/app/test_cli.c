@@ -113,6 +113,39 @@ static void check_golden(void)
     free(all);
 }
 
+/* nibble bench --json on the embedded model: a load line with open and
+ * first-token times, and pp/tg lines whose resident set was read and
+ * stays within file + KV cache + 64 MB. */
+static void check_bench(void)
+{
+    const char *args[] = {"bench", "-m", model, "-p", "16", "-n", "8", "-r", "1", "-t", "1", "--json", NULL};
+    result r = run(args);
+    CHECKF(r.status == 0, "bench exited %d: %s", r.status, r.err);
+    int loads = 0, tests = 0;
+    for (char *line = r.out; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        const char *t = js_find(line, "test");
+        if (t && !strncmp(t, "\"load\"", 6)) {
+            const char *o = js_find(line, "open_ms"), *f = js_find(line, "first_token_ms");
+            CHECKF(o && f && atof(o) > 0 && atof(f) >= atof(o), "load line: %s", line);
+            loads++;
+        } else if (t) {
+            const char *rs = js_find(line, "rss_bytes"), *b = js_find(line, "rss_budget_bytes");
+            const char *kv = js_find(line, "kv_bytes");
+            CHECKF(rs && b && kv && atof(kv) > 0, "no memory figures: %s", line);
+#ifdef __linux__
+            CHECKF(rs && b && atof(rs) > 0 && atof(rs) <= atof(b), "resident set over budget: %s", line);
+#endif
+            tests++;
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    CHECKF(loads == 1 && tests == 2, "bench printed %d load and %d test lines:\n%s", loads, tests, r.out);
+    done(&r);
+}
+
 /* Without -m the binary finds the embedded model next to itself. */
 static void check_default_model(void)
 {
@@ -250,6 +283,7 @@ int main(void)
     check_tools();
     check_errors();
     check_golden();
+    check_bench();
     check_default_model();
     return tu_result("test_cli");
 }
