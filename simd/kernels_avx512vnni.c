@@ -163,3 +163,6 @@ NB_INLINE void nb_qgroup16(int type, const unsigned char *wb, const char *a, siz
 #define NB_HAVE_GROUP16 1
 #define NB_SET_FN simd_set_avx512vnni
 #include "kernels_x86_q.h"
+
+#define NBK_SET_FN simd_set_kquants_avx512vnni
+#include "kquants_x86.h"
