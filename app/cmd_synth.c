@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "quantize.h"
 #include "simd.h"
 #include "synth.h"
 
@@ -15,7 +16,10 @@ static void usage(FILE *f)
                "\n"
                "Write a GGUF model of a real model's shape with seeded random weights\n"
                "(llama.cpp loads it too). TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1\n"
-               "(default q8_0); matrices whose rows do not fit the type's block are f16.\n"
+               "q4_k q5_k q6_k (default q8_0); matrices whose rows do not fit the type's\n"
+               "block are f16. Or the mixes q4_k_m / q5_k_m, planned tensor by tensor as\n"
+               "nibble quantize does (llama.cpp's rule: output q6_k, attn_v and ffn_down\n"
+               "q6_k in some layers, q5_0/q5_1/q8_0 where rows do not fit 256).\n"
                "ARCH overrides the shape's architecture: llama qwen2 qwen3 phi3 gpt2.\n"
                "\nshapes:\n");
     for (const eng_synth_shape *s = eng_synth_shapes(); s->name; s++)
@@ -42,7 +46,7 @@ int app_type_from_name(const char *name)
 int cmd_synth(int argc, char **argv)
 {
     const char *shape = NULL, *out = NULL, *type = "q8_0";
-    eng_synth_opts o = {NULL, 0, 1, 1};
+    eng_synth_opts o = {NULL, 0, 1, 1, NULL};
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "--list")) {
@@ -72,6 +76,11 @@ int cmd_synth(int argc, char **argv)
         return 2;
     }
     o.type = app_type_from_name(type);
+    const eng_qtarget *mix = o.type < 0 ? eng_qtarget_find(type) : NULL;
+    if (mix && mix->more_bits_type >= 0) {
+        o.mix = mix;
+        o.type = mix->type;
+    }
     const simd_traits *tr = o.type >= 0 ? simd_type_traits(o.type) : NULL;
     if (!tr || !tr->quant) {
         fprintf(stderr, "nibble synth: cannot write type '%s'\n", type);
@@ -82,6 +91,6 @@ int cmd_synth(int argc, char **argv)
         fprintf(stderr, "nibble synth: %s\n", e.msg);
         return 1;
     }
-    fprintf(stderr, "nibble synth: wrote %s (%s, %s)\n", out, o.arch ? o.arch : s->arch, tr->name);
+    fprintf(stderr, "nibble synth: wrote %s (%s, %s)\n", out, o.arch ? o.arch : s->arch, o.mix ? o.mix->name : tr->name);
     return 0;
 }

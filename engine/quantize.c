@@ -12,7 +12,9 @@
  *    under q8_0: the logits are the most sensitive product, as
  *    llama.cpp also judges;
  *  - mixes (q4_k_m, q5_k_m): attn_v and ffn_down get q6_k in the first
- *    and last eighth of the layers and in every third layer between;
+ *    and last eighth of the layers and in every third layer between; a
+ *    fused attn_qkv (phi3, gpt2) gets one step more than the base type
+ *    (q5_k / q6_k), llama.cpp's rule for it;
  *  - a matrix whose rows do not fit the block falls back: q4_k -> q5_0,
  *    q5_k -> q5_1, q6_k -> q8_0 (the 32-block type of at least the same
  *    quality), and any 32-block type -> f16. */
@@ -104,6 +106,8 @@ int eng_quant_plan(const eng_qtarget *t, const char *name, uint32_t n_dims, cons
     if (t->more_bits_type >= 0 && l >= 0 && (ends_with(name, ".attn_v.weight") || ends_with(name, ".ffn_down.weight")) &&
         more_bits_layer(l, n_layers))
         type = t->more_bits_type;
+    if (t->more_bits_type >= 0 && l >= 0 && ends_with(name, ".attn_qkv.weight"))
+        type = t->type == SIMD_Q4_K ? SIMD_Q5_K : SIMD_Q6_K;
     *planned = type;
     while (ne[0] % simd_type_traits(type)->block) {
         type = fallback_of(type);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gguf.h"
+#include "quantize.h"
 #include "simd.h"
 
 static const eng_synth_shape shapes[] = {
@@ -64,6 +65,9 @@ typedef struct builder {
     rng r;
     int type;
     int failed;
+    const eng_qtarget *mix; /* or NULL */
+    uint32_t n_layers;
+    int has_output;
 } builder;
 
 static void *keep(builder *b, size_t n)
@@ -87,6 +91,11 @@ static void tensor(builder *b, const char *name, uint32_t cols, uint32_t rows, f
     if (b->failed)
         return;
     int type = is_vec ? SIMD_F32 : b->type;
+    if (!is_vec && b->mix) {
+        uint64_t ne[2] = {cols, rows};
+        int planned, fallback;
+        type = eng_quant_plan(b->mix, name, 2, ne, SIMD_F32, b->n_layers, b->has_output, &planned, &fallback);
+    }
     const simd_traits *tr = simd_type_traits(type);
     if (!tr || !tr->quant || cols % tr->block) {
         type = SIMD_F16;
@@ -178,7 +187,8 @@ int eng_synth_write(const eng_synth_shape *s, const eng_synth_opts *o, const cha
     const simd_traits *tr = simd_type_traits(o->type);
     if (!tr || !tr->quant)
         return eng_errf(e, ENG_EINVAL, "cannot write weights of type %s", simd_type_name(o->type));
-    builder b = {eng_gguf_writer_new(), NULL, 0, {o->seed * 0x2545f4914f6cdd1dull + 1}, o->type, 0};
+    builder b = {eng_gguf_writer_new(), NULL, 0, {o->seed * 0x2545f4914f6cdd1dull + 1}, o->type, 0, o->mix,
+                 s->n_layers, !s->tied};
     if (!b.w)
         return eng_errf(e, ENG_ENOMEM, "out of memory");
     int gpt2 = !strcmp(arch, "gpt2"), qwen2 = !strcmp(arch, "qwen2"), qwen3 = !strcmp(arch, "qwen3");
@@ -187,8 +197,10 @@ int eng_synth_write(const eng_synth_shape *s, const eng_synth_opts *o, const cha
     char key[128];
 #define KEY(k) (snprintf(key, sizeof key, "%s." k, arch), key)
     eng_gguf_writer_str(b.w, "general.architecture", arch);
-    snprintf(key, sizeof key, "synth-%s-%s", s->name, tr->name);
+    snprintf(key, sizeof key, "synth-%s-%s", s->name, o->mix ? o->mix->name : tr->name);
     eng_gguf_writer_str(b.w, "general.name", key);
+    if (o->mix)
+        eng_gguf_writer_u32(b.w, "general.file_type", o->mix->file_type);
     eng_gguf_writer_u32(b.w, KEY("context_length"), s->ctx);
     eng_gguf_writer_u32(b.w, KEY("embedding_length"), dim);
     eng_gguf_writer_u32(b.w, KEY("block_count"), s->n_layers);

@@ -21,15 +21,23 @@ typedef struct eng_synth_shape {
 const eng_synth_shape *eng_synth_shapes(void);
 const eng_synth_shape *eng_synth_find(const char *name);
 
+struct eng_qtarget;
+
 typedef struct eng_synth_opts {
     const char *arch;   /* NULL: the shape's; "llama", "qwen2", "qwen3", "phi3", "gpt2" */
     int type;           /* weight type of the matrices (enum simd_type) */
     uint64_t seed;
     int verbose;        /* progress on stderr */
+    /* non-NULL: a quantize mix (q4_k_m, q5_k_m) whose per-tensor plan
+     * (eng_quant_plan: output q6_k, attn_v/ffn_down q6_k in the layers
+     * that get more bits, fallbacks for rows that do not fit) replaces
+     * type for the matrices; general.file_type is the mix's */
+    const struct eng_qtarget *mix;
 } eng_synth_opts;
 
 /* Write the model to path (through a temporary file). Matrices whose rows
- * do not fit the type's block fall back to f16. */
+ * do not fit the type's block fall back to f16 (with a mix: as
+ * eng_quant_plan says). */
 int eng_synth_write(const eng_synth_shape *shape, const eng_synth_opts *o, const char *path, eng_err *e);
 
 #endif

@@ -130,6 +130,24 @@ static void (*const fillers[SIMD_K_COUNT])(simd_kernel_set *) = {
 #endif
 };
 
+/* Their K-quant kernels (kquants_x86.h / kquants_neon.h), built into the
+ * same files. */
+static void (*const kfillers[SIMD_K_COUNT])(simd_kernel_set *) = {
+    [SIMD_K_SCALAR] = NULL,
+#if defined(NIBBLE_X86_SETS)
+    [SIMD_K_AVX2] = simd_set_kquants_avx2,
+    [SIMD_K_AVXVNNI] = simd_set_kquants_avxvnni,
+    [SIMD_K_AVX512VNNI] = simd_set_kquants_avx512vnni,
+    [SIMD_K_AVXVNNIINT8] = simd_set_kquants_avxvnniint8,
+#endif
+#if defined(NIBBLE_NEON_SET)
+    [SIMD_K_NEON] = simd_set_kquants_neon,
+#endif
+#if defined(NIBBLE_NEON_DOTPROD_SET)
+    [SIMD_K_NEON_DOTPROD] = simd_set_kquants_neon_dotprod,
+#endif
+};
+
 #if defined(__x86_64__) || defined(_M_X64)
 #define ARCH_X86 1
 #else
@@ -213,6 +231,8 @@ int simd_kernel_select(enum simd_kernel k)
     memset(&set, 0, sizeof set);
     if (fillers[k])
         fillers[k](&set);
+    if (kfillers[k])
+        kfillers[k](&set);
     install(&set);
     current = k;
     initialised = 1;

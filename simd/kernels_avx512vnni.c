@@ -408,3 +408,6 @@ NB_INLINE void nb_lane_rows(int type, size_t n, const void *w, size_t ws, size_t
 #define NB_HAVE_GROUP16 1
 #define NB_SET_FN simd_set_avx512vnni
 #include "kernels_x86_q.h"
+
+#define NBK_SET_FN simd_set_kquants_avx512vnni
+#include "kquants_x86.h"

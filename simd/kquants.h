@@ -20,4 +20,15 @@ void simd_q8k_quant_ref(const float *x, void *dst, size_t n);
  * are kept, so a set with its own K kernels wins). */
 void simd_set_kquants_scalar(simd_kernel_set *s);
 
+/* Each SIMD set's own K-quant kernels (kquants_x86.h, kquants_neon.h,
+ * included by the set's file): dot, dot_batch and dot_rows of q4_k, q5_k
+ * and q6_k, bit-identical to the scalar ones. dispatch.c calls the one of
+ * the chosen set after the set's own filler. */
+void simd_set_kquants_avx2(simd_kernel_set *s);
+void simd_set_kquants_avxvnni(simd_kernel_set *s);
+void simd_set_kquants_avx512vnni(simd_kernel_set *s);
+void simd_set_kquants_avxvnniint8(simd_kernel_set *s);
+void simd_set_kquants_neon(simd_kernel_set *s);
+void simd_set_kquants_neon_dotprod(simd_kernel_set *s);
+
 #endif

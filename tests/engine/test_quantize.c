@@ -158,8 +158,49 @@ static int count_files(const char *d)
     return n;
 }
 
+/* The q4_k_m plan, tensor by tensor, as llama.cpp's llama-quantize
+ * assigns it (24 layers: more bits in 0-2, 21-23 and 5, 8, ..., 20). */
+static void check_q4_k_m_plan(void)
+{
+    const eng_qtarget *t = eng_qtarget_find("Q4_K_M");
+    CHECK(t && t->file_type == 15);
+    if (!t)
+        return;
+    static const struct {
+        const char *name;
+        uint64_t ne0;
+        int has_output, want;
+    } cases[] = {
+        {"output.weight", 1024, 1, SIMD_Q6_K},
+        {"token_embd.weight", 1024, 1, SIMD_Q4_K},
+        {"token_embd.weight", 1024, 0, SIMD_Q6_K},  /* tied: it is the output */
+        {"token_embd.weight", 896, 0, SIMD_Q8_0},   /* q6_k does not fit: q8_0 */
+        {"blk.0.attn_v.weight", 1024, 1, SIMD_Q6_K},
+        {"blk.2.attn_v.weight", 1024, 1, SIMD_Q6_K},
+        {"blk.3.attn_v.weight", 1024, 1, SIMD_Q4_K},
+        {"blk.4.attn_v.weight", 1024, 1, SIMD_Q4_K},
+        {"blk.5.attn_v.weight", 1024, 1, SIMD_Q6_K},
+        {"blk.20.ffn_down.weight", 4864, 1, SIMD_Q6_K},
+        {"blk.19.ffn_down.weight", 4864, 1, SIMD_Q4_K},
+        {"blk.21.ffn_down.weight", 4864, 1, SIMD_Q6_K},
+        {"blk.7.attn_q.weight", 1024, 1, SIMD_Q4_K},
+        {"blk.7.attn_q.weight", 896, 1, SIMD_Q5_0},  /* rows of 896: q4_k -> q5_0 */
+        {"blk.0.attn_v.weight", 896, 1, SIMD_Q8_0},  /* q6_k -> q8_0 */
+        {"blk.7.attn_qkv.weight", 3072, 1, SIMD_Q5_K},
+        {"blk.7.ffn_gate.weight", 1024, 1, SIMD_Q4_K},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t ne[2] = {cases[i].ne0, 64};
+        int planned, fb;
+        int got = eng_quant_plan(t, cases[i].name, 2, ne, SIMD_F32, 24, cases[i].has_output, &planned, &fb);
+        CHECKF(got == cases[i].want, "q4_k_m %s [%llu]: %s, want %s", cases[i].name, (unsigned long long)cases[i].ne0,
+               simd_type_name(got), simd_type_name(cases[i].want));
+    }
+}
+
 int main(void)
 {
+    check_q4_k_m_plan();
     const char *assets = getenv("NIBBLE_ASSETS");
     char model[4096];
     snprintf(model, sizeof model, "%s/stories260K.gguf", assets ? assets : "assets");
