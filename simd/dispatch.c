@@ -2,6 +2,7 @@
  * CPU the binary can start on. */
 #include "simd_internal.h"
 #include "kquants.h"
+#include "mxfp4.h"
 
 #include <string.h>
 
@@ -213,6 +214,7 @@ int simd_kernel_select(enum simd_kernel k)
     memset(&set, 0, sizeof set);
     if (fillers[k])
         fillers[k](&set);
+    simd_set_mxfp4(k, &set); /* every set's MXFP4 kernels, scalar included (mxfp4.c) */
     install(&set);
     current = k;
     initialised = 1;

@@ -163,3 +163,5 @@ NB_INLINE void nb_qgroup16(int type, const unsigned char *wb, const char *a, siz
 #define NB_HAVE_GROUP16 1
 #define NB_SET_FN simd_set_avx512vnni
 #include "kernels_x86_q.h"
+#define NB_MXFP4_SET_FN simd_set_mxfp4_avx512vnni
+#include "mxfp4_x86.h"

@@ -21,3 +21,5 @@ NB_INLINE __m256i nb_dot_q8(__m256i w, __m256i a)
 #define NB_Q8_BIAS_SHIFT 7
 #define NB_SET_FN simd_set_avxvnni
 #include "kernels_x86_q.h"
+#define NB_MXFP4_SET_FN simd_set_mxfp4_avxvnni
+#include "mxfp4_x86.h"
