@@ -14,8 +14,9 @@ static void usage(FILE *f)
                "       nibble synth --list\n"
                "\n"
                "Write a GGUF model of a real model's shape with seeded random weights\n"
-               "(llama.cpp loads it too). TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1\n"
-               "(default q8_0); matrices whose rows do not fit the type's block are f16.\n"
+               "(llama.cpp loads it too). TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 mxfp4\n"
+               "(default q8_0); matrices whose rows do not fit the type's block are f16;\n"
+               "under mxfp4 token_embd and output are q8_0.\n"
                "ARCH overrides the shape's architecture: llama qwen2 qwen3 phi3 gpt2.\n"
                "\nshapes:\n");
     for (const eng_synth_shape *s = eng_synth_shapes(); s->name; s++)
