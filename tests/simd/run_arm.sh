@@ -92,6 +92,10 @@ run max test_dispatch '^neon-dotprod +usable' '^cpu: aarch64: asimd asimddp'
 run cortex-a53 test_kernels '^neon +bit-identical' '^neon-dotprod +skipped: CPU lacks the dot product'
 run cortex-a53 test_dispatch '^neon +usable' '^neon-dotprod +refused'
 if [ -f "$root/tests/simd/test_kquants.c" ]; then run max test_kquants; fi
+if [ -f "$root/tests/simd/test_mxfp4.c" ]; then
+  run max test_mxfp4 '^neon +mxfp4 bit-identical' '^neon-dotprod +mxfp4 bit-identical'
+  run cortex-a53 test_mxfp4 '^neon +mxfp4 bit-identical'
+fi
 
 if [ "$fail" = 0 ]; then
   echo "run_arm: neon and neon-dotprod bit-identical to scalar under qemu"
