@@ -39,20 +39,19 @@ NB_INLINE __m256 nb_mx_scale(__m256i e)
     return _mm256_castsi256_ps(_mm256_blendv_epi8(small, big, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
 }
 
-/* Scales of the first m (1..8) blocks at wb, zero in the other lanes. */
+/* Scales of the first m (1..8) blocks at wb, zero in the other lanes.
+ * Built in registers (no array stored and reloaded as a vector, which
+ * stalls store forwarding); nothing past block m-1 is read. */
 NB_INLINE __m256 nb_mx_wscales(const unsigned char *wb, int m)
 {
+#define NB_MX_E(k) (k < m ? (int)wb[(k) * NB_MX_BS] : 0)
+    __m256 s = nb_mx_scale(_mm256_setr_epi32(NB_MX_E(0), NB_MX_E(1), NB_MX_E(2), NB_MX_E(3), NB_MX_E(4),
+                                             NB_MX_E(5), NB_MX_E(6), NB_MX_E(7)));
+#undef NB_MX_E
     if (m == 8)
-        return nb_mx_scale(_mm256_setr_epi32(wb[0], wb[NB_MX_BS], wb[2 * NB_MX_BS], wb[3 * NB_MX_BS],
-                                             wb[4 * NB_MX_BS], wb[5 * NB_MX_BS], wb[6 * NB_MX_BS],
-                                             wb[7 * NB_MX_BS]));
-    int32_t e[8] = {0}, live[8] = {0};
-    for (int k = 0; k < m; k++) {
-        e[k] = wb[(size_t)k * NB_MX_BS];
-        live[k] = -1;
-    }
-    __m256 s = nb_mx_scale(_mm256_loadu_si256((const __m256i *)e));
-    return _mm256_and_ps(s, _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i *)live)));
+        return s;
+    __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32(m), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm256_and_ps(s, _mm256_castsi256_ps(live));
 }
 
 /* The first m (1..8) of the 8 blocks at wb against blocks b.. of nt
