@@ -19,7 +19,7 @@ static const char usage[] =
     "Write IN's weights as TYPE into OUT (metadata kept; OUT is written to a\n"
     "temporary file and renamed, so a failed run leaves no partial OUT).\n"
     "\n"
-    "TYPE: f32 f16 bf16 q8_0 q6_k q5_k_m q5_k q5_1 q5_0 q4_k_m q4_k q4_1 q4_0\n"
+    "TYPE: f32 f16 bf16 q8_0 q6_k q5_k_m q5_k q5_1 q5_0 q4_k_m q4_k q4_1 q4_0 mxfp4\n"
     "  q4_k_m / q5_k_m keep attn_v and ffn_down at q6_k in the first and last\n"
     "  eighth of the layers and every third layer between (llama.cpp's mixes).\n"
     "  The output matrix gets q6_k (q8_0 under q8_0). Rows that do not fit a\n"
@@ -176,7 +176,7 @@ int app_model_open(const app_opts *o, const char *path, eng_model **m, eng_err *
         return eng_model_open(path, m, e);
     const eng_qtarget *t = eng_qtarget_find(o->quantize);
     if (!t || t->more_bits_type >= 0 || t->fake_bits)
-        return eng_errf(e, ENG_EINVAL, "--quantize %s: expected one of f16 bf16 q8_0 q6_k q5_k q5_1 q5_0 q4_k q4_1 q4_0",
+        return eng_errf(e, ENG_EINVAL, "--quantize %s: expected one of f16 bf16 q8_0 q6_k q5_k q5_1 q5_0 q4_k q4_1 q4_0 mxfp4",
                         o->quantize);
     eng_model_opts mo = {.quantize_type = t->type};
     double t0 = now_s();

@@ -16,10 +16,11 @@ static void usage(FILE *f)
                "\n"
                "Write a GGUF model of a real model's shape with seeded random weights\n"
                "(llama.cpp loads it too). TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1\n"
-               "q4_k q5_k q6_k (default q8_0); matrices whose rows do not fit the type's\n"
-               "block are f16. Or the mixes q4_k_m / q5_k_m, planned tensor by tensor as\n"
-               "nibble quantize does (llama.cpp's rule: output q6_k, attn_v and ffn_down\n"
-               "q6_k in some layers, q5_0/q5_1/q8_0 where rows do not fit 256).\n"
+               "q4_k q5_k q6_k mxfp4 (default q8_0); matrices whose rows do not fit the\n"
+               "type's block are f16; under mxfp4 token_embd and output are q8_0. Or the\n"
+               "mixes q4_k_m / q5_k_m, planned tensor by tensor as nibble quantize does\n"
+               "(llama.cpp's rule: output q6_k, attn_v and ffn_down q6_k in some layers,\n"
+               "q5_0/q5_1/q8_0 where rows do not fit 256).\n"
                "ARCH overrides the shape's architecture: llama qwen2 qwen3 phi3 gpt2.\n"
                "\nshapes:\n");
     for (const eng_synth_shape *s = eng_synth_shapes(); s->name; s++)

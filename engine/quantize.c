@@ -31,13 +31,16 @@
 
 /* LLAMA_FTYPE numbers: ALL_F32 0, MOSTLY_F16 1, Q4_0 2, Q4_1 3, Q8_0 7,
  * Q5_0 8, Q5_1 9, Q4_K_S 14, Q4_K_M 15, Q5_K_S 16, Q5_K_M 17, Q6_K 18,
- * BF16 32. A plain K type is the "_S" file type. */
+ * BF16 32, MXFP4_MOE 38. A plain K type is the "_S" file type. */
 static const eng_qtarget targets[] = {
     {"f32", SIMD_F32, -1, 0, 0},     {"f16", SIMD_F16, -1, 1, 0},     {"bf16", SIMD_BF16, -1, 32, 0},
     {"q8_0", SIMD_Q8_0, -1, 7, 0},   {"q6_k", SIMD_Q6_K, -1, 18, 0},  {"q5_k_m", SIMD_Q5_K, SIMD_Q6_K, 17, 0},
     {"q5_k", SIMD_Q5_K, -1, 16, 0},  {"q5_1", SIMD_Q5_1, -1, 9, 0},   {"q5_0", SIMD_Q5_0, -1, 8, 0},
     {"q4_k_m", SIMD_Q4_K, SIMD_Q6_K, 15, 0}, {"q4_k", SIMD_Q4_K, -1, 14, 0}, {"q4_1", SIMD_Q4_1, -1, 3, 0},
     {"q4_0", SIMD_Q4_0, -1, 2, 0},
+    /* llama.cpp's MXFP4_MOE file type (38); here every matrix but the
+     * output, not only MoE experts (nibble runs dense models) */
+    {"mxfp4", SIMD_MXFP4, -1, 38, 0},
     /* the uniform baseline (stored as f32, see fake_bits) */
     {"u8g32", SIMD_F32, -1, 0, 8},   {"u4g32", SIMD_F32, -1, 0, 4},   {"u2g32", SIMD_F32, -1, 0, 2},
     {NULL, 0, -1, 0, 0},

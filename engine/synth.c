@@ -85,7 +85,8 @@ static void *keep(builder *b, size_t n)
 }
 
 /* A tensor of rows x cols with values std * N(0,1) + mean, stored as type
- * (or f16 where rows do not fit type's blocks); vectors are always f32. */
+ * (or f16 where rows do not fit type's blocks; q8_0 for the embedding and
+ * output of mxfp4 files); vectors are always f32. */
 static void tensor(builder *b, const char *name, uint32_t cols, uint32_t rows, float std, float mean, int is_vec)
 {
     if (b->failed)
@@ -96,6 +97,11 @@ static void tensor(builder *b, const char *name, uint32_t cols, uint32_t rows, f
         int planned, fallback;
         type = eng_quant_plan(b->mix, name, 2, ne, SIMD_F32, b->n_layers, b->has_output, &planned, &fallback);
     }
+    /* mxfp4 files keep the embedding and the output at 8 bits, as
+     * llama.cpp's gpt-oss files keep everything but the expert matrices
+     * out of MXFP4: these two see every token and every logit */
+    if (type == SIMD_MXFP4 && (!strcmp(name, "token_embd.weight") || !strcmp(name, "output.weight")))
+        type = SIMD_Q8_0;
     const simd_traits *tr = simd_type_traits(type);
     if (!tr || !tr->quant || cols % tr->block) {
         type = SIMD_F16;

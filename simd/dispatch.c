@@ -2,6 +2,7 @@
  * CPU the binary can start on. */
 #include "simd_internal.h"
 #include "kquants.h"
+#include "mxfp4.h"
 
 #include <string.h>
 
@@ -233,6 +234,7 @@ int simd_kernel_select(enum simd_kernel k)
         fillers[k](&set);
     if (kfillers[k])
         kfillers[k](&set);
+    simd_set_mxfp4(k, &set); /* every set's MXFP4 kernels, scalar included (mxfp4.c) */
     install(&set);
     current = k;
     initialised = 1;

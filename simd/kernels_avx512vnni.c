@@ -411,3 +411,5 @@ NB_INLINE void nb_lane_rows(int type, size_t n, const void *w, size_t ws, size_t
 
 #define NBK_SET_FN simd_set_kquants_avx512vnni
 #include "kquants_x86.h"
+#define NB_MXFP4_SET_FN simd_set_mxfp4_avx512vnni
+#include "mxfp4_x86.h"

@@ -24,3 +24,5 @@ NB_INLINE __m256i nb_dot_q8(__m256i w, __m256i a)
 
 #define NBK_SET_FN simd_set_kquants_avxvnni
 #include "kquants_x86.h"
+#define NB_MXFP4_SET_FN simd_set_mxfp4_avxvnni
+#include "mxfp4_x86.h"

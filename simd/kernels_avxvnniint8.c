@@ -82,3 +82,9 @@ NB_INLINE __m256i nb_dot_q8(__m256i w, __m256i a) { return nb_dpbssd(_mm256_setz
 #endif
 #define NBK_DPBSSD nb_dpbssd
 #include "kquants_x86.h"
+#ifdef NB_VNNIINT8_EMULATE
+#define NB_MXFP4_SET_FN simd_set_mxfp4_avxvnniint8_emul
+#else
+#define NB_MXFP4_SET_FN simd_set_mxfp4_avxvnniint8
+#endif
+#include "mxfp4_x86.h"

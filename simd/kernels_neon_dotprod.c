@@ -17,3 +17,5 @@ static inline __attribute__((always_inline)) int32x4_t nb_bdot(int8x16_t w0, int
 
 #define NBK_SET_FN simd_set_kquants_neon_dotprod
 #include "kquants_neon.h"
+#define NB_MXFP4_SET_FN simd_set_mxfp4_neon_dotprod
+#include "mxfp4_neon.h"

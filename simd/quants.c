@@ -3,6 +3,7 @@
  * kernel set is tested against them. */
 #include "simd_internal.h"
 #include "kquants.h"
+#include "mxfp4.h"
 
 #include <math.h>
 #include <string.h>
@@ -294,6 +295,8 @@ simd_traits simd_table[SIMD_TYPE_COUNT] = {
     [SIMD_Q4_1] = {"q4_1", 32, 20, SIMD_ACT_Q8, deq_q4_1, q_q4_1, NULL, NULL},
     [SIMD_Q5_0] = {"q5_0", 32, 22, SIMD_ACT_Q8, deq_q5_0, q_q5_0, NULL, NULL},
     [SIMD_Q5_1] = {"q5_1", 32, 24, SIMD_ACT_Q8, deq_q5_1, q_q5_1, NULL, NULL},
+    /* MXFP4 (mxfp4.c): dot kernels from simd_set_mxfp4 */
+    [SIMD_MXFP4] = {"mxfp4", 32, 17, SIMD_ACT_Q8, simd_deq_mxfp4, simd_quant_mxfp4, NULL, NULL},
     /* Known to the reader (so `info` names them) but without kernels yet:
      * a model using them is refused at load with the type's name. */
     [SIMD_Q8_1] = {"q8_1", 32, 36, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
@@ -308,7 +311,6 @@ simd_traits simd_table[SIMD_TYPE_COUNT] = {
     [SIMD_I32] = {"i32", 1, 4, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
     [SIMD_I64] = {"i64", 1, 8, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
     [SIMD_F64] = {"f64", 1, 8, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
-    [SIMD_MXFP4] = {"mxfp4", 32, 17, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
 };
 
 const simd_traits *simd_type_traits(int type)

@@ -133,6 +133,17 @@ typedef struct {
     int16_t bsums[SIMD_QKK / 16];
 } simd_block_q8k;
 
+/* mxfp4 (OCP Microscaling FP4, ggml's layout): 32 values sharing one
+ * power-of-two scale. e is an E8M0 exponent; each 4-bit code is an E2M1
+ * float (sign, 2 exponent bits, 1 mantissa bit: 0 0.5 1 1.5 2 3 4 6),
+ * low nibble of qs[j] for x[j], high nibble for x[j+16] (as q4_0).
+ * x = 2^(e-127) * E2M1(code); see simd/mxfp4.h for e = 0 and 255. */
+typedef struct {
+    uint8_t e;
+    uint8_t qs[SIMD_QK / 2];
+} simd_block_mxfp4;
+
+_Static_assert(sizeof(simd_block_mxfp4) == 17, "mxfp4 block");
 _Static_assert(sizeof(simd_block_q4_k) == 144, "q4_k block");
 _Static_assert(sizeof(simd_block_q5_k) == 176, "q5_k block");
 _Static_assert(sizeof(simd_block_q6_k) == 210, "q6_k block");

@@ -30,6 +30,7 @@ qemu=$(command -v qemu-aarch64-static || command -v qemu-aarch64 || true)
 # to zero warnings.
 tests=(test_kernels test_dispatch)
 [ -f "$root/tests/simd/test_kquants.c" ] && tests+=(test_kquants)
+[ -f "$root/tests/simd/test_mxfp4.c" ] && tests+=(test_mxfp4)
 mkdir -p "$build/wrap"
 cat >"$build/wrap/CMakeLists.txt.new" <<EOF
 cmake_minimum_required(VERSION 3.20)
@@ -93,6 +94,10 @@ run cortex-a53 test_dispatch '^neon +usable' '^neon-dotprod +refused'
 if [ -f "$root/tests/simd/test_kquants.c" ]; then
   run max test_kquants '^neon +K-quants bit-identical' '^neon-dotprod +K-quants bit-identical'
   run cortex-a53 test_kquants '^neon +K-quants bit-identical'
+fi
+if [ -f "$root/tests/simd/test_mxfp4.c" ]; then
+  run max test_mxfp4 '^neon +mxfp4 bit-identical' '^neon-dotprod +mxfp4 bit-identical'
+  run cortex-a53 test_mxfp4 '^neon +mxfp4 bit-identical'
 fi
 
 if [ "$fail" = 0 ]; then

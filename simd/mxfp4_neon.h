@@ -1,0 +1,127 @@
+/* MXFP4 dots for the Arm sets. Included at the end of kernels_neon.c and
+ * kernels_neon_dotprod.c, after kernels_neon.h, with NB_MXFP4_SET_FN
+ * naming the function that installs them; it uses the set's signed block
+ * dot nb_bdot and the shared pieces (nb_act4, nb_reduce, NB_BATCH).
+ *
+ * Weights as bytes: one table lookup (tbl) per 16 codes turns them into
+ * the doubled E2M1 values, signed bytes of at most 12 in magnitude, which
+ * nb_bdot multiplies with the activations directly (no bias to undo).
+ *
+ * Float work as kernels_neon.h lays it out: four blocks per vector, lane k
+ * doing (2^(e-128) * d_a) * (float)isum then the add; blocks b = 0 mod 8
+ * into the lanes 0-3 vector, b = 4 mod 8 into lanes 4-7. A row's last
+ * 1..3 blocks go through zeroed copies: a zero weight block has e = 0
+ * (scale 2^-128) but meets a zero activation block (d_a = 0, sum 0), so
+ * its lane adds (2^-128 * 0) * 0 = +0. */
+#ifndef NIBBLE_MXFP4_NEON_H
+#define NIBBLE_MXFP4_NEON_H
+
+#include "mxfp4.h"
+
+#define NB_MX_BS sizeof(simd_block_mxfp4)
+
+/* 2^(e-128) for four exponents, exactly as simd_e8m0_half. */
+NB_INLINE float32x4_t nb_mx_scale4(const unsigned char *wb)
+{
+    uint32x4_t e = vdupq_n_u32(wb[0]);
+    e = vsetq_lane_u32(wb[NB_MX_BS], e, 1);
+    e = vsetq_lane_u32(wb[2 * NB_MX_BS], e, 2);
+    e = vsetq_lane_u32(wb[3 * NB_MX_BS], e, 3);
+    uint32x4_t big = vshlq_n_u32(vsubq_u32(e, vdupq_n_u32(1)), 23);
+    uint32x4_t small = vshlq_u32(vdupq_n_u32(0x00200000), vreinterpretq_s32_u32(e));
+    return vreinterpretq_f32_u32(vbslq_u32(vcgtq_u32(e, vdupq_n_u32(1)), big, small));
+}
+
+/* Blocks 0..3 at wb against blocks b..b+3 of nt activation rows, into
+ * acc[t] (the caller picks the lanes 0-3 or 4-7 vector). */
+NB_INLINE void nb_mx_group4(const unsigned char *wb, const char *a, size_t astride, size_t b, int nt,
+                            float32x4_t acc[])
+{
+    static const int8_t kv[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+    const int8x16_t lut = vld1q_s8(kv);
+    int8x16_t w[4][2];
+    for (int k = 0; k < 4; k++) {
+        uint8x16_t qs = vld1q_u8(wb + (size_t)k * NB_MX_BS + offsetof(simd_block_mxfp4, qs));
+        w[k][0] = vqtbl1q_s8(lut, vandq_u8(qs, vdupq_n_u8(0x0f)));
+        w[k][1] = vqtbl1q_s8(lut, vshrq_n_u8(qs, 4));
+    }
+    const float32x4_t dw = nb_mx_scale4(wb);
+    for (int t = 0; t < nt; t++) {
+        const simd_block_q8a *y = (const simd_block_q8a *)(a + t * astride) + b;
+        int32x4_t s[4];
+        for (int k = 0; k < 4; k++)
+            s[k] = nb_bdot(w[k][0], w[k][1], vld1q_s8(y[k].qs), vld1q_s8(y[k].qs + 16));
+        int32x4_t isum = vpaddq_s32(vpaddq_s32(s[0], s[1]), vpaddq_s32(s[2], s[3]));
+        float32x4_t da;
+        int32x4_t as;
+        nb_act4(y, &da, &as);
+        acc[t] = vaddq_f32(acc[t], vmulq_f32(vmulq_f32(dw, da), vcvtq_f32_s32(isum)));
+    }
+}
+
+NB_INLINE void nb_mx_tail(const unsigned char *wb, size_t m, const char *a, size_t astride, size_t b, int nt,
+                          float32x4_t acc[])
+{
+    unsigned char wbuf[4 * NB_MX_BS];
+    simd_block_q8a abuf[NB_MAXT][4];
+    memset(wbuf, 0, sizeof wbuf);
+    memset(abuf, 0, sizeof abuf);
+    memcpy(wbuf, wb, m * NB_MX_BS);
+    for (int t = 0; t < nt; t++)
+        memcpy(abuf[t], (const simd_block_q8a *)(a + t * astride) + b, m * sizeof(simd_block_q8a));
+    nb_mx_group4(wbuf, (const char *)abuf, sizeof abuf[0], 0, nt, acc);
+}
+
+/* One row against nt (1..NB_MAXT, a constant after inlining) tokens. The
+ * first argument is NB_BATCH's type slot, unused. */
+NB_INLINE void nb_mx_qrows(int unused, size_t n, const void *w, const char *a, size_t astride, int nt, float *out,
+                           size_t ostride)
+{
+    (void)unused;
+    const size_t nb = n / SIMD_QK;
+    const unsigned char *wp = w;
+    float32x4_t acc[2][NB_MAXT];
+    for (int t = 0; t < nt; t++)
+        acc[0][t] = acc[1][t] = vdupq_n_f32(0.0f);
+    size_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+        nb_mx_group4(wp + b * NB_MX_BS, a, astride, b, nt, acc[0]);
+        nb_mx_group4(wp + (b + 4) * NB_MX_BS, a, astride, b + 4, nt, acc[1]);
+    }
+    if (b + 4 <= nb) {
+        nb_mx_group4(wp + b * NB_MX_BS, a, astride, b, nt, acc[0]);
+        b += 4;
+    }
+    if (b < nb)
+        nb_mx_tail(wp + b * NB_MX_BS, nb - b, a, astride, b, nt, acc[(b / 4) & 1]);
+    for (int t = 0; t < nt; t++)
+        out[t * ostride] = nb_reduce(acc[0][t], acc[1][t]);
+}
+
+static float nb_mx_dot(size_t n, const void *w, const void *a)
+{
+    float r;
+    nb_mx_qrows(0, n, w, a, 0, 1, &r, 0);
+    return r;
+}
+
+static void nb_mx_batch(size_t n, const void *w, const void *a, size_t as, size_t nt, float *out, size_t os)
+{
+    NB_BATCH(nb_mx_qrows, 0, n, w, a, as, nt, out, os);
+}
+
+static void nb_mx_rows(size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as, size_t nt,
+                       float *out, size_t os)
+{
+    for (size_t r = 0; r < nr; r++)
+        nb_mx_batch(n, (const char *)w + r * ws, a, as, nt, out + r, os);
+}
+
+void NB_MXFP4_SET_FN(simd_kernel_set *s)
+{
+    s->dot[SIMD_MXFP4] = nb_mx_dot;
+    s->dot_batch[SIMD_MXFP4] = nb_mx_batch;
+    s->dot_rows[SIMD_MXFP4] = nb_mx_rows;
+}
+
+#endif
