@@ -260,12 +260,18 @@ int cmd_chat(int argc, char **argv, int first)
     if (plain || !tty)
         status = ui_plain_run(&ch, &uo);
     else {
+#ifdef NIBBLE_HAVE_TUI
         status = ui_tui_run(&ch, &uo);
         if (status == 1) {
             fprintf(stderr, "nibble: cannot start the full-screen UI (TERM=%s); line mode\n",
                     getenv("TERM") ? getenv("TERM") : "");
             status = ui_plain_run(&ch, &uo);
         }
+#else
+        fprintf(stderr, "nibble: this build has no full-screen chat (built with NIBBLE_TUI=OFF, "
+                        "without curses); line mode, as with --plain\n");
+        status = ui_plain_run(&ch, &uo);
+#endif
     }
     ui_chat_close(&ch);
     eng_engine_stop(en);
