@@ -193,6 +193,11 @@ int cmd_chat(int argc, char **argv, int first)
     /* where conversations and the input history live */
     char data[1100] = "", hist[1200] = "";
     const char *xd = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+#ifdef _WIN32
+    const char *lad = getenv("LOCALAPPDATA"); /* C:\Users\NAME\AppData\Local */
+    if (!(xd && *xd) && lad && *lad)
+        xd = lad;
+#endif
     if (xd && *xd)
         snprintf(data, sizeof data, "%s/nibble", xd);
     else if (home && *home)

@@ -18,6 +18,7 @@
 #endif
 
 #include "mapfile.h"
+#include "port.h"
 #include "simd.h"
 
 #define MAX_KEY_LEN 65535u
@@ -1116,7 +1117,7 @@ int eng_gguf_writer_save(eng_gguf_writer *w, const char *path, eng_err *e)
     int saved = errno;
     ok = (fclose(f) == 0) && ok;
     free(h.p);
-    if (!ok || rename(tmp, path) != 0) {
+    if (!ok || nb_rename(tmp, path) != 0) {
         if (ok)
             saved = errno;
         remove(tmp);
