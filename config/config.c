@@ -56,7 +56,11 @@ typedef struct parse {
     int lineno;
 } parse;
 
+#ifdef __MINGW32__ /* its C99 printf, see engine/err.h */
+static void warn(parse *ps, const char *fmt, ...) __attribute__((format(gnu_printf, 2, 3)));
+#else
 static void warn(parse *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#endif
 static void warn(parse *ps, const char *fmt, ...)
 {
     if (ps->c->n_warn >= CFG_MAX_WARN)
