@@ -67,8 +67,10 @@ static result run(const char *const *args)
     char tmp[MAX_PATH], outp[MAX_PATH], errp[MAX_PATH];
     static char cmd[32768];
     cmd[0] = 0;
-    if (bin && GetTempPathA(sizeof tmp, tmp) && GetTempFileNameA(tmp, "nbo", 0, outp) &&
-        GetTempFileNameA(tmp, "nbe", 0, errp)) {
+    if (!bin || !GetTempPathA(sizeof tmp, tmp) || !GetTempFileNameA(tmp, "nbo", 0, outp) ||
+        !GetTempFileNameA(tmp, "nbe", 0, errp)) {
+        fprintf(stderr, "test_cli: no temp files: Windows error %lu\n", (unsigned long)GetLastError());
+    } else {
         SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, TRUE};
         HANDLE ho = CreateFileA(outp, GENERIC_WRITE, FILE_SHARE_READ, &sa, CREATE_ALWAYS, 0, NULL);
         HANDLE he = CreateFileA(errp, GENERIC_WRITE, FILE_SHARE_READ, &sa, CREATE_ALWAYS, 0, NULL);
@@ -80,8 +82,18 @@ static result run(const char *const *args)
         si.hStdOutput = ho;
         si.hStdError = he;
         PROCESS_INFORMATION pi;
-        if (ho != INVALID_HANDLE_VALUE && he != INVALID_HANDLE_VALUE &&
-            CreateProcessA(bin, cmd, NULL, NULL, TRUE, 0, NULL, NULL, &si, &pi)) {
+        int started = 0;
+        /* wine, on a loaded machine, now and then fails a CreateProcess
+         * that works a moment later: three tries, each failure reported */
+        for (int tries = 0; tries < 3 && !started && ho != INVALID_HANDLE_VALUE && he != INVALID_HANDLE_VALUE;
+             tries++) {
+            started = CreateProcessA(bin, cmd, NULL, NULL, TRUE, 0, NULL, NULL, &si, &pi) != 0;
+            if (!started) {
+                fprintf(stderr, "test_cli: cannot run %s: Windows error %lu\n", bin, (unsigned long)GetLastError());
+                Sleep(500);
+            }
+        }
+        if (started) {
             DWORD code = 1;
             WaitForSingleObject(pi.hProcess, INFINITE);
             GetExitCodeProcess(pi.hProcess, &code);
