@@ -2,12 +2,12 @@
 # apt-get install gcc-mingw-w64-x86-64-posix; the POSIX thread model brings
 # winpthreads, which the engine's pthreads and clock_gettime use).
 #   cmake -S . -B build-win -DCMAKE_TOOLCHAIN_FILE=packaging/toolchain-mingw64.cmake \
-#         -DNIBBLE_WIN_PREFIX=/path/to/prefix [-DNIBBLE_TUI=OFF]
+#         -DNIBBLE_WIN_PREFIX=/path/to/prefix
 # NIBBLE_WIN_PREFIX is a folder with Windows builds of the libraries:
 # include/, lib/, lib/pkgconfig/. utf8proc is required (packaging/ci-windows.sh
 # builds it from Debian's source package); inih is optional (config/inifile.c
-# reads INI files without it); PDCurses only for the full-screen chat
-# (NIBBLE_TUI=ON). An MSYS2 mingw64 folder copied over has all three.
+# reads INI files without it). The full-screen chat is not built for
+# Windows yet (NIBBLE_TUI defaults to OFF there).
 # Test programs and nibble.exe run under wine (CMAKE_CROSSCOMPILING_EMULATOR)
 # when it is installed, so ctest works as on a native build.
 set(CMAKE_SYSTEM_NAME Windows)
@@ -21,7 +21,7 @@ set(CMAKE_RC_COMPILER ${NIBBLE_TRIPLE}-windres)
 
 # The prefix reaches try_compile's own run of this file too (else that run
 # would point pkg-config at the wrong folder for the rest of the configure).
-set(NIBBLE_WIN_PREFIX "${NIBBLE_WIN_PREFIX}" CACHE PATH "Folder with Windows builds of utf8proc (and inih, PDCurses)")
+set(NIBBLE_WIN_PREFIX "${NIBBLE_WIN_PREFIX}" CACHE PATH "Folder with Windows builds of utf8proc (and inih)")
 list(APPEND CMAKE_TRY_COMPILE_PLATFORM_VARIABLES NIBBLE_WIN_PREFIX)
 set(CMAKE_FIND_ROOT_PATH /usr/${NIBBLE_TRIPLE} ${NIBBLE_WIN_PREFIX})
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
