@@ -13,6 +13,9 @@
 #include <unistd.h>
 #elif defined(_WIN32)
 #include <windows.h>
+#elif defined(__APPLE__)
+#include <mach-o/dyld.h>
+#include <stdint.h>
 #endif
 
 static int bad(const char *cmd, const char *flag, const char *val, const char *why)
@@ -146,6 +149,15 @@ static void exe_dir(char *buf, size_t n)
     char *slash = strrchr(buf, '\\'), *fwd = strrchr(buf, '/');
     if (fwd > slash)
         slash = fwd;
+    if (slash)
+        *slash = 0;
+#elif defined(__APPLE__)
+    uint32_t size = (uint32_t)n;
+    if (_NSGetExecutablePath(buf, &size) != 0) {
+        buf[0] = 0;
+        return;
+    }
+    char *slash = strrchr(buf, '/');
     if (slash)
         *slash = 0;
 #else
