@@ -34,7 +34,8 @@ Install a C11 compiler, CMake (3.20 or newer), pkg-config, and the
 development files of ncursesw, utf8proc and inih, then run this again:
   Fedora:   dnf install gcc cmake pkgconf ncurses-devel utf8proc-devel inih-devel
   Arch:     pacman -S gcc cmake pkgconf ncurses libutf8proc libinih
-  macOS:    brew install cmake pkg-config ncurses utf8proc inih
+  macOS:    brew install cmake pkgconf ncurses utf8proc inih, then (ncurses is keg-only)
+            PKG_CONFIG_PATH="\$(brew --prefix ncurses)/lib/pkgconfig" ./setup.sh
 MSG
     exit 1
   fi

@@ -11,6 +11,11 @@
 
 #ifdef __linux__
 #include <unistd.h>
+#elif defined(_WIN32)
+#include <windows.h>
+#elif defined(__APPLE__)
+#include <mach-o/dyld.h>
+#include <stdint.h>
 #endif
 
 static int bad(const char *cmd, const char *flag, const char *val, const char *why)
@@ -178,6 +183,26 @@ static void exe_dir(char *buf, size_t n)
         return;
     }
     buf[len] = 0;
+    char *slash = strrchr(buf, '/');
+    if (slash)
+        *slash = 0;
+#elif defined(_WIN32)
+    DWORD len = GetModuleFileNameA(NULL, buf, (DWORD)n);
+    if (len == 0 || len >= n) {
+        buf[0] = 0;
+        return;
+    }
+    char *slash = strrchr(buf, '\\'), *fwd = strrchr(buf, '/');
+    if (fwd > slash)
+        slash = fwd;
+    if (slash)
+        *slash = 0;
+#elif defined(__APPLE__)
+    uint32_t size = (uint32_t)n;
+    if (_NSGetExecutablePath(buf, &size) != 0) {
+        buf[0] = 0;
+        return;
+    }
     char *slash = strrchr(buf, '/');
     if (slash)
         *slash = 0;

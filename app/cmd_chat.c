@@ -193,6 +193,11 @@ int cmd_chat(int argc, char **argv, int first)
     /* where conversations and the input history live */
     char data[1100] = "", hist[1200] = "";
     const char *xd = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+#ifdef _WIN32
+    const char *lad = getenv("LOCALAPPDATA"); /* C:\Users\NAME\AppData\Local */
+    if (!(xd && *xd) && lad && *lad)
+        xd = lad;
+#endif
     if (xd && *xd)
         snprintf(data, sizeof data, "%s/nibble", xd);
     else if (home && *home)
@@ -260,12 +265,18 @@ int cmd_chat(int argc, char **argv, int first)
     if (plain || !tty)
         status = ui_plain_run(&ch, &uo);
     else {
+#ifdef NIBBLE_HAVE_TUI
         status = ui_tui_run(&ch, &uo);
         if (status == 1) {
             fprintf(stderr, "nibble: cannot start the full-screen UI (TERM=%s); line mode\n",
                     getenv("TERM") ? getenv("TERM") : "");
             status = ui_plain_run(&ch, &uo);
         }
+#else
+        fprintf(stderr, "nibble: this build has no full-screen chat (built with NIBBLE_TUI=OFF, "
+                        "without curses); line mode, as with --plain\n");
+        status = ui_plain_run(&ch, &uo);
+#endif
     }
     ui_chat_close(&ch);
     eng_engine_stop(en);

@@ -10,6 +10,7 @@
 
 #include "app.h"
 #include "model.h"
+#include "port.h"
 #include "sampler.h"
 #include "template.h"
 
@@ -76,7 +77,7 @@ static int copy_file(const char *from, const char *to, char *err, size_t n)
         }
     bad |= ferror(in);
     fclose(in);
-    if (fclose(out) || bad || rename(tmp, to)) {
+    if (fclose(out) || bad || nb_rename(tmp, to)) {
         snprintf(err, n, "%.400s: cannot write: %s", to, strerror(errno));
         remove(tmp);
         return -1;
@@ -143,7 +144,7 @@ int cmd_export(int argc, char **argv)
     uint32_t ctx = in->ctx_train < 4096 ? in->ctx_train : 4096;
     eng_model_close(m);
 
-    if (mkdir(pos[1], 0755) && errno != EEXIST) {
+    if (nb_mkdir(pos[1], 0755) && errno != EEXIST) {
         fprintf(stderr, "nibble export-ollama: %s: %s\n", pos[1], strerror(errno));
         return 1;
     }
@@ -179,7 +180,7 @@ int cmd_export(int argc, char **argv)
             sp.top_k, sp.top_p, sp.min_p);
     fprintf(f, "PARAMETER repeat_penalty %g\nPARAMETER repeat_last_n %d\nPARAMETER num_ctx %u\n", sp.repeat_penalty,
             sp.repeat_last_n, ctx);
-    if (fclose(f) || rename(tmp, mf)) {
+    if (fclose(f) || nb_rename(tmp, mf)) {
         fprintf(stderr, "nibble export-ollama: %s: cannot write: %s\n", mf, strerror(errno));
         remove(tmp);
         return 1;

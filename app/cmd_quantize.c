@@ -5,10 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/resource.h>
 #include <unistd.h>
+#ifdef _WIN32
+#include <windows.h>
+#include <psapi.h>
+#else
+#include <sys/resource.h>
+#endif
 
 #include "app.h"
+#include "port.h"
 #include "awq.h"
 #include "quantize.h"
 #include "simd.h"
@@ -182,10 +188,16 @@ int app_model_open(const app_opts *o, const char *path, eng_model **m, eng_err *
     double t0 = now_s();
     int r = eng_model_open_opts(path, &mo, m, e);
     if (!r && !o->quiet) {
+#ifdef _WIN32
+        PROCESS_MEMORY_COUNTERS pm = {.cb = sizeof pm};
+        double peak_kb = GetProcessMemoryInfo(GetCurrentProcess(), &pm, sizeof pm) ? pm.PeakWorkingSetSize / 1024.0 : 0;
+#else
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
+        double peak_kb = (double)ru.ru_maxrss;
+#endif
         fprintf(stderr, "nibble: quantized %s to %s on load in %.2f s; peak RSS %.1f MB (file %.1f MB)\n", path,
-                t->name, now_s() - t0, ru.ru_maxrss / 1024.0, eng_model_get_info(*m)->file_size / 1e6);
+                t->name, now_s() - t0, peak_kb / 1024.0, eng_model_get_info(*m)->file_size / 1e6);
     }
     return r;
 }

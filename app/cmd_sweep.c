@@ -14,6 +14,7 @@
 #include "app.h"
 #include "awq.h"
 #include "model.h"
+#include "port.h"
 #include "ppl.h"
 #include "quantize.h"
 
@@ -295,7 +296,7 @@ int cmd_sweep(int argc, char **argv)
     char *text = NULL;
     if (!app_prompt(&o, &text))
         return 1;
-    mkdir(outdir, 0755);
+    nb_mkdir(outdir, 0755);
     const char *model = app_model_path(&o);
     eng_err e;
     eng_model *base = NULL;

@@ -28,6 +28,7 @@ static const char usage[] =
 
 int main(int argc, char **argv)
 {
+    app_platform_init();
     const char *cmd = argc > 1 ? argv[1] : "";
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         fputs(usage, stdout);

@@ -1,7 +1,13 @@
 #include "config.h"
 
 #include <errno.h>
+#ifdef NIBBLE_HAVE_INIH
 #include <ini.h>
+#define parse_stream ini_parse_stream
+#else
+#include "inifile.h" /* inih's behaviour, our code (Windows; no inih) */
+#define parse_stream cfg_ini_parse_stream
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +34,13 @@ void cfg_defaults(cfg_config *c)
 void cfg_default_path(char *buf, size_t n)
 {
     const char *x = getenv("XDG_CONFIG_HOME"), *h = getenv("HOME");
+#ifdef _WIN32
+    const char *a = getenv("APPDATA"); /* C:\Users\NAME\AppData\Roaming */
+    if (!(x && *x) && a && *a) {
+        snprintf(buf, n, "%s\\nibble\\nibble.ini", a);
+        return;
+    }
+#endif
     if (x && *x)
         snprintf(buf, n, "%s/nibble/nibble.ini", x);
     else if (h && *h)
@@ -43,7 +56,11 @@ typedef struct parse {
     int lineno;
 } parse;
 
+#ifdef __MINGW32__ /* its C99 printf, see engine/err.h */
+static void warn(parse *ps, const char *fmt, ...) __attribute__((format(gnu_printf, 2, 3)));
+#else
 static void warn(parse *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#endif
 static void warn(parse *ps, const char *fmt, ...)
 {
     if (ps->c->n_warn >= CFG_MAX_WARN)
@@ -235,7 +252,7 @@ static int handler(void *user, const char *section, const char *key, const char 
 int cfg_load_string(cfg_config *c, const char *text, const char *name)
 {
     parse ps = {c, name, text, 0};
-    ini_parse_stream(reader, &ps, handler, &ps);
+    parse_stream(reader, &ps, handler, &ps);
     return 0;
 }
 

@@ -120,7 +120,7 @@ static void emit(run *r, eng_event *ev)
 }
 
 static void emit_text(run *r, enum eng_ev_type type, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+    ENG_PRINTF(4, 5);
 static void emit_text(run *r, enum eng_ev_type type, int code, const char *fmt, ...)
 {
     eng_event ev;
@@ -917,3 +917,4 @@ int eng_engine_send_simple(eng_engine *en, enum eng_cmd_type type, const char *t
 int eng_engine_poll(eng_engine *en, eng_event *ev, int wait_ms) { return eng_queue_pop(en->evq, ev, wait_ms); }
 
 int eng_engine_fd(const eng_engine *en) { return eng_queue_fd(en->evq); }
+int eng_engine_wait(eng_engine *en, int wait_ms) { return eng_queue_wait(en->evq, wait_ms); }

@@ -116,7 +116,11 @@ int eng_engine_send_simple(eng_engine *en, enum eng_cmd_type type, const char *t
 /* Next event: wait_ms -1 waits, 0 polls. 0, ENG_EAGAIN, or ENG_ECLOSED
  * once the engine has quit and every event was taken. */
 int eng_engine_poll(eng_engine *en, eng_event *ev, int wait_ms);
-/* Readable while events wait: poll it together with the terminal. */
+/* Readable while events wait: poll it together with the terminal. -1 on
+ * Windows (see eng_queue_fd). */
 int eng_engine_fd(const eng_engine *en);
+/* 1 once an event waits or the engine has quit, 0 after wait_ms (-1:
+ * no limit). Takes nothing; for the thread that polls. */
+int eng_engine_wait(eng_engine *en, int wait_ms);
 
 #endif

@@ -19,11 +19,18 @@ enum {
     ENG_ESTOPPED = -6, /* stopped on request */
 };
 
-/* Formats into e (if not NULL) and returns code. */
-int eng_errf(eng_err *e, int code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
+/* printf-style argument checks. mingw-w64 builds use its C99 printf
+ * (__USE_MINGW_ANSI_STDIO: %zu, %lld), which GCC names gnu_printf there;
+ * plain "printf" would mean msvcrt's. */
+#if defined(__MINGW32__)
+#define ENG_PRINTF(f, a) __attribute__((format(gnu_printf, f, a)))
+#elif defined(__GNUC__)
+#define ENG_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define ENG_PRINTF(f, a)
 #endif
-    ;
+
+/* Formats into e (if not NULL) and returns code. */
+int eng_errf(eng_err *e, int code, const char *fmt, ...) ENG_PRINTF(3, 4);
 
 #endif

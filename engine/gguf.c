@@ -19,6 +19,7 @@
 
 #include "mapfile.h"
 #include "mem.h"
+#include "port.h"
 #include "simd.h"
 
 #define MAX_KEY_LEN 65535u
@@ -1100,7 +1101,7 @@ int eng_gguf_writer_save(eng_gguf_writer *w, const char *path, eng_err *e)
     int saved = errno;
     ok = (fclose(f) == 0) && ok;
     free(h.p);
-    if (!ok || rename(tmp, path) != 0) {
+    if (!ok || nb_rename(tmp, path) != 0) {
         if (ok)
             saved = errno;
         remove(tmp);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "mem.h"
+#include "port.h"
 #include "utf8.h"
 
 eng_journal *eng_journal_new(void) { return calloc(1, sizeof(eng_journal)); }
@@ -229,7 +230,7 @@ int eng_mkdirs(const char *path, eng_err *e)
             continue;
         char c = buf[i];
         buf[i] = 0;
-        if (mkdir(buf, 0700) && errno != EEXIST)
+        if (nb_mkdir(buf, 0700) && errno != EEXIST)
             return eng_errf(e, ENG_EIO, "cannot create %s: %s", buf, strerror(errno));
         buf[i] = c;
     }
@@ -241,7 +242,7 @@ int eng_write_atomic(const char *path, const char *data, size_t n, eng_err *e)
     char tmp[4200];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
         return eng_errf(e, ENG_EINVAL, "path too long");
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | NB_O_BINARY, 0600);
     if (fd < 0)
         return eng_errf(e, ENG_EIO, "cannot write %s: %s", tmp, strerror(errno));
     size_t done = 0;
@@ -257,12 +258,12 @@ int eng_write_atomic(const char *path, const char *data, size_t n, eng_err *e)
         }
         done += (size_t)w;
     }
-    if (fsync(fd) || close(fd)) {
+    if (nb_fsync(fd) || close(fd)) {
         int err = errno;
         unlink(tmp);
         return eng_errf(e, ENG_EIO, "cannot write %s: %s", tmp, strerror(err));
     }
-    if (rename(tmp, path)) {
+    if (nb_rename(tmp, path)) {
         int err = errno;
         unlink(tmp);
         return eng_errf(e, ENG_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(err));

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "port.h"
+
 static double now_s(void)
 {
     struct timespec ts;

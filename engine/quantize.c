@@ -167,11 +167,7 @@ static int own_key(const char *k)
            !strncmp(k, "nibble.quantize.", 16);
 }
 
-static void notef(const eng_quant_opts *o, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
+static void notef(const eng_quant_opts *o, const char *fmt, ...) ENG_PRINTF(2, 3);
 static void notef(const eng_quant_opts *o, const char *fmt, ...)
 {
     if (!o->note)

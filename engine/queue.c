@@ -1,13 +1,15 @@
 #include "queue.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifndef _WIN32
+#include <fcntl.h>
 #include <unistd.h>
+#endif
 
 struct eng_queue {
     pthread_mutex_t mu;
@@ -15,10 +17,13 @@ struct eng_queue {
     unsigned char *buf; /* cap slots of elem bytes, a ring */
     size_t elem, cap, head, count;
     int closed;
-    int fds[2];         /* pipe: one byte in it while count > 0 */
+    int fds[2];         /* pipe: one byte in it while count > 0 (-1 on Windows) */
     void (*drop)(void *);
 };
 
+/* The descriptor: a pipe, one byte in it while the queue is not empty.
+ * Windows has none (waiters use eng_queue_wait): fds stay -1. */
+#ifndef _WIN32
 static void set_flags(int fd)
 {
     int fl = fcntl(fd, F_GETFL);
@@ -28,6 +33,23 @@ static void set_flags(int fd)
     if (fl >= 0)
         fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
 }
+
+static void wake_set(eng_queue *q, const char *why)
+{
+    ssize_t w = write(q->fds[1], why, 1);
+    (void)w;
+}
+
+static void wake_clear(eng_queue *q)
+{
+    char b[16];
+    while (read(q->fds[0], b, sizeof b) > 0) {
+    }
+}
+#else
+static void wake_set(eng_queue *q, const char *why) { (void)q, (void)why; }
+static void wake_clear(eng_queue *q) { (void)q; }
+#endif
 
 int eng_queue_new(size_t elem_size, size_t cap, void (*drop)(void *), eng_queue **out, eng_err *e)
 {
@@ -42,6 +64,9 @@ int eng_queue_new(size_t elem_size, size_t cap, void (*drop)(void *), eng_queue 
         free(q);
         return eng_errf(e, ENG_ENOMEM, "out of memory");
     }
+#ifdef _WIN32
+    q->fds[0] = q->fds[1] = -1;
+#else
     if (pipe(q->fds)) {
         int err = errno;
         free(q->buf);
@@ -50,6 +75,7 @@ int eng_queue_new(size_t elem_size, size_t cap, void (*drop)(void *), eng_queue 
     }
     set_flags(q->fds[0]);
     set_flags(q->fds[1]);
+#endif
     q->elem = elem_size;
     q->cap = cap;
     q->drop = drop;
@@ -69,8 +95,10 @@ void eng_queue_free(eng_queue *q)
             q->drop(q->buf + q->head * q->elem);
         q->head = (q->head + 1) % q->cap;
     }
+#ifndef _WIN32
     close(q->fds[0]);
     close(q->fds[1]);
+#endif
     pthread_mutex_destroy(&q->mu);
     pthread_cond_destroy(&q->not_empty);
     pthread_cond_destroy(&q->not_full);
@@ -116,11 +144,8 @@ int eng_queue_push(eng_queue *q, const void *msg, int wait_ms)
         r = ENG_EAGAIN;
     else {
         memcpy(q->buf + ((q->head + q->count) % q->cap) * q->elem, msg, q->elem);
-        if (q->count++ == 0) {
-            /* empty -> not empty: make the descriptor readable */
-            ssize_t w = write(q->fds[1], "m", 1);
-            (void)w;
-        }
+        if (q->count++ == 0)
+            wake_set(q, "m"); /* empty -> not empty: make the descriptor readable */
         pthread_cond_signal(&q->not_empty);
     }
     pthread_mutex_unlock(&q->mu);
@@ -137,13 +162,19 @@ int eng_queue_pop(eng_queue *q, void *msg, int wait_ms)
     else {
         memcpy(msg, q->buf + q->head * q->elem, q->elem);
         q->head = (q->head + 1) % q->cap;
-        if (--q->count == 0 && !q->closed) {
-            char b[16];
-            while (read(q->fds[0], b, sizeof b) > 0) {
-            }
-        }
+        if (--q->count == 0 && !q->closed)
+            wake_clear(q);
         pthread_cond_signal(&q->not_full);
     }
+    pthread_mutex_unlock(&q->mu);
+    return r;
+}
+
+int eng_queue_wait(eng_queue *q, int wait_ms)
+{
+    pthread_mutex_lock(&q->mu);
+    WAIT_UNTIL(q, q->not_empty, q->count > 0, wait_ms);
+    int r = q->count > 0 || q->closed;
     pthread_mutex_unlock(&q->mu);
     return r;
 }
@@ -161,10 +192,8 @@ void eng_queue_close(eng_queue *q)
     pthread_mutex_lock(&q->mu);
     q->closed = 1;
     /* a closed queue counts as readable so a poller notices */
-    if (q->count == 0) {
-        ssize_t w = write(q->fds[1], "c", 1);
-        (void)w;
-    }
+    if (q->count == 0)
+        wake_set(q, "c");
     pthread_cond_broadcast(&q->not_empty);
     pthread_cond_broadcast(&q->not_full);
     pthread_mutex_unlock(&q->mu);

@@ -34,8 +34,13 @@ size_t eng_queue_count(eng_queue *q);
 /* Wake every waiter; pushes fail from now on, pops drain what is left. */
 void eng_queue_close(eng_queue *q);
 /* Readable (poll POLLIN) exactly while the queue is not empty or has
- * been closed; never read it yourself. */
+ * been closed; never read it yourself. -1 on Windows, where a console or
+ * pipe cannot share a poll() with it: use eng_queue_wait there. */
 int eng_queue_fd(const eng_queue *q);
+/* Wait until the queue holds a message or is closed (1), or wait_ms
+ * passed (0); -1 waits without end. Takes nothing. For the one thread
+ * that pops. */
+int eng_queue_wait(eng_queue *q, int wait_ms);
 
 enum { ENG_EAGAIN = -20, ENG_ECLOSED = -21 };
 

@@ -6,7 +6,48 @@
 #include "model.h"
 
 #ifdef _WIN32
+#include <errno.h>
+#include <stdlib.h>
 #include <windows.h>
+
+#include "port.h"
+
+int nb_rename(const char *from, const char *to)
+{
+    if (MoveFileExA(from, to, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH))
+        return 0;
+    DWORD w = GetLastError();
+    errno = w == ERROR_FILE_NOT_FOUND || w == ERROR_PATH_NOT_FOUND ? ENOENT
+          : w == ERROR_ACCESS_DENIED || w == ERROR_SHARING_VIOLATION ? EACCES
+          : w == ERROR_DISK_FULL ? ENOSPC : EIO;
+    return -1;
+}
+
+ssize_t nb_getline(char **line, size_t *cap, FILE *f)
+{
+    size_t n = 0;
+    int c;
+    while ((c = getc(f)) != EOF) {
+        if (n + 2 > *cap) {
+            size_t nc = *cap ? *cap * 2 : 128;
+            char *b = realloc(*line, nc);
+            if (!b) {
+                errno = ENOMEM;
+                return -1;
+            }
+            *line = b;
+            *cap = nc;
+        }
+        (*line)[n++] = (char)c;
+        if (c == '\n')
+            break;
+    }
+    if (n == 0)
+        return -1;
+    (*line)[n] = 0;
+    return (ssize_t)n;
+}
+
 int eng_physical_cores(void)
 {
     SYSTEM_INFO si;

@@ -79,4 +79,62 @@ static inline char *tu_read(const char *path, size_t *len)
     return p;
 }
 
+/* Folders for a test's files, on POSIX and on Windows (mingw-w64). */
+#include <dirent.h>
+#include <sys/stat.h>
+#ifdef _WIN32
+#include <direct.h>
+#include <io.h>
+#else
+#include <unistd.h>
+#endif
+
+/* mkdtemp(3): tmpl ends in XXXXXX; NULL on failure. */
+static inline char *tu_mkdtemp(char *tmpl)
+{
+#ifdef _WIN32
+    return _mktemp(tmpl) && _mkdir(tmpl) == 0 ? tmpl : NULL;
+#else
+    return mkdtemp(tmpl);
+#endif
+}
+
+static inline int tu_mkdir(const char *path)
+{
+#ifdef _WIN32
+    return _mkdir(path);
+#else
+    return mkdir(path, 0700);
+#endif
+}
+
+/* rm -rf path: 0 when it is gone. */
+static inline int tu_rmtree(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st))
+        return 0;
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+                continue;
+            size_t lp = strlen(path), ln = strlen(de->d_name);
+            char *sub = malloc(lp + ln + 2);
+            if (!sub)
+                break;
+            memcpy(sub, path, lp);
+            sub[lp] = '/';
+            memcpy(sub + lp + 1, de->d_name, ln + 1);
+            tu_rmtree(sub);
+            free(sub);
+        }
+        if (d)
+            closedir(d);
+        return rmdir(path);
+    }
+    return remove(path);
+}
+
 #endif

@@ -96,7 +96,7 @@ void ui_chat_set_gen(ui_chat *ch, const eng_gen_params *g);
 void ui_chat_set_kernel(ui_chat *ch, const char *name);
 void ui_chat_set_threads(ui_chat *ch, int n);
 /* A message shown in the conversation but never saved. */
-void ui_chat_notice(ui_chat *ch, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ui_chat_notice(ui_chat *ch, const char *fmt, ...) ENG_PRINTF(2, 3);
 /* The help text (slash commands). */
 const char *ui_chat_help(void);
 

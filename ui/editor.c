@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "journal.h"
+#include "port.h"
 
 struct ui_editor {
     char *buf;         /* NUL-terminated */
@@ -317,7 +318,7 @@ int ui_editor_history_load(ui_editor *ed, const char *path)
     char *line = NULL;
     size_t cap = 0;
     ssize_t got;
-    while ((got = getline(&line, &cap, f)) > 0) {
+    while ((got = nb_getline(&line, &cap, f)) > 0) {
         if (line[got - 1] == '\n')
             line[--got] = 0;
         if (eng_journal_unescape(line) >= 0 && *line)

@@ -3,14 +3,90 @@
  * A script is played one line per turn: the next line waits for the
  * reply before it. */
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef _WIN32
+#include <pthread.h>
+#else
+#include <poll.h>
+#endif
 
 #include "ui.h"
+
+#ifdef _WIN32
+/* Windows cannot poll() a console or pipe together with the engine's
+ * queue: a thread reads stdin into this inbox, and the loop waits on the
+ * engine's queue in short steps, looking into the inbox between them. */
+static struct {
+    pthread_mutex_t mu;
+    char *buf;
+    size_t n, cap;
+    int eof;
+} inbox = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0};
+
+static void *inbox_reader(void *arg)
+{
+    (void)arg;
+    char b[4096];
+    for (;;) {
+        int got = read(0, b, sizeof b);
+        pthread_mutex_lock(&inbox.mu);
+        if (got > 0 && inbox.n + (size_t)got > inbox.cap) {
+            size_t nc = (inbox.n + (size_t)got) * 2;
+            char *nb = realloc(inbox.buf, nc);
+            if (nb) {
+                inbox.buf = nb;
+                inbox.cap = nc;
+            } else {
+                got = -1;
+            }
+        }
+        if (got > 0) {
+            memcpy(inbox.buf + inbox.n, b, (size_t)got);
+            inbox.n += (size_t)got;
+        } else if (got == 0 || errno != EINTR) {
+            inbox.eof = 1;
+        }
+        int done = inbox.eof;
+        pthread_mutex_unlock(&inbox.mu);
+        if (done)
+            return NULL;
+    }
+}
+
+/* Move what the reader got into in[nin..]; 1 if bytes came or the end
+ * was seen, 0 if nothing new, -1 out of memory. */
+static int inbox_take(char **in, size_t *nin, size_t *cap, int *eof)
+{
+    pthread_mutex_lock(&inbox.mu);
+    int r = 0;
+    if (inbox.n) {
+        if (*nin + inbox.n + 1 > *cap) {
+            size_t nc = (*nin + inbox.n + 1) * 2;
+            char *b = realloc(*in, nc);
+            if (!b) {
+                pthread_mutex_unlock(&inbox.mu);
+                return -1;
+            }
+            *in = b;
+            *cap = nc;
+        }
+        memcpy(*in + *nin, inbox.buf, inbox.n);
+        *nin += inbox.n;
+        inbox.n = 0;
+        r = 1;
+    }
+    if (inbox.eof && !*eof) {
+        *eof = 1;
+        r = 1;
+    }
+    pthread_mutex_unlock(&inbox.mu);
+    return r;
+}
+#endif
 
 static volatile sig_atomic_t got_int, got_term;
 
@@ -68,12 +144,23 @@ static void show(ui_chat *ch, printer *p)
 
 int ui_plain_run(ui_chat *ch, const ui_opts *o)
 {
+#ifdef _WIN32
+    /* Ctrl+C and Ctrl+Break reach the C runtime as SIGINT (no SIGHUP) */
+    signal(SIGINT, on_sig);
+    signal(SIGTERM, on_sig);
+    pthread_t rd;
+    if (pthread_create(&rd, NULL, inbox_reader, NULL) == 0)
+        pthread_detach(rd); /* may sit in read() until the process ends */
+    else
+        inbox.eof = 1;
+#else
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sig;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+#endif
     (void)o;
     printer p = {0, 0, NULL};
     char *in = NULL;     /* bytes read, not yet a whole line */
@@ -131,6 +218,15 @@ int ui_plain_run(ui_chat *ch, const ui_opts *o)
             fflush(stdout);
             prompt = 0;
         }
+#ifdef _WIN32
+        int took = eof ? 0 : inbox_take(&in, &nin, &cap, &eof);
+        if (took < 0)
+            break;
+        if (!took) {
+            int to = ui_chat_timeout(ch);
+            eng_engine_wait(ch->en, to < 0 || to > 15 ? 15 : to);
+        }
+#else
         struct pollfd fds[2] = {{eng_engine_fd(ch->en), POLLIN, 0}, {0, POLLIN, 0}};
         int nf = eof ? 1 : 2;
         int to = ui_chat_timeout(ch);
@@ -150,13 +246,18 @@ int ui_plain_run(ui_chat *ch, const ui_opts *o)
             else if (got == 0 || (errno != EINTR && errno != EAGAIN))
                 eof = 1;
         }
+#endif
     }
     /* let a reply that is still running end cleanly */
     if (ch->busy) {
         ui_chat_stop(ch);
         for (int i = 0; i < 200 && ch->busy; i++) {
+#ifdef _WIN32
+            eng_engine_wait(ch->en, 10);
+#else
             struct pollfd fd = {eng_engine_fd(ch->en), POLLIN, 0};
             poll(&fd, 1, 10);
+#endif
             ui_chat_pump(ch);
         }
         show(ch, &p);

@@ -16,6 +16,6 @@ int ui_plain_run(ui_chat *ch, const ui_opts *o);
 /* The curses screen. Restores the terminal on every way out; what was
  * written to stderr meanwhile is shown after. Returns 1 without touching
  * the terminal if curses cannot start (the caller may fall back). */
-int ui_tui_run(ui_chat *ch, const ui_opts *o);
+int ui_tui_run(ui_chat *ch, const ui_opts *o); /* only with NIBBLE_HAVE_TUI */
 
 #endif

@@ -93,12 +93,54 @@ int main(void)
     CHECK(warned(&c, "long.ini:1: line longer"));
     CHECK(c.v.temp == 0.25f);
 
+    /* INI syntax both readers (inih, config/inifile.c) take the same way:
+     * CRLF, a byte order mark, ':' for '=', inline comments (only after a
+     * space), indented continuation lines (the key again: the last wins),
+     * comments and blank lines between, a comment after a section.
+     * (Not here: an inline comment on a continuation line, which inih
+     * keeps in the value up to r55 and drops from r56.) */
+    cfg_defaults(&c);
+    const char *syntax =
+        "\xEF\xBB\xBFthreads = 3\r\n"     /* 1 */
+        "[sampler] ; the sampler\r\n"       /* 2 */
+        "top_k : 7\n"                       /* 3 */
+        "top_p = 0.5 ; a comment\n"         /* 4 */
+        "\tmin_p=0.2\t\n"                   /* 5: indented: continues top_p */
+        "# hash comment\n"                  /* 6 */
+        "\n"                                /* 7 */
+        "temp = 0.7;not a comment\n"        /* 8 */
+        "[chat]\n"                          /* 9 */
+        "system = Be brief.\n"              /* 10 */
+        "    And kind.\n"                   /* 11: continues system */
+        "model = a=b.gguf\n"                /* 12: the first '=' splits */
+        "kernel = scalar ;\n";              /* 13 */
+    cfg_load_string(&c, syntax, "syntax.ini");
+    CHECKF(c.v.threads == 3, "threads %d", c.v.threads);
+    CHECK(c.v.top_k == 7);
+    /* line 5 set top_p once more, to "min_p=0.2" (not a number) */
+    CHECK(c.v.top_p == 0.5f && c.v.min_p == 0.05f && warned(&c, "syntax.ini:5: top_p"));
+    CHECK(warned(&c, "syntax.ini:8: temp") && c.v.temp == 0.8f);
+    CHECKF(!strcmp(c.v.system, "And kind."), "system '%s'", c.v.system);
+    CHECK(!strcmp(c.model, "a=b.gguf"));
+    CHECK(!strcmp(c.v.kernel, "scalar"));
+    /* no other line warned (line 11 may: config.c's line check does not
+     * know continuation lines) */
+    for (int l = 1; l <= 13; l++) {
+        char at[32];
+        snprintf(at, sizeof at, "syntax.ini:%d:", l);
+        CHECKF(l == 5 || l == 8 || l == 11 || !warned(&c, at), "warning at line %d", l);
+    }
+
     /* a missing file is not an error; an unreadable one is a warning */
     cfg_defaults(&c);
     CHECK(cfg_load(&c, "/nonexistent/nibble.ini") == 1 && c.n_warn == 0);
     CHECK(cfg_load(&c, "/") == 0);
     char p[256];
+#ifdef _WIN32
+    _putenv_s("XDG_CONFIG_HOME", "/x/y");
+#else
     setenv("XDG_CONFIG_HOME", "/x/y", 1);
+#endif
     cfg_default_path(p, sizeof p);
     CHECK(!strcmp(p, "/x/y/nibble/nibble.ini"));
     return tu_result("test_config");

@@ -4,8 +4,6 @@
  * repeats it exactly; a sampler change mid-reply is marked; STOP ends a
  * reply within a token and keeps its text; a small context shifts out old
  * turns and says so. Run under ThreadSanitizer too (-DNIBBLE_TSAN=ON). */
-#include <poll.h>
-
 #include "engine.h"
 #include "simd.h"
 #include "testutil.h"

@@ -500,7 +500,11 @@ static void test_round_trip(void)
 
     /* the same bytes through open_memory (from a 64-aligned buffer) */
     void *mem = NULL;
+#ifdef _WIN32
+    if (bytes && (mem = _aligned_malloc(flen + 1, 64)) != NULL) {
+#else
     if (bytes && posix_memalign(&mem, 64, flen + 1) == 0) {
+#endif
         memcpy(mem, bytes, flen);
         eng_gguf *m = NULL;
         CHECKF(eng_gguf_open_memory(mem, flen, &m, &e) == 0, "%s", e.msg);
@@ -509,7 +513,11 @@ static void test_round_trip(void)
             check_tensors(m, 1);
             eng_gguf_close(m);
         }
+#ifdef _WIN32
+        _aligned_free(mem);
+#else
         free(mem);
+#endif
     }
 
     /* copy_kv of every key and every tensor gives the same file again */
@@ -893,7 +901,7 @@ int main(int argc, char **argv)
         return write_corpus(argv[2]);
     const char *t = getenv("TMPDIR");
     snprintf(tmpdir, sizeof tmpdir, "%s/nb_test_gguf_XXXXXX", t && *t ? t : "/tmp");
-    if (!mkdtemp(tmpdir)) {
+    if (!tu_mkdtemp(tmpdir)) {
         perror("mkdtemp");
         return 1;
     }

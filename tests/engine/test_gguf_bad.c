@@ -840,7 +840,7 @@ int main(int argc, char **argv)
     verbose = argc > 1 && strcmp(argv[1], "-v") == 0;
     const char *t = getenv("TMPDIR");
     snprintf(tmpdir, sizeof tmpdir, "%s/nb_test_gguf_bad_XXXXXX", t && *t ? t : "/tmp");
-    if (!mkdtemp(tmpdir)) {
+    if (!tu_mkdtemp(tmpdir)) {
         perror("mkdtemp");
         return 1;
     }

@@ -102,8 +102,6 @@ int main(void)
     CHECK(eng_journal_load("/nonexistent/x.nbj", &k, &e) == ENG_EIO);
 
     eng_journal_free(j);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(tu_rmtree(dir) == 0);
     return tu_result("test_journal");
 }

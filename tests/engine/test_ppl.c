@@ -54,7 +54,7 @@ int main(void)
     /* AWQ q4_0 vs RTN q4_0 */
     char dir[128], rtn[256], awq[256];
     snprintf(dir, sizeof dir, "/tmp/nibble_test_ppl_%d", (int)getpid());
-    mkdir(dir, 0700);
+    tu_mkdir(dir);
     snprintf(rtn, sizeof rtn, "%s/rtn.gguf", dir);
     snprintf(awq, sizeof awq, "%s/awq.gguf", dir);
     const eng_qtarget *t = eng_qtarget_find("q4_0");

@@ -1,8 +1,11 @@
-/* engine/queue: FIFO order, the bound, timeouts, the wake descriptor,
- * close, payload hand-over, and two threads hammering it (run under
- * ThreadSanitizer with -DNIBBLE_TSAN=ON). */
-#include <poll.h>
+/* engine/queue: FIFO order, the bound, timeouts, the wake descriptor and
+ * eng_queue_wait (which must agree), close, payload hand-over, and two
+ * threads hammering it (run under ThreadSanitizer with -DNIBBLE_TSAN=ON).
+ * Windows has no descriptor: there eng_queue_wait alone. */
 #include <pthread.h>
+#ifndef _WIN32
+#include <poll.h>
+#endif
 #include <stdint.h>
 
 #include "queue.h"
@@ -21,10 +24,16 @@ static void drop(void *p)
     dropped++;
 }
 
-static int readable(int fd)
+/* Whether a message waits (or the queue closed), asked both ways. */
+static int readable(eng_queue *q)
 {
-    struct pollfd p = {fd, POLLIN, 0};
-    return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+    int w = eng_queue_wait(q, 0);
+#ifndef _WIN32
+    struct pollfd p = {eng_queue_fd(q), POLLIN, 0};
+    int polled = poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+    CHECKF(w == polled, "eng_queue_wait says %d, poll says %d", w, polled);
+#endif
+    return w;
 }
 
 #define N_MSGS 20000
@@ -47,16 +56,20 @@ int main(void)
     eng_queue *q;
     CHECK(eng_queue_new(0, 4, NULL, &q, &e) == ENG_EINVAL);
     CHECK(eng_queue_new(sizeof(msg), 3, drop, &q, &e) == 0);
-    int fd = eng_queue_fd(q);
-    CHECK(fd >= 0);
-    CHECK(!readable(fd));
+#ifdef _WIN32
+    CHECK(eng_queue_fd(q) == -1);
+#else
+    CHECK(eng_queue_fd(q) >= 0);
+#endif
+    CHECK(!readable(q));
+    CHECK(eng_queue_wait(q, 30) == 0); /* times out */
     msg m = {0, NULL}, out;
     CHECK(eng_queue_pop(q, &out, 0) == ENG_EAGAIN);
     CHECK(eng_queue_pop(q, &out, 30) == ENG_EAGAIN); /* times out */
     for (int i = 0; i < 3; i++) {
         m.seq = i;
         CHECK(eng_queue_push(q, &m, 0) == 0);
-        CHECK(readable(fd));
+        CHECK(readable(q));
     }
     CHECK(eng_queue_count(q) == 3);
     CHECK(eng_queue_push(q, &m, 0) == ENG_EAGAIN);  /* bounded */
@@ -65,7 +78,7 @@ int main(void)
         CHECK(eng_queue_pop(q, &out, 0) == 0);
         CHECK(out.seq == i); /* FIFO */
     }
-    CHECK(!readable(fd)); /* empty again: the descriptor is quiet */
+    CHECK(!readable(q)); /* empty again: the descriptor is quiet */
     /* wrap-around keeps order */
     for (int round = 0; round < 10; round++) {
         for (int i = 0; i < 2; i++) {
@@ -92,7 +105,8 @@ int main(void)
     CHECK(eng_queue_push(q, &m, 0) == ENG_ECLOSED);
     CHECK(eng_queue_pop(q, &out, 0) == 0); /* what was queued still comes out */
     CHECK(eng_queue_pop(q, &out, -1) == ENG_ECLOSED);
-    CHECK(readable(eng_queue_fd(q)));
+    CHECK(readable(q));
+    CHECK(eng_queue_wait(q, -1) == 1); /* closed: never blocks */
     eng_queue_free(q);
 
     /* two threads: a small queue forces both to wait on each other */
@@ -101,9 +115,15 @@ int main(void)
     CHECK(pthread_create(&th, NULL, producer, q) == 0);
     int next = 0, bad = 0;
     while (next < N_MSGS) {
-        /* wait like the UI does: poll the descriptor, then take */
-        struct pollfd p = {eng_queue_fd(q), POLLIN, 0};
-        poll(&p, 1, 1000);
+        /* wait like the UI does: poll the descriptor (eng_queue_wait
+         * every other turn, and on Windows), then take */
+#ifndef _WIN32
+        if (next % 2) {
+            struct pollfd p = {eng_queue_fd(q), POLLIN, 0};
+            poll(&p, 1, 1000);
+        } else
+#endif
+            eng_queue_wait(q, 1000);
         while (eng_queue_pop(q, &out, 0) == 0) {
             if (out.seq != next || atoi(out.payload) != next % 1000)
                 bad++;
