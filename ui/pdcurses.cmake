@@ -11,6 +11,13 @@ set(NIBBLE_PDCURSES_DEFINES "PDC_WIDE;PDC_FORCE_UTF8;PDC_NCMOUSE" CACHE STRING
   "Macros the PDCurses header needs for the way the library was built (wide API, UTF-8, ncurses mouse)")
 
 set(_pdc_names libpdcurses_wincon.a libpdcurses.a pdcurses_wincon pdcurses)
+# another PDCURSES_ROOT than last time: look again
+if(NOT "${PDCURSES_ROOT}" STREQUAL "${_NIBBLE_PDCURSES_ROOT_SEEN}")
+  unset(PDCURSES_INCLUDE_DIR CACHE)
+  unset(PDCURSES_LIBRARY CACHE)
+  unset(NIBBLE_PDCURSES_WIDE CACHE)
+  set(_NIBBLE_PDCURSES_ROOT_SEEN "${PDCURSES_ROOT}" CACHE INTERNAL "")
+endif()
 if(PDCURSES_ROOT)
   # explicit: only there, and not moved under the cross toolchain's roots
   find_path(PDCURSES_INCLUDE_DIR curses.h PATHS "${PDCURSES_ROOT}"

@@ -1310,25 +1310,46 @@ static void handle_key(tui *t, int fn, uint32_t c, int alt)
 }
 
 #ifdef PDCURSES
-/* The Windows console sends Alt+key and the keypad's Enter as keys of
- * PDCurses' own, where a terminal sends Esc then the key: make them what
- * the handlers above know. 1 if *c is now an Alt+key (*fn cleared). */
+/* The Windows console sends Alt+key and the keypad's keys as keys of
+ * PDCurses' own, where a terminal sends Esc then the key, or the plain
+ * key: make them what the handlers above know. The keypad's arrows
+ * (NumLock off; also what wine's console gives for every arrow key) are
+ * KEY_A2 ... not KEY_UP. Returns 1 if *c is now an Alt+key. */
 static int pdc_key(int *fn, uint32_t *c)
 {
     if (!*fn)
         return 0;
     uint32_t to = 0;
-    int alt = 1;
+    int alt = 0, key = 1; /* key: to is a KEY_ code, else a character */
     switch (*c) {
-    case ALT_ENTER: case ALT_PADENTER: to = '\r'; break;
-    case ALT_B: to = 'b'; break;
-    case ALT_F: to = 'f'; break;
-    case ALT_BKSP: to = 127; break;
-    case CTL_ENTER: case CTL_PADENTER: to = '\n'; alt = 0; break; /* a new line, as Ctrl+J */
-    case PADENTER: to = '\r'; alt = 0; break;
-    default: return 0;
+    case KEY_A2: to = KEY_UP; break;
+    case KEY_C2: to = KEY_DOWN; break;
+    case KEY_B1: to = KEY_LEFT; break;
+    case KEY_B3: to = KEY_RIGHT; break;
+    case KEY_A1: to = KEY_HOME; break;
+    case KEY_C1: to = KEY_END; break;
+    case KEY_A3: to = KEY_PPAGE; break;
+    case KEY_C3: to = KEY_NPAGE; break;
+    case PADSTOP: to = KEY_DC; break;
+    default: key = 0;
     }
-    *fn = 0;
+    if (!key) {
+        alt = 1;
+        switch (*c) {
+        case ALT_ENTER: case ALT_PADENTER: to = '\r'; break;
+        case ALT_B: case CTL_LEFT: to = 'b'; break;
+        case ALT_F: case CTL_RIGHT: to = 'f'; break;
+        case ALT_BKSP: to = 127; break;
+        case CTL_ENTER: case CTL_PADENTER: to = '\n'; alt = 0; break; /* a new line, as Ctrl+J */
+        case PADENTER: to = '\r'; alt = 0; break;
+        case PADSLASH: to = '/'; alt = 0; break;
+        case PADSTAR: to = '*'; alt = 0; break;
+        case PADMINUS: to = '-'; alt = 0; break;
+        case PADPLUS: to = '+'; alt = 0; break;
+        default: return 0;
+        }
+        *fn = 0;
+    }
     *c = to;
     return alt;
 }
