@@ -47,6 +47,7 @@ else()
     foreach(_d IN LISTS NIBBLE_PDCURSES_DEFINES)
       list(APPEND CMAKE_REQUIRED_DEFINITIONS "-D${_d}")
     endforeach()
+    unset(NIBBLE_PDCURSES_WIDE CACHE) # checked on every configure: the library may have been rebuilt
     check_c_source_compiles("#include <curses.h>
 int main(void) { wint_t c; initscr(); get_wch(&c); resize_term(0, 0); return endwin(); }" NIBBLE_PDCURSES_WIDE)
     unset(CMAKE_REQUIRED_INCLUDES)
@@ -55,8 +56,7 @@ int main(void) { wint_t c; initscr(); get_wch(&c); resize_term(0, 0); return end
     if(NIBBLE_PDCURSES_WIDE)
       set(PDCURSES_FOUND TRUE)
     else()
-      set(PDCURSES_WHY "${PDCURSES_LIBRARY} has no wide API (get_wch): build PDCurses' wincon port with "
-        "make WIDE=Y UTF8=Y (see CMakeFiles/CMakeError.log)")
+      set(PDCURSES_WHY "${PDCURSES_LIBRARY} has no wide API (get_wch): build PDCurses' wincon port with make WIDE=Y UTF8=Y (see CMakeFiles/CMakeError.log)")
     endif()
   endif()
 endif()
