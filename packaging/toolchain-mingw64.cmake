@@ -6,8 +6,9 @@
 # NIBBLE_WIN_PREFIX is a folder with Windows builds of the libraries:
 # include/, lib/, lib/pkgconfig/. utf8proc is required (packaging/ci-windows.sh
 # builds it from Debian's source package); inih is optional (config/inifile.c
-# reads INI files without it). The full-screen chat is not built for
-# Windows yet (NIBBLE_TUI defaults to OFF there).
+# reads INI files without it). The full-screen chat needs PDCurses
+# (-DPDCURSES_ROOT=..., or include/pdcurses/ and lib/ in that prefix;
+# packaging/windows/README.md): NIBBLE_TUI is ON only when it is found.
 # Test programs and nibble.exe run under wine (CMAKE_CROSSCOMPILING_EMULATOR)
 # when it is installed, so ctest works as on a native build.
 set(CMAKE_SYSTEM_NAME Windows)

@@ -7,20 +7,22 @@
  *   middle       conversation (left) | sampler sliders (right)
  *   bottom       input editor (1-5 rows), F-key bar
  *
- * One loop: poll() on the terminal and the engine's event descriptor,
- * take every event, handle every key, then redraw once if anything is
- * dirty. Resize arrives as KEY_RESIZE in that loop; signal handlers only
- * set flags (and, for fatal signals, put the terminal back). */
-#include <errno.h>
+ * One loop: wait for the terminal and the engine's queue together
+ * (ui_term_wait: poll() on POSIX, short turns on Windows), take every
+ * event, handle every key, then redraw once if anything is dirty. Resize
+ * arrives as KEY_RESIZE in that loop; signal handlers only set flags (and,
+ * for fatal signals, put the terminal back).
+ *
+ * Curses: ncursesw (POSIX) or PDCurses with PDC_WIDE and PDC_FORCE_UTF8
+ * (the Windows console). What the operating system does differently is in
+ * term.h; the differences between the two libraries are the blocks marked
+ * PDCURSES / NCURSES_VERSION below. */
 #include <locale.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <termios.h>
 #include <unistd.h>
 #include <wchar.h>
 #include <dirent.h>
@@ -30,6 +32,7 @@
 #include "editor.h"
 #include "gguf.h"
 #include "simd.h"
+#include "term.h"
 #include "text.h"
 #include "ui.h"
 
@@ -95,38 +98,14 @@ typedef struct tui {
     int nframe;
 } tui;
 
-static volatile sig_atomic_t sig_quit;
-static struct termios saved_tio;
-static int have_tio;
-
-/* ---- terminal restore on every way out ---- */
-
-static const char reset_seq[] = "\033[?2004l\033[?1000l\033[?1002l\033[?1006l\033[?25h\033[?1049l\033[0m";
-
-static void on_fatal(int sig)
-{
-    /* only async-signal-safe calls: put the terminal back, then die */
-    ssize_t w = write(1, reset_seq, sizeof reset_seq - 1);
-    (void)w;
-    if (have_tio)
-        tcsetattr(0, TCSANOW, &saved_tio);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static void on_quit_sig(int sig)
-{
-    (void)sig;
-    sig_quit = 1;
-}
+/* ---- terminal restore on every way out (fatal signals: term.h) ---- */
 
 static int curses_up;
 
 static void restore_at_exit(void)
 {
     if (curses_up) {
-        ssize_t w = write(1, "\033[?2004l", 8);
-        (void)w;
+        ui_term_paste(0);
         endwin();
         curses_up = 0;
     }
@@ -148,6 +127,11 @@ static int put(int y, int x, int cols, const char *s, size_t n)
             break;
         if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0))
             addch('?');
+#ifdef PDCURSES
+        else if (cp > 0xffff) /* PDCurses' cells hold one UTF-16 unit: no emoji */
+            for (int k = 0; k < w; k++)
+                addch('?');
+#endif
         else if (w > 0 || used > 0)
             addnstr(s + i, (int)len);
         used += w;
@@ -192,18 +176,6 @@ static void set_status(tui *t, const char *msg)
 }
 
 /* ---- header ---- */
-
-static long rss_bytes(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    long pages = 0, res = 0;
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &res) != 2)
-            res = 0;
-        fclose(f);
-    }
-    return res * sysconf(_SC_PAGESIZE);
-}
 
 static void human(double bytes, char *b, size_t n)
 {
@@ -315,7 +287,7 @@ static void draw_header(tui *t)
         }
         attroff(pair(t, C_BAR));
         char mem[32];
-        human((double)rss_bytes(), mem, sizeof mem);
+        human((double)ui_term_rss(), mem, sizeof mem);
         snprintf(buf, sizeof buf, "Mem %s   %s", mem,
                  ch->busy ? "replying..." : ch->loading ? "loading..." : "ready");
         putz(2, x + 41, t->W - x - 42, buf);
@@ -982,7 +954,7 @@ static void menu_choose(tui *t)
 
 /* ---- keys ---- */
 
-static void utf8_put(char *b, size_t *n, wint_t c)
+static void utf8_put(char *b, size_t *n, uint32_t c)
 {
     if (c < 0x80)
         b[(*n)++] = (char)c;
@@ -1053,7 +1025,7 @@ static void page(tui *t, int dir)
         t->scroll = t->total_lines;
 }
 
-static int key_common(tui *t, int fn, wint_t c)
+static int key_common(tui *t, int fn, uint32_t c)
 {
     if (!fn)
         return 0;
@@ -1084,7 +1056,7 @@ static int key_common(tui *t, int fn, wint_t c)
     return 0;
 }
 
-static void key_input(tui *t, int fn, wint_t c, int alt)
+static void key_input(tui *t, int fn, uint32_t c, int alt)
 {
     ui_editor *ed = t->ed;
     int w = t->W - 3;
@@ -1170,7 +1142,7 @@ static void key_input(tui *t, int fn, wint_t c, int alt)
     }
 }
 
-static void key_sliders(tui *t, int fn, wint_t c)
+static void key_sliders(tui *t, int fn, uint32_t c)
 {
     if (fn) {
         switch (c) {
@@ -1191,7 +1163,7 @@ static void key_sliders(tui *t, int fn, wint_t c)
     }
 }
 
-static void key_menu(tui *t, int fn, wint_t c)
+static void key_menu(tui *t, int fn, uint32_t c)
 {
     if (t->menu == M_PATH) {
         ui_editor *pe = t->path_ed;
@@ -1272,7 +1244,8 @@ static void key_menu(tui *t, int fn, wint_t c)
     }
 }
 
-static void handle_key(tui *t, int fn, wint_t c, int alt)
+/* A key: fn set, c is a KEY_ code; else c is a character (code point). */
+static void handle_key(tui *t, int fn, uint32_t c, int alt)
 {
     t->dirty = 1;
     /* Ctrl+C: stop a reply; on an idle, empty prompt twice quits */
@@ -1336,17 +1309,120 @@ static void handle_key(tui *t, int fn, wint_t c, int alt)
     }
 }
 
+#ifdef PDCURSES
+/* The Windows console sends Alt+key and the keypad's keys as keys of
+ * PDCurses' own, where a terminal sends Esc then the key, or the plain
+ * key: make them what the handlers above know. The keypad's arrows
+ * (NumLock off; also what wine's console gives for every arrow key) are
+ * KEY_A2 ... not KEY_UP. Returns 1 if *c is now an Alt+key. */
+static int pdc_key(int *fn, uint32_t *c)
+{
+    if (!*fn)
+        return 0;
+    uint32_t to = 0;
+    int alt = 0, key = 1; /* key: to is a KEY_ code, else a character */
+    switch (*c) {
+    case KEY_A2: to = KEY_UP; break;
+    case KEY_C2: to = KEY_DOWN; break;
+    case KEY_B1: to = KEY_LEFT; break;
+    case KEY_B3: to = KEY_RIGHT; break;
+    case KEY_A1: to = KEY_HOME; break;
+    case KEY_C1: to = KEY_END; break;
+    case KEY_A3: to = KEY_PPAGE; break;
+    case KEY_C3: to = KEY_NPAGE; break;
+    case PADSTOP: to = KEY_DC; break;
+    default: key = 0;
+    }
+    if (!key) {
+        alt = 1;
+        switch (*c) {
+        case ALT_ENTER: case ALT_PADENTER: to = '\r'; break;
+        case ALT_B: case CTL_LEFT: to = 'b'; break;
+        case ALT_F: case CTL_RIGHT: to = 'f'; break;
+        case ALT_BKSP: to = 127; break;
+        case CTL_ENTER: case CTL_PADENTER: to = '\n'; alt = 0; break; /* a new line, as Ctrl+J */
+        case PADENTER: to = '\r'; alt = 0; break;
+        case PADSLASH: to = '/'; alt = 0; break;
+        case PADSTAR: to = '*'; alt = 0; break;
+        case PADMINUS: to = '-'; alt = 0; break;
+        case PADPLUS: to = '+'; alt = 0; break;
+        default: return 0;
+        }
+        *fn = 0;
+    }
+    *c = to;
+    return alt;
+}
+
+/* Ctrl+V where the console lets it through: the clipboard goes into the
+ * input as one paste (its new lines stay new lines, nothing is sent and a
+ * leading '/' is text), what bracketed paste gives on a terminal. */
+static void paste_clipboard(tui *t)
+{
+    char *clip = NULL;
+    long n = 0;
+    if (PDC_getclipboard(&clip, &n) != PDC_CLIP_SUCCESS) {
+        set_status(t, "the clipboard holds no text");
+        return;
+    }
+    if (!ui_editor_len(t->ed))
+        t->paste_guard = 1;
+    long k = 0; /* cleaned in place: CRLF and CR to LF, no other controls */
+    for (long i = 0; i < n; i++) {
+        char b = clip[i];
+        if (b == '\r' && i + 1 < n && clip[i + 1] == '\n')
+            continue;
+        if (b == '\r')
+            b = '\n';
+        if ((unsigned char)b < 0x20 && b != '\n' && b != '\t')
+            continue;
+        clip[k++] = b;
+    }
+    if (k && ui_editor_insert(t->ed, clip, (size_t)k))
+        set_status(t, "out of memory for the paste");
+    PDC_freeclipboard(clip);
+}
+#endif
+
+/* get_wch as a code point. PDCurses on Windows has a 16-bit wint_t and
+ * hands a character beyond U+FFFF over as two UTF-16 halves: join them
+ * (a half without its partner is dropped). */
+static int get_key(uint32_t *c)
+{
+    wint_t w = 0;
+    int r = get_wch(&w);
+    *c = (uint32_t)w;
+#ifdef PDCURSES
+    while (r == OK && *c >= 0xd800 && *c <= 0xdfff) {
+        if (*c >= 0xdc00) { /* a low half first: lost */
+            r = get_wch(&w);
+            *c = (uint32_t)w;
+            continue;
+        }
+        uint32_t hi = *c;
+        r = get_wch(&w);
+        *c = (uint32_t)w;
+        if (r == OK && *c >= 0xdc00 && *c <= 0xdfff)
+            *c = 0x10000 + ((hi - 0xd800) << 10) + (*c - 0xdc00);
+    }
+#endif
+    return r;
+}
+
 /* Read every key waiting on the terminal. */
 static void read_keys(tui *t)
 {
     for (;;) {
-        wint_t c;
-        int r = get_wch(&c);
+        uint32_t c;
+        int r = get_key(&c);
         if (r == ERR)
             return;
         int fn = r == KEY_CODE_YES;
         if (fn && c == KEY_RESIZE) {
             int oldw = t->W;
+#ifdef PDCURSES
+            resize_term(0, 0); /* PDCurses takes the console's new size only when asked */
+#endif
             getmaxyx(stdscr, t->H, t->W);
             if (oldw != t->W && t->W >= MIN_W && t->H >= MIN_H)
                 keep_anchor(t, t->H - 1 - input_rows(t) - 1 - 4);
@@ -1354,11 +1430,19 @@ static void read_keys(tui *t)
             continue;
         }
         int alt = 0;
+#ifdef PDCURSES
+        alt = pdc_key(&fn, &c);
+        if (!fn && c == 22 && t->focus == F_INPUT) {
+            paste_clipboard(t);
+            t->dirty = 1;
+            continue;
+        }
+#endif
         if (!fn && c == 27 && !t->pasting) {
             /* Esc followed at once by a key is Alt+key */
-            wint_t c2;
+            uint32_t c2;
             nodelay(stdscr, TRUE);
-            int r2 = get_wch(&c2);
+            int r2 = get_key(&c2);
             if (r2 == OK) {
                 alt = 1;
                 c = c2;
@@ -1414,26 +1498,13 @@ int ui_tui_run(ui_chat *ch, const ui_opts *o)
 
     /* stderr goes to a file while curses owns the screen */
     fflush(stderr);
-    FILE *errf = tmpfile();
+    FILE *errf = ui_term_tmpfile();
     int saved_err = -1;
     if (errf) {
         saved_err = dup(2);
         dup2(fileno(errf), 2);
     }
-    if (tcgetattr(0, &saved_tio) == 0)
-        have_tio = 1;
-    struct sigaction sa, old_int, old_term, old_hup;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_quit_sig;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    sigaction(SIGHUP, &sa, &old_hup);
-    sa.sa_handler = on_fatal;
-    sa.sa_flags = SA_RESETHAND;
-    sigaction(SIGSEGV, &sa, NULL);
-    sigaction(SIGABRT, &sa, NULL);
-    sigaction(SIGBUS, &sa, NULL);
-    sigaction(SIGFPE, &sa, NULL);
+    ui_term_begin();
     atexit(restore_at_exit);
 
     int rc = 0;
@@ -1444,7 +1515,9 @@ int ui_tui_run(ui_chat *ch, const ui_opts *o)
         goto out;
     }
     curses_up = 1;
-    ESCDELAY = 25;
+#ifdef NCURSES_VERSION
+    ESCDELAY = 25; /* PDCurses: the console's Esc key is a key, not a prefix to time */
+#endif
     raw();
     noecho();
     nonl();
@@ -1453,15 +1526,15 @@ int ui_tui_run(ui_chat *ch, const ui_opts *o)
     colors(&t);
     if (o->mouse)
         mousemask(BUTTON4_PRESSED | BUTTON5_PRESSED, NULL);
+#ifdef NCURSES_VERSION
+    /* bracketed paste: the terminal's marks become two keys of our own */
     define_key("\033[200~", K_PASTE_BEGIN);
     define_key("\033[201~", K_PASTE_END);
-    {
-        ssize_t w = write(1, "\033[?2004h", 8);
-        (void)w;
-    }
+    ui_term_paste(1);
+#endif
     getmaxyx(stdscr, t.H, t.W);
     t.dirty = 1;
-    while (!t.quit && !sig_quit) {
+    while (!t.quit && !ui_term_quit_asked()) {
         ui_chat_pump(ch);
         if (ch->changed) {
             ch->changed = 0;
@@ -1481,36 +1554,32 @@ int ui_tui_run(ui_chat *ch, const ui_opts *o)
             draw(&t);
             t.dirty = 0;
         }
-        struct pollfd fds[2] = {{0, POLLIN, 0}, {eng_engine_fd(ch->en), POLLIN, 0}};
         int to = ui_chat_timeout(ch);
         int live = ch->busy || ch->prog_active || (t.status[0] && ui_now_ms() - t.status_ms < 4500);
         if (live && (to < 0 || to > 250))
             to = 250;
         if (to < 0 || to > 2000)
             to = 2000; /* the memory meter */
-        int pr = poll(fds, 2, to);
-        if (pr < 0 && errno != EINTR)
+        int got = ui_term_wait(ch->en, to);
+        if (got < 0)
             break;
-        if (pr <= 0 || (fds[0].revents & POLLIN) || pr < 0)
+        if (got & UI_TERM_KEYS)
             read_keys(&t); /* also picks up KEY_RESIZE after SIGWINCH */
-        if (pr == 0)
+        if (got & UI_TERM_TIMEOUT)
             t.dirty = 1;
-        if (fds[0].revents & (POLLHUP | POLLERR))
+        if (got & UI_TERM_HUP)
             break;
     }
     ui_chat_stop(ch);
 out:
     if (curses_up) {
-        ssize_t w = write(1, "\033[?2004l", 8);
-        (void)w;
+        ui_term_paste(0);
         if (o->mouse)
             mousemask(0, NULL);
         endwin();
         curses_up = 0;
     }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    sigaction(SIGHUP, &old_hup, NULL);
+    ui_term_end();
     /* give stderr back and show what was written meanwhile */
     if (errf) {
         fflush(stderr);

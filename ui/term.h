@@ -1,0 +1,46 @@
+/* What the curses screen needs from the operating system that curses
+ * does not give it, in one small interface: saving the terminal and
+ * putting it back on a fatal signal, the quit signals, waiting for a key
+ * and the engine's queue together, bracketed paste, the memory meter and
+ * a temporary file for stderr. One file per system: term_posix.c (with
+ * ncursesw) and term_win.c (the Windows console, with PDCurses); tui.c
+ * keeps only the few differences between the two curses libraries. */
+#ifndef NIBBLE_UI_TERM_H
+#define NIBBLE_UI_TERM_H
+
+#include <stdio.h>
+
+#include "engine.h"
+
+/* Before curses starts: remember the terminal's modes (termios; the
+ * console modes on Windows) and install the signal handlers: SIGINT,
+ * SIGTERM (and SIGHUP, Ctrl+Break where they exist) only set the flag
+ * ui_term_quit_asked() reads; SIGSEGV, SIGABRT, ... put the terminal back
+ * and let the signal kill the process. */
+void ui_term_begin(void);
+/* After endwin: the quit handlers that were there before ui_term_begin. */
+void ui_term_end(void);
+/* 1 once a quit signal came. */
+int ui_term_quit_asked(void);
+
+/* Ask the terminal to mark pasted text (bracketed paste, ESC[200~ ...
+ * ESC[201~) or to stop. Where keys cannot carry the marks (the Windows
+ * console) it does nothing and the paste arrives as typed keys. */
+void ui_term_paste(int on);
+
+enum { UI_TERM_KEYS = 1, UI_TERM_TIMEOUT = 2, UI_TERM_HUP = 4 };
+/* Wait at most ms milliseconds (-1: no limit) for a key on the terminal
+ * or an event on the engine's queue. Returns a mask: UI_TERM_KEYS when
+ * keys may wait (read them with a non-blocking get_wch; a resize comes that
+ * way too), UI_TERM_TIMEOUT when the time ran out, UI_TERM_HUP when the
+ * terminal went away; -1 when waiting failed. */
+int ui_term_wait(eng_engine *en, int ms);
+
+/* The process's resident memory in bytes, 0 if unknown. */
+long long ui_term_rss(void);
+
+/* A temporary file, deleted when closed, to hold stderr while curses owns
+ * the screen; NULL if none can be made (stderr is then left alone). */
+FILE *ui_term_tmpfile(void);
+
+#endif
