@@ -52,6 +52,9 @@ start() {
     tm new-session -d -s s -x "$w" -y "$h" \
         "sh $T/run.sh $T/pid $(printf '%q ' "$bin" "$@"); echo \"[exited \$?]\"; sleep 600"
     wait_for "F10Quit" 20 || fail "the screen did not come up"
+    # a line typed while the model still loads is refused ("still loading"):
+    # under a sanitizer loading is slow, so wait for it before any typing
+    case " $* " in *" -m "*) wait_for "loaded [^ ]*\.gguf" 60 || true ;; esac
 }
 
 screen() { tm capture-pane -p -t s; }
