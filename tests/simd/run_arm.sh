@@ -31,6 +31,7 @@ qemu=$(command -v qemu-aarch64-static || command -v qemu-aarch64 || true)
 tests=(test_kernels test_dispatch)
 [ -f "$root/tests/simd/test_kquants.c" ] && tests+=(test_kquants)
 [ -f "$root/tests/simd/test_mxfp4.c" ] && tests+=(test_mxfp4)
+[ -f "$root/tests/simd/test_pack.c" ] && tests+=(test_pack)
 mkdir -p "$build/wrap"
 cat >"$build/wrap/CMakeLists.txt.new" <<EOF
 cmake_minimum_required(VERSION 3.20)
