@@ -15,6 +15,11 @@ typedef struct eng_weight {
     uint32_t rows, cols;
     size_t row_bytes;
     enum simd_act act; /* activation format its dot kernel takes */
+    /* rows 0 .. packed_rows-1 (a multiple of SIMD_PACK_ROWS) again in the
+     * packed form (simd.h), for sets with a dot_packed kernel; NULL and
+     * 0 when not packed. data stays valid for every row. */
+    const void *packed;
+    uint32_t packed_rows;
 } eng_weight;
 
 enum eng_norm { ENG_NORM_RMS, ENG_NORM_LAYER };
@@ -50,6 +55,8 @@ struct eng_model {
     void (*progress)(void *user, double fraction); /* eng_model_opts.progress */
     void *progress_user;
     uint32_t n_load_quant; /* matrices converted by it */
+    void *packed;          /* one buffer for every weight's packed rows */
+    size_t packed_bytes;
 };
 
 /* An observer of the forward pass: called on the calling thread before
@@ -57,6 +64,11 @@ struct eng_model {
  * layer and role: compare with the model's eng_layer fields) and its nt
  * input rows of cols floats (borrowed for the call). For activation
  * statistics (AWQ); NULL to stop. */
+/* Pack every matrix the active kernel set reads faster packed (engine/
+ * wpack.c), with up to `threads` threads; sets their packed fields. Only
+ * fails for lack of memory (then nothing is packed). */
+int eng_model_pack(eng_model *m, int threads, eng_err *e);
+
 typedef void (*eng_mm_observer)(void *user, const eng_weight *w, const float *x, uint32_t nt, uint32_t cols);
 void eng_ctx_set_observer(eng_ctx *c, eng_mm_observer fn, void *user);
 
