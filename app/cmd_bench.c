@@ -129,6 +129,8 @@ int cmd_bench(int argc, char **argv)
         fprintf(stderr, "nibble: %s\n", e.msg);
         return 1;
     }
+    /* the speed tests measure the packed weights, once they all are */
+    eng_model_pack_wait(m);
     const eng_model_info *in = eng_model_get_info(m);
     uint64_t bpt = eng_bench_bytes_per_token(m);
     int status = 0;

@@ -50,6 +50,7 @@ typedef struct mm_part {
     size_t ostride;
     simd_dot_packed_fn dot_packed; /* set when w's packed rows are used */
     size_t gbytes;                 /* bytes per packed group */
+    uint32_t packed_rows;          /* w's packed rows when the job began */
 } mm_part;
 
 typedef struct mm_job {
@@ -80,7 +81,7 @@ static void mm_worker(void *arg, int ith, int nth)
         if (hi > base && a < b && p->dot_packed) {
             a = group_edge(a, w->rows);
             b = group_edge(b, w->rows);
-            uint32_t end = b < w->packed_rows ? b : w->packed_rows;
+            uint32_t end = b < p->packed_rows ? b : p->packed_rows;
             if (a < end) { /* whole groups: the packed rows */
                 p->dot_packed(w->cols, (const char *)w->packed + (size_t)(a / SIMD_PACK_ROWS) * p->gbytes,
                               (end - a) / SIMD_PACK_ROWS, p->act, p->astride, j->nt, p->out + a, p->ostride);
@@ -124,11 +125,14 @@ static void matmul(eng_ctx *c, const float *x, uint32_t nt, int np, const eng_we
     for (int i = 0; i < np; i++) {
         int q8 = w[i]->act == SIMD_ACT_Q8, q8k = w[i]->act == SIMD_ACT_Q8K;
         j.p[i] = (mm_part){w[i], q8 ? c->act : q8k ? c->act_k : (const void *)x,
-                           q8 ? qstride : q8k ? kstride : cols * sizeof(float), out[i], w[i]->rows, NULL, 0};
+                           q8 ? qstride : q8k ? kstride : cols * sizeof(float), out[i], w[i]->rows, NULL, 0, 0};
         /* the packed rows, if the active set reads them (it may have been
-         * switched since the model was packed) */
-        if (w[i]->packed && (j.p[i].dot_packed = simd_type_traits(w[i]->type)->dot_packed))
+         * switched since the model was packed); read once, so every
+         * worker splits the same way while packing goes on */
+        if (w[i]->packed && (j.p[i].dot_packed = simd_type_traits(w[i]->type)->dot_packed)) {
             j.p[i].gbytes = simd_pack_group_bytes(w[i]->type, w[i]->cols);
+            j.p[i].packed_rows = atomic_load_explicit(&w[i]->packed_rows, memory_order_acquire);
+        }
         j.total += w[i]->rows;
     }
     /* A small product costs less than waking the workers: run it here. */

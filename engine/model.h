@@ -50,6 +50,10 @@ typedef struct eng_model_opts {
 } eng_model_opts;
 int eng_model_open_opts(const char *path, const eng_model_opts *o, eng_model **out, eng_err *e);
 void eng_model_close(eng_model *m);
+/* Wait until the background packing started at open is done (weights
+ * are usable all along; this is for measurements that want the packed
+ * speed). Returns at once when nothing is being packed. */
+void eng_model_pack_wait(eng_model *m);
 const eng_model_info *eng_model_get_info(const eng_model *m);
 const eng_tok *eng_model_tok(const eng_model *m);
 const eng_gguf *eng_model_gguf(const eng_model *m);

@@ -3,6 +3,8 @@
 #ifndef NIBBLE_ENG_MODEL_INTERNAL_H
 #define NIBBLE_ENG_MODEL_INTERNAL_H
 
+#include <stdatomic.h>
+
 #include "model.h"
 #include "simd.h"
 
@@ -16,10 +18,11 @@ typedef struct eng_weight {
     size_t row_bytes;
     enum simd_act act; /* activation format its dot kernel takes */
     /* rows 0 .. packed_rows-1 (a multiple of SIMD_PACK_ROWS) again in the
-     * packed form (simd.h), for sets with a dot_packed kernel; NULL and
-     * 0 when not packed. data stays valid for every row. */
+     * packed form (simd.h), for sets with a dot_packed kernel (packed
+     * NULL when the weight is not packed). data stays valid for every
+     * row. Read packed_rows with acquire order (engine/wpack.c). */
     const void *packed;
-    uint32_t packed_rows;
+    _Atomic uint32_t packed_rows; /* grows while a background thread packs */
 } eng_weight;
 
 enum eng_norm { ENG_NORM_RMS, ENG_NORM_LAYER };
@@ -55,8 +58,7 @@ struct eng_model {
     void (*progress)(void *user, double fraction); /* eng_model_opts.progress */
     void *progress_user;
     uint32_t n_load_quant; /* matrices converted by it */
-    void *packed;          /* one buffer for every weight's packed rows */
-    size_t packed_bytes;
+    struct eng_packer *packer; /* the packed copies and their thread (wpack.c) */
 };
 
 /* An observer of the forward pass: called on the calling thread before
@@ -65,9 +67,11 @@ struct eng_model {
  * input rows of cols floats (borrowed for the call). For activation
  * statistics (AWQ); NULL to stop. */
 /* Pack every matrix the active kernel set reads faster packed (engine/
- * wpack.c), with up to `threads` threads; sets their packed fields. Only
- * fails for lack of memory (then nothing is packed). */
-int eng_model_pack(eng_model *m, int threads, eng_err *e);
+ * wpack.c): on a background thread, or before returning if background is
+ * 0. Only fails for lack of memory (then nothing is packed). */
+int eng_model_pack_start(eng_model *m, int background, eng_err *e);
+/* Stop the packing thread and free the copies (eng_model_close). */
+void eng_model_pack_free(eng_model *m);
 
 typedef void (*eng_mm_observer)(void *user, const eng_weight *w, const float *x, uint32_t nt, uint32_t cols);
 void eng_ctx_set_observer(eng_ctx *c, eng_mm_observer fn, void *user);

@@ -1,59 +1,78 @@
-/* Weight packing at load: each matrix whose type the active kernel set
- * reads faster in the packed form (simd.h, "packed weights") gets its
- * whole 16-row groups copied once into that form. Decode then reads one
- * sequential stream per matrix with 16 rows in the vector lanes, which
- * is what lets a single core run at memory speed.
+/* Weight packing: each matrix whose type the active kernel set reads
+ * faster in the packed form (simd.h, "packed weights") gets its whole
+ * 16-row groups copied into that form, so decode reads one sequential
+ * stream per matrix with 16 rows in the vector lanes, which is what lets
+ * a single core run at memory speed.
  *
- * Cost and memory: the copies live in one buffer from the OS (huge
- * pages); a matrix's source pages in the file mapping are dropped from
- * the resident set as soon as a chunk of it is packed, so a packed model
- * is resident about once, not twice (the file's pages stay in the page
- * cache, and fault back in if something reads them: AWQ statistics, the
- * rows past the last whole group, a kernel set without packed kernels).
- * The chunks are shared out over the machine's cores. */
+ * The copy runs on a background thread started at load, so loading and
+ * the first tokens cost what they cost without packing: the copies need
+ * fresh memory, and first touches of fresh memory are slow on some
+ * machines (seconds for a GB in some VMs). Each 1 MB chunk is published
+ * as soon as it is packed (the weight's packed_rows grows, with release
+ * order; a matmul reads it once, with acquire order, and takes the rows
+ * below it packed and the rest from the file), and its source pages are
+ * then dropped from the resident set, so the model is resident about
+ * once at every moment, not twice. The file's pages stay in the page
+ * cache and fault back in if anything still reads them: AWQ statistics,
+ * the rows past the last whole group, a kernel set without packed
+ * kernels. The thread runs at the lowest priority where the OS has one:
+ * the engine's own threads go first. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__linux__)
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include "mapfile.h"
 #include "model_internal.h"
 
-#define CHUNK_BYTES ((size_t)1 << 20) /* packing work item, about 1 MB of rows */
-#define MAX_WEIGHTS_PER_LAYER 7
+#define CHUNK_BYTES ((size_t)1 << 20) /* unit of work and of publication */
+#define WEIGHTS_PER_LAYER 7
 
 typedef struct pack_item {
     eng_weight *w;
-    char *dst;         /* the weight's packed rows */
-    size_t gbytes;     /* bytes per group */
-    uint32_t g0, g1;   /* groups of this chunk */
-    int release;       /* the source is in the file mapping */
+    size_t gbytes;   /* bytes per group */
+    uint32_t g0, g1; /* groups of this chunk */
+    int release;     /* the source is in the file mapping */
 } pack_item;
 
-typedef struct pack_work {
+struct eng_packer {
+    pthread_t thread;
+    int running;        /* a thread was started and not yet joined */
+    atomic_int stop;
     pack_item *items;
     size_t n;
-    atomic_size_t next;
-} pack_work;
+    void *buf;
+    size_t bytes;
+};
 
 static void pack_item_run(const pack_item *it)
 {
-    const eng_weight *w = it->w;
+    eng_weight *w = it->w;
+    size_t rows = (size_t)(it->g1 - it->g0) * SIMD_PACK_ROWS;
     const char *src = (const char *)w->data + (size_t)it->g0 * SIMD_PACK_ROWS * w->row_bytes;
-    simd_pack(w->type, w->cols, src, w->row_bytes, it->g1 - it->g0, it->dst + (size_t)it->g0 * it->gbytes);
+    simd_pack(w->type, w->cols, src, w->row_bytes, it->g1 - it->g0,
+              (char *)(uintptr_t)w->packed + (size_t)it->g0 * it->gbytes);
+    atomic_store_explicit(&w->packed_rows, it->g1 * SIMD_PACK_ROWS, memory_order_release);
     if (it->release)
-        eng_map_release(src, (size_t)(it->g1 - it->g0) * SIMD_PACK_ROWS * w->row_bytes);
+        eng_map_release(src, rows * w->row_bytes);
 }
 
 static void *pack_thread(void *arg)
 {
-    pack_work *pw = arg;
-    for (;;) {
-        size_t i = atomic_fetch_add_explicit(&pw->next, 1, memory_order_relaxed);
-        if (i >= pw->n)
-            return NULL;
-        pack_item_run(&pw->items[i]);
-    }
+    struct eng_packer *pk = arg;
+#if defined(__linux__)
+    /* Linux's nice is per thread: make this one yield to the engine */
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+#endif
+    for (size_t i = 0; i < pk->n && !atomic_load_explicit(&pk->stop, memory_order_relaxed); i++)
+        pack_item_run(&pk->items[i]);
+    return NULL;
 }
 
 /* Whether weight w is worth packing with the active set. */
@@ -63,13 +82,14 @@ static int wants_pack(const eng_weight *w)
     return w->data && w->rows >= SIMD_PACK_ROWS && t && t->dot_packed && simd_pack_has_layout(w->type);
 }
 
+/* The weights to pack, in the order a forward pass reads them. */
 static size_t collect(eng_model *m, eng_weight **ws)
 {
     size_t n = 0;
     for (uint32_t l = 0; l < m->info.n_layers; l++) {
         eng_layer *L = &m->layers[l];
-        eng_weight *lw[MAX_WEIGHTS_PER_LAYER] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-        for (int i = 0; i < MAX_WEIGHTS_PER_LAYER; i++)
+        eng_weight *lw[WEIGHTS_PER_LAYER] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (int i = 0; i < WEIGHTS_PER_LAYER; i++)
             if (wants_pack(lw[i]))
                 ws[n++] = lw[i];
     }
@@ -78,9 +98,9 @@ static size_t collect(eng_model *m, eng_weight **ws)
     return n;
 }
 
-/* [lo, hi): the file bytes holding tensor data (sources outside it, such
- * as buffers converted at load, are kept: dropping pages of those would
- * lose them) */
+/* [lo, hi): the file bytes holding tensor data. Sources outside it, such
+ * as buffers converted at load, are kept: dropping their pages would
+ * lose them. */
 static void tensor_range(const eng_model *m, const char **lo, const char **hi)
 {
     *lo = *hi = NULL;
@@ -94,12 +114,16 @@ static void tensor_range(const eng_model *m, const char **lo, const char **hi)
     }
 }
 
-int eng_model_pack(eng_model *m, int threads, eng_err *e)
+int eng_model_pack_start(eng_model *m, int background, eng_err *e)
 {
-    size_t cap = (size_t)m->info.n_layers * MAX_WEIGHTS_PER_LAYER + 1;
+    size_t cap = (size_t)m->info.n_layers * WEIGHTS_PER_LAYER + 1;
     eng_weight **ws = malloc(cap * sizeof *ws);
-    if (!ws)
+    struct eng_packer *pk = calloc(1, sizeof *pk);
+    if (!ws || !pk) {
+        free(ws);
+        free(pk);
         return eng_errf(e, ENG_ENOMEM, "out of memory");
+    }
     size_t nw = collect(m, ws), total = 0, nitems = 0;
     for (size_t i = 0; i < nw; i++) {
         size_t gb = simd_pack_group_bytes(ws[i]->type, ws[i]->cols), ng = ws[i]->rows / SIMD_PACK_ROWS;
@@ -109,20 +133,22 @@ int eng_model_pack(eng_model *m, int threads, eng_err *e)
     }
     if (!total) {
         free(ws);
+        free(pk);
         return 0;
     }
-    char *buf = eng_map_anon(total);
-    pack_item *items = malloc(nitems * sizeof *items);
-    if (!buf || !items) {
-        /* not fatal in spirit, but the caller asked: say why */
-        eng_map_anon_free(buf, total);
-        free(items);
+    pk->buf = eng_map_anon(total);
+    pk->bytes = total;
+    pk->items = malloc(nitems * sizeof *pk->items);
+    if (!pk->buf || !pk->items) {
+        eng_map_anon_free(pk->buf, total);
+        free(pk->items);
+        free(pk);
         free(ws);
-        return eng_errf(e, ENG_ENOMEM, "out of memory packing %zu MB of weights", total >> 20);
+        return eng_errf(e, ENG_ENOMEM, "out of memory for %zu MB of packed weights", total >> 20);
     }
     const char *lo, *hi;
     tensor_range(m, &lo, &hi);
-    size_t k = 0, off = 0;
+    size_t off = 0;
     for (size_t i = 0; i < nw; i++) {
         eng_weight *w = ws[i];
         size_t gb = simd_pack_group_bytes(w->type, w->cols), ng = w->rows / SIMD_PACK_ROWS;
@@ -130,33 +156,37 @@ int eng_model_pack(eng_model *m, int threads, eng_err *e)
         const char *d = w->data;
         int release = lo && d >= lo && d + (size_t)w->rows * w->row_bytes <= hi;
         for (size_t g = 0; g < ng; g += per)
-            items[k++] = (pack_item){w, buf + off, gb, (uint32_t)g, (uint32_t)(g + per < ng ? g + per : ng), release};
+            pk->items[pk->n++] = (pack_item){w, gb, (uint32_t)g, (uint32_t)(g + per < ng ? g + per : ng), release};
+        w->packed = (char *)pk->buf + off;
         off += ng * gb;
     }
-    pack_work pw = {items, nitems, 0};
-    if (threads < 1)
-        threads = 1;
-    if (threads > 16)
-        threads = 16;
-    pthread_t th[16];
-    int started = 0;
-    for (int i = 1; i < threads; i++)
-        if (pthread_create(&th[started], NULL, pack_thread, &pw) == 0)
-            started++;
-    pack_thread(&pw);
-    for (int i = 0; i < started; i++)
-        pthread_join(th[i], NULL);
-    off = 0;
-    for (size_t i = 0; i < nw; i++) {
-        eng_weight *w = ws[i];
-        size_t ng = w->rows / SIMD_PACK_ROWS;
-        w->packed = buf + off;
-        w->packed_rows = (uint32_t)(ng * SIMD_PACK_ROWS);
-        off += ng * simd_pack_group_bytes(w->type, w->cols);
-    }
-    m->packed = buf;
-    m->packed_bytes = total;
-    free(items);
     free(ws);
+    m->packer = pk;
+    if (background && pthread_create(&pk->thread, NULL, pack_thread, pk) == 0)
+        pk->running = 1;
+    else
+        pack_thread(pk); /* here and now: asked to, or no thread to be had */
     return 0;
+}
+
+void eng_model_pack_wait(eng_model *m)
+{
+    struct eng_packer *pk = m ? m->packer : NULL;
+    if (pk && pk->running) {
+        pthread_join(pk->thread, NULL);
+        pk->running = 0;
+    }
+}
+
+void eng_model_pack_free(eng_model *m)
+{
+    struct eng_packer *pk = m->packer;
+    if (!pk)
+        return;
+    atomic_store(&pk->stop, 1);
+    eng_model_pack_wait(m);
+    eng_map_anon_free(pk->buf, pk->bytes);
+    free(pk->items);
+    free(pk);
+    m->packer = NULL;
 }

@@ -114,6 +114,21 @@ static void check_type(const char *dir, const char *tname)
     CHECKF(eng_model_open_opts(path, &plain, &mq, &e) == 0, "%s: open unpacked: %s", tname, e.msg);
     CHECKF(eng_model_open_opts(path, NULL, &mp, &e) == 0, "%s: open packed: %s", tname, e.msg);
     if (mp && mq) {
+        /* logits while the packing thread is still at work (in whatever
+         * state it is: the result must not depend on it) */
+        int32_t toks[N_PROMPT + N_STEP];
+        for (int i = 0; i < N_PROMPT + N_STEP; i++)
+            toks[i] = (int32_t)((i * 37 + 11) % 500);
+        size_t nv = 500, nl = (size_t)(N_PROMPT + N_STEP) * nv;
+        float *a = calloc(nl, sizeof *a), *b = calloc(nl, sizeof *b);
+        if (a && b && run(mq, 2, toks, a, nv) == 0) {
+            eng_model *mr = NULL;
+            CHECKF(eng_model_open_opts(path, NULL, &mr, &e) == 0, "%s: open: %s", tname, e.msg);
+            if (mr && run(mr, 2, toks, b, nv) == 0)
+                CHECKF(memcmp(a, b, nl * sizeof *a) == 0, "%s: logits while packing differ", tname);
+            eng_model_close(mr); /* stops its packing thread */
+        }
+        eng_model_pack_wait(mp);
         /* what was packed: the main type's matrices, the output's whole
          * groups only (its type may differ: a mix's q6_k) */
         int packed = 0, npl = 0;
@@ -124,19 +139,14 @@ static void check_type(const char *dir, const char *tname)
                 packed += ws[i]->packed != NULL;
                 npl += ws[i]->type == main_type;
                 if (ws[i]->packed)
-                    CHECK(ws[i]->packed_rows == ws[i]->rows);
+                    CHECK(atomic_load(&ws[i]->packed_rows) == ws[i]->rows);
             }
             CHECK(mq->layers[l].wq.packed == NULL);
         }
         CHECKF(packed >= npl && packed > 0, "%s: %d matrices packed, %d of the main type", tname, packed, npl);
         if (mp->output.packed)
-            CHECKF(mp->output.packed_rows == 496, "%s: output packed_rows %u", tname, mp->output.packed_rows);
-
-        int32_t toks[N_PROMPT + N_STEP];
-        for (int i = 0; i < N_PROMPT + N_STEP; i++)
-            toks[i] = (int32_t)((i * 37 + 11) % 500);
-        size_t nv = 500, nl = (size_t)(N_PROMPT + N_STEP) * nv;
-        float *a = calloc(nl, sizeof *a), *b = calloc(nl, sizeof *b);
+            CHECKF(atomic_load(&mp->output.packed_rows) == 496, "%s: output packed_rows %u", tname,
+                   atomic_load(&mp->output.packed_rows));
         for (int th = 1; th <= 3 && a && b; th++) {
             memset(a, 0, nl * sizeof *a);
             memset(b, 0xff, nl * sizeof *b);
