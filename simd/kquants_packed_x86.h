@@ -392,6 +392,12 @@ NBK_INLINE void nbp_packed(int type, size_t n, const void *p, size_t ng, const v
                     nbp_fstore(acc[t][l], nbp_fzero());
             for (size_t b = 0; b < nb; b++) {
                 const unsigned char *blk = gp + b * bb;
+#ifndef NBP_PF_BLOCKS
+#define NBP_PF_BLOCKS 2
+#endif
+                if (NBP_PF_BLOCKS > 0 && b + NBP_PF_BLOCKS < nb)
+                    for (size_t o = 0; o < bb; o += 64)
+                        _mm_prefetch((const char *)blk + NBP_PF_BLOCKS * bb + o, _MM_HINT_T0);
                 union {
                     nbp_meta45 m45;
                     nbp_meta6 m6;

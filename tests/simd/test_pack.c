@@ -11,6 +11,10 @@
 
 #include "simd.h"
 #include "testutil.h"
+#ifdef NIBBLE_TEST_VNNIINT8_EMUL
+#include "simd_internal.h"
+void simd_set_kquants_avxvnniint8_emul(simd_kernel_set *s);
+#endif
 
 #define MAXG 3
 #define MAXR (MAXG * SIMD_PACK_ROWS)
@@ -150,8 +154,9 @@ static void check_layout(void)
     CHECKF(ok, "q4_k packed layout is not the documented one");
 }
 
-/* The current set's dot_packed against the scalar set's dot_rows. */
-static int check_set(const char *set, simd_dot_rows_fn ref[SIMD_TYPE_COUNT])
+/* A set's packed kernels (dp, by type; NULL where it has none) against
+ * the scalar set's dot_rows. */
+static int check_set(const char *set, simd_dot_rows_fn ref[SIMD_TYPE_COUNT], const simd_dot_packed_fn *dp_of)
 {
     static const size_t lens32[] = {32, 64, 96, 256, 288, 512, 576, 1024, 1056, 2048, 4096};
     static const size_t lens256[] = {256, 512, 768, 1536, 2048, 4096};
@@ -160,7 +165,7 @@ static int check_set(const char *set, simd_dot_rows_fn ref[SIMD_TYPE_COUNT])
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
         int type = types[ti];
         const simd_traits *t = simd_type_traits(type);
-        simd_dot_packed_fn dp = t->dot_packed;
+        simd_dot_packed_fn dp = dp_of[type];
         if (!dp)
             continue;
         kernels++;
@@ -206,9 +211,23 @@ static void check_all_sets(void)
             continue;
         }
         CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
-        int kernels = check_set(name, ref);
+        simd_dot_packed_fn dp[SIMD_TYPE_COUNT];
+        for (int t = 0; t < SIMD_TYPE_COUNT; t++)
+            dp[t] = simd_type_traits(t) ? simd_type_traits(t)->dot_packed : NULL;
+        int kernels = check_set(name, ref, dp);
         printf("%-14s %d packed kernel(s) checked\n", name, kernels);
     }
+#ifdef NIBBLE_TEST_VNNIINT8_EMUL
+    /* the avxvnniint8 set's K-quant packed kernels, vpdpbssd emulated */
+    if (simd_kernel_supported(SIMD_K_AVX2, NULL)) {
+        simd_kernel_set e;
+        memset(&e, 0, sizeof e);
+        simd_set_kquants_avxvnniint8_emul(&e);
+        int kernels = check_set("avxvnniint8 (emulated)", ref, e.dot_packed);
+        CHECK(kernels == 3);
+        printf("%-14s %d packed kernel(s) checked\n", "avxvnniint8 (emulated)", kernels);
+    }
+#endif
     simd_kernel_select(cur);
 }
 
