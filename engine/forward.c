@@ -30,7 +30,8 @@ struct eng_ctx {
     float *q, *k, *v;      /* [BATCH][n_heads*hd], [BATCH][n_kv*hd] x2 */
     float *att;            /* [BATCH][n_heads*hd] attention output */
     float *hb, *hb2;       /* [BATCH][ffn] */
-    float *scores;         /* [threads][n_ctx] */
+    float *scores;         /* [threads][scores_per_thread]: a task's heads x n_ctx */
+    size_t scores_per_thread;
     int scores_threads;
     void *act;             /* [BATCH] activation rows, q8 format */
     void *act_k;           /* [BATCH] activation rows, q8k format (K-quant weights) */
@@ -178,11 +179,16 @@ static void rope(float *v, uint32_t nh, uint32_t hd, uint32_t rd, int neox, cons
     }
 }
 
-/* ---- attention: one task per (token, head) ---- */
+/* ---- attention: one task per (token, kv head) ----
+ * The query heads that share a kv head go to simd_attn together, so each
+ * cached K and V row is read once for all of them. The result of a head
+ * does not depend on which heads it was computed with (simd.h), so how
+ * the tasks are cut changes no bits. */
 
 typedef struct att_job {
     eng_ctx *c;
     uint32_t layer, nt, pos;
+    uint32_t hc, chunks; /* query heads per task, tasks per (token, kv head) */
 } att_job;
 
 static void att_worker(void *arg, int ith, int nth)
@@ -190,34 +196,21 @@ static void att_worker(void *arg, int ith, int nth)
     const att_job *j = arg;
     eng_ctx *c = j->c;
     const eng_layer *L = &c->m->layers[j->layer];
-    uint32_t hd = c->m->info.head_dim, nh = L->n_heads, nkvd = L->n_kv_heads * hd, grp = nh / L->n_kv_heads;
-    float *sc = c->scores + (size_t)ith * c->n_ctx;
-    float scale = 1.0f / sqrtf((float)hd);
-    const float *kbase = c->kc + c->kv_off[j->layer];
-    const float *vbase = c->vc + c->kv_off[j->layer];
-    for (uint32_t task = (uint32_t)ith; task < j->nt * nh; task += (uint32_t)nth) {
-        uint32_t t = task / nh, h = task % nh, g = h / grp, last = j->pos + t;
-        const float *q = c->q + (size_t)t * nh * hd + (size_t)h * hd;
-        float *o = c->att + (size_t)t * nh * hd + (size_t)h * hd;
-        float mx = -INFINITY;
-        for (uint32_t p = 0; p <= last; p++) {
-            sc[p] = simd_dot_f32(hd, q, kbase + (size_t)p * nkvd + (size_t)g * hd) * scale;
-            if (sc[p] > mx)
-                mx = sc[p];
-        }
-        float sum = 0;
-        for (uint32_t p = 0; p <= last; p++) {
-            sc[p] = expf(sc[p] - mx);
-            sum += sc[p];
-        }
-        float inv = 1.0f / sum;
-        memset(o, 0, hd * sizeof *o);
-        for (uint32_t p = 0; p <= last; p++) {
-            const float *vv = vbase + (size_t)p * nkvd + (size_t)g * hd;
-            float w = sc[p] * inv;
-            for (uint32_t d = 0; d < hd; d++)
-                o[d] += w * vv[d];
-        }
+    uint32_t hd = c->m->info.head_dim, nh = L->n_heads, nkv = L->n_kv_heads, grp = nh / nkv;
+    size_t nkvd = (size_t)nkv * hd;
+    simd_attn_args a = {.hd = hd, .qstride = hd, .kvstride = nkvd, .ostride = hd,
+                        .scale = 1.0f / sqrtf((float)hd), .scratch = c->scores + (size_t)ith * c->scores_per_thread};
+    uint32_t per_tok = nkv * j->chunks;
+    for (uint32_t task = (uint32_t)ith; task < j->nt * per_tok; task += (uint32_t)nth) {
+        uint32_t t = task / per_tok, g = task % per_tok / j->chunks, ch = task % j->chunks;
+        uint32_t h0 = g * grp + ch * j->hc, h1 = h0 + j->hc < (g + 1) * grp ? h0 + j->hc : (g + 1) * grp;
+        a.nq = h1 - h0;
+        a.n = (size_t)j->pos + t + 1;
+        a.q = c->q + (size_t)t * nh * hd + (size_t)h0 * hd;
+        a.out = c->att + (size_t)t * nh * hd + (size_t)h0 * hd;
+        a.k = c->kc + c->kv_off[j->layer] + (size_t)g * hd;
+        a.v = c->vc + c->kv_off[j->layer] + (size_t)g * hd;
+        simd_attn(&a);
     }
 }
 
@@ -273,7 +266,8 @@ static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
         memcpy(c->kc + at, c->k + (size_t)t * nkvd, nkvd * sizeof(float));
         memcpy(c->vc + at, c->v + (size_t)t * nkvd, nkvd * sizeof(float));
     }
-    att_job aj = {c, l, nt, c->pos};
+    uint32_t grp = L->n_heads / L->n_kv_heads;
+    att_job aj = {c, l, nt, c->pos, grp, 1};
     /* attention reads the cache: split it only when that is big enough */
     if ((size_t)(c->pos + nt) * nkvd * 2 * sizeof(float) * nt < SMALL_MATMUL_BYTES)
         att_worker(&aj, 0, 1);
@@ -382,7 +376,7 @@ static int ensure_scores(eng_ctx *c, int threads)
 {
     if (threads <= c->scores_threads)
         return 0;
-    float *s = realloc(c->scores, (size_t)threads * c->n_ctx * sizeof(float));
+    float *s = realloc(c->scores, (size_t)threads * c->scores_per_thread * sizeof(float));
     if (!s)
         return ENG_ENOMEM;
     c->scores = s;
@@ -428,6 +422,11 @@ int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_
         return eng_errf(e, ENG_ENOMEM, "out of memory");
     c->m = m;
     c->n_ctx = n_ctx;
+    uint32_t grp_max = 1;
+    for (uint32_t l = 0; l < in->n_layers; l++)
+        if (m->layers[l].n_kv_heads && m->layers[l].n_heads / m->layers[l].n_kv_heads > grp_max)
+            grp_max = m->layers[l].n_heads / m->layers[l].n_kv_heads;
+    c->scores_per_thread = (size_t)grp_max * n_ctx;
     size_t nq = m->max_q, nkvd = m->max_kv, dim = in->dim, ffn = m->max_ffn ? m->max_ffn : 1;
     size_t maxc = dim > nq ? dim : nq;
     if (ffn > maxc)

@@ -244,4 +244,34 @@ simd_bf16 simd_f32_to_bf16(float f);
  * 8 lanes (lane = index mod 8), lanes combined pairwise at the end. */
 float simd_dot_f32(size_t n, const float *a, const float *b);
 
+
+/* ---- attention (simd/attn.c) ----
+ * Causal attention of one query token for nq query heads that share one
+ * key/value head (grouped-query attention), over positions 0..n-1 of a
+ * float cache. For each head h, with s = scratch + h*n:
+ *   s[p]   = dot(q_h, k_p) * scale      (dot: simd_dot_f32's order)
+ *   m      = max of s[p] (NaN scores are passed over)
+ *   s[p]   = exp(s[p] - m)               (the exp of simd/attn.h)
+ *   sum    = sum of s[p], 8 lanes (lane = p mod 8), simd_reduce8
+ *   out[d] = (sum over p increasing of s[p] * v_p[d]) * (1 / sum)
+ * Every kernel set computes exactly this, so the output is bit-identical
+ * across sets. hd is any size (the SIMD forms want a multiple of 8 and
+ * otherwise take the reference path). */
+typedef struct simd_attn_args {
+    size_t hd, nq, n;
+    const float *q;      /* nq rows of hd, qstride floats apart */
+    size_t qstride;
+    const float *k, *v;  /* n rows of hd, kvstride floats apart */
+    size_t kvstride;
+    float scale;
+    float *out;          /* nq rows of hd, ostride floats apart */
+    size_t ostride;
+    float *scratch;      /* nq*n floats, caller's; overwritten */
+} simd_attn_args;
+typedef void (*simd_attn_fn)(const simd_attn_args *a);
+/* The active set's attention (n >= 1, nq >= 1). */
+void simd_attn(const simd_attn_args *a);
+/* The exp simd_attn uses (e^x for x <= 0; +0 below -87 and for NaN). */
+float simd_attn_exp(float x);
+
 #endif

@@ -1,0 +1,56 @@
+/* Attention in plain C: the reference every kernel set reproduces bit for
+ * bit (the order is the one documented at simd_attn in simd.h), and the
+ * choice of each set's form. */
+#include "attn.h"
+
+#include <math.h>
+
+float simd_attn_exp(float x) { return attn_exp(x); }
+
+void simd_attn_ref(const simd_attn_args *a)
+{
+    size_t hd = a->hd, n = a->n;
+    for (size_t h = 0; h < a->nq; h++) {
+        const float *q = a->q + h * a->qstride;
+        float *s = a->scratch + h * n, *o = a->out + h * a->ostride;
+        float mx = -INFINITY;
+        for (size_t p = 0; p < n; p++) {
+            const float *k = a->k + p * a->kvstride;
+            float acc[8] = {0};
+            for (size_t i = 0; i < hd; i++)
+                acc[i & 7] += q[i] * k[i];
+            s[p] = simd_reduce8(acc) * a->scale;
+            if (s[p] > mx)
+                mx = s[p];
+        }
+        float lanes[8] = {0};
+        for (size_t p = 0; p < n; p++) {
+            s[p] = attn_exp(s[p] - mx);
+            lanes[p & 7] += s[p];
+        }
+        float inv = 1.0f / simd_reduce8(lanes);
+        for (size_t d = 0; d < hd; d++)
+            o[d] = 0.0f;
+        for (size_t p = 0; p < n; p++) {
+            const float *v = a->v + p * a->kvstride;
+            for (size_t d = 0; d < hd; d++)
+                o[d] += s[p] * v[d];
+        }
+        for (size_t d = 0; d < hd; d++)
+            o[d] = o[d] * inv;
+    }
+}
+
+void simd_set_attn(enum simd_kernel k, simd_kernel_set *s)
+{
+    s->attn = simd_attn_ref;
+#if defined(NIBBLE_X86_SETS)
+    if (k == SIMD_K_AVX2 || k == SIMD_K_AVXVNNI || k == SIMD_K_AVX512VNNI || k == SIMD_K_AVXVNNIINT8)
+        s->attn = simd_attn_avx2;
+#endif
+#if defined(NIBBLE_NEON_SET)
+    if (k == SIMD_K_NEON || k == SIMD_K_NEON_DOTPROD)
+        s->attn = simd_attn_neon;
+#endif
+    (void)k;
+}
