@@ -1,6 +1,7 @@
-/* Attention in plain C: the reference every kernel set reproduces bit for
- * bit (the order is the one documented at simd_attn in simd.h), and the
- * choice of each set's form. */
+/* Attention in plain C: the chunk reference every kernel set reproduces
+ * bit for bit, the merge of chunks every set shares (the order is the one
+ * documented at simd_attn_chunk in simd.h), and the choice of each set's
+ * form. */
 #include "attn.h"
 
 #include <math.h>
@@ -12,7 +13,7 @@ void simd_attn_ref(const simd_attn_args *a)
     size_t hd = a->hd, n = a->n;
     for (size_t h = 0; h < a->nq; h++) {
         const float *q = a->q + h * a->qstride;
-        float *s = a->scratch + h * n, *o = a->out + h * a->ostride;
+        float *s = a->scratch + h * n, *row = a->part + h * a->pstride, *o = row + 2;
         float mx = -INFINITY;
         for (size_t p = 0; p < n; p++) {
             const float *k = a->k + p * a->kvstride;
@@ -28,7 +29,8 @@ void simd_attn_ref(const simd_attn_args *a)
             s[p] = attn_exp(s[p] - mx);
             lanes[p & 7] += s[p];
         }
-        float inv = 1.0f / simd_reduce8(lanes);
+        row[0] = mx;
+        row[1] = simd_reduce8(lanes);
         for (size_t d = 0; d < hd; d++)
             o[d] = 0.0f;
         for (size_t p = 0; p < n; p++) {
@@ -36,9 +38,28 @@ void simd_attn_ref(const simd_attn_args *a)
             for (size_t d = 0; d < hd; d++)
                 o[d] += s[p] * v[d];
         }
-        for (size_t d = 0; d < hd; d++)
-            o[d] = o[d] * inv;
     }
+}
+
+void simd_attn_merge(size_t hd, size_t nchunks, const float *part, size_t cstride, float *out)
+{
+    float mx = -INFINITY, sum = 0.0f;
+    for (size_t c = 0; c < nchunks; c++)
+        if (part[c * cstride] > mx)
+            mx = part[c * cstride];
+    for (size_t c = 0; c < nchunks; c++)
+        sum += part[c * cstride + 1] * attn_exp(part[c * cstride] - mx);
+    float inv = 1.0f / sum;
+    for (size_t d = 0; d < hd; d++)
+        out[d] = 0.0f;
+    for (size_t c = 0; c < nchunks; c++) {
+        const float *row = part + c * cstride;
+        float f = attn_exp(row[0] - mx);
+        for (size_t d = 0; d < hd; d++)
+            out[d] += row[2 + d] * f;
+    }
+    for (size_t d = 0; d < hd; d++)
+        out[d] = out[d] * inv;
 }
 
 void simd_set_attn(enum simd_kernel k, simd_kernel_set *s)

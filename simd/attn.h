@@ -1,4 +1,4 @@
-/* Private to simd/: the pieces of attention (simd_attn in simd.h) that
+/* Private to simd/: the pieces of attention (simd_attn_chunk in simd.h) that
  * every kernel set shares, so they compute it with the same operations.
  *
  * The exp is defined here, not taken from libm, because every set must

@@ -16,7 +16,8 @@
 #include <math.h>
 
 #define AI static inline __attribute__((always_inline))
-#define HB 4 /* query heads per pass */
+#define HB 4  /* query heads per pass */
+#define VT 32 /* positions per tile of the V sum */
 
 AI __m256 set1(float f) { return _mm256_set1_ps(f); }
 AI __m256 madd(__m256 acc, __m256 a, __m256 b) { return _mm256_add_ps(acc, _mm256_mul_ps(a, b)); }
@@ -103,7 +104,7 @@ static float max_of(const float *s, size_t n)
     return mx;
 }
 
-/* s[p] = exp(s[p] - mx); returns 1 / (their sum, lane p mod 8). */
+/* s[p] = exp(s[p] - mx); returns their sum (lane p mod 8). */
 static float exp_sum(float *s, size_t n, float mx)
 {
     __m256 mv = set1(mx), sum = _mm256_setzero_ps();
@@ -123,18 +124,21 @@ static float exp_sum(float *s, size_t n, float mx)
     }
     float l[8];
     _mm256_storeu_ps(l, sum);
-    return 1.0f / simd_reduce8(l);
+    return simd_reduce8(l);
 }
 
-/* out[h][d0..d0+8*nv) for nh heads (weights e[h]) over all positions. */
-AI void vsum(const simd_attn_args *a, const float *const *e, const float *inv, int nh, int nv, size_t d0,
+/* The V sum of nh heads (weights e[h]) for d in [d0, d0+8*nv) and
+ * positions [p0, p1): adds to the sums o[h] holds (starts them at 0 when
+ * p0 is 0), positions in order, so tiles keep the reference's order. */
+AI void vsum(const simd_attn_args *a, const float *const *e, int nh, int nv, size_t d0, size_t p0, size_t p1,
              float *const *o)
 {
     __m256 acc[HB][2];
     for (int i = 0; i < nh; i++)
-        acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-    const float *v = a->v + d0;
-    for (size_t p = 0; p < a->n; p++, v += a->kvstride) {
+        for (int c = 0; c < nv; c++)
+            acc[i][c] = p0 ? _mm256_loadu_ps(o[i] + d0 + 8 * c) : _mm256_setzero_ps();
+    const float *v = a->v + p0 * a->kvstride + d0;
+    for (size_t p = p0; p < p1; p++, v += a->kvstride) {
         __m256 v0 = _mm256_loadu_ps(v), v1 = nv > 1 ? _mm256_loadu_ps(v + 8) : v0;
         for (int i = 0; i < nh; i++) {
             __m256 w = _mm256_broadcast_ss(e[i] + p);
@@ -143,22 +147,20 @@ AI void vsum(const simd_attn_args *a, const float *const *e, const float *inv, i
                 acc[i][1] = madd(acc[i][1], w, v1);
         }
     }
-    for (int i = 0; i < nh; i++) {
-        _mm256_storeu_ps(o[i] + d0, _mm256_mul_ps(acc[i][0], set1(inv[i])));
-        if (nv > 1)
-            _mm256_storeu_ps(o[i] + d0 + 8, _mm256_mul_ps(acc[i][1], set1(inv[i])));
-    }
+    for (int i = 0; i < nh; i++)
+        for (int c = 0; c < nv; c++)
+            _mm256_storeu_ps(o[i] + d0 + 8 * c, acc[i][c]);
 }
 
 /* nh (1..HB) heads starting at head h0 */
 AI void heads(const simd_attn_args *a, size_t h0, int nh)
 {
     const float *q[HB], *e[HB];
-    float *o[HB], inv[HB];
+    float *o[HB];
     for (int i = 0; i < nh; i++) {
         q[i] = a->q + (h0 + i) * a->qstride;
         e[i] = a->scratch + (h0 + i) * a->n;
-        o[i] = a->out + (h0 + i) * a->ostride;
+        o[i] = a->part + (h0 + i) * a->pstride + 2;
     }
     size_t n = a->n, p = 0;
     for (; p + 8 <= n; p += 8)
@@ -167,13 +169,20 @@ AI void heads(const simd_attn_args *a, size_t h0, int nh)
     if (p < n)
         for (int i = 0; i < nh; i++)
             scores8(a, q[i], p, (int)(n - p), (float *)e[i]);
-    for (int i = 0; i < nh; i++)
-        inv[i] = exp_sum((float *)e[i], n, max_of(e[i], n));
-    size_t d = 0;
-    for (; d + 16 <= a->hd; d += 16)
-        vsum(a, e, inv, nh, 2, d, o);
-    if (d < a->hd)
-        vsum(a, e, inv, nh, 1, d, o);
+    for (int i = 0; i < nh; i++) {
+        o[i][-2] = max_of(e[i], n);
+        o[i][-1] = exp_sum((float *)e[i], n, o[i][-2]);
+    }
+    /* V in tiles of VT positions, every d of a tile before the next: the
+     * tile's rows are read from memory once and stay in L1 for the other
+     * column chunks */
+    for (size_t p0 = 0; p0 < n; p0 += VT) {
+        size_t p1 = p0 + VT < n ? p0 + VT : n, d = 0;
+        for (; d + 16 <= a->hd; d += 16)
+            vsum(a, e, nh, 2, d, p0, p1, o);
+        if (d < a->hd)
+            vsum(a, e, nh, 1, d, p0, p1, o);
+    }
 }
 
 void simd_attn_avx2(const simd_attn_args *a)

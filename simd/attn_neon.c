@@ -16,7 +16,8 @@
 #include <math.h>
 
 #define AI static inline __attribute__((always_inline))
-#define HB 4 /* query heads per pass */
+#define HB 4  /* query heads per pass */
+#define VT 32 /* positions per tile of the V sum */
 
 AI float32x4_t set1(float f) { return vdupq_n_f32(f); }
 AI float32x4_t madd(float32x4_t acc, float32x4_t a, float32x4_t b) { return vaddq_f32(acc, vmulq_f32(a, b)); }
@@ -85,7 +86,7 @@ static float max_of(const float *s, size_t n)
     return mx;
 }
 
-/* s[p] = exp(s[p] - mx); returns 1 / (their sum, lane p mod 8). */
+/* s[p] = exp(s[p] - mx); returns their sum (lane p mod 8). */
 static float exp_sum(float *s, size_t n, float mx)
 {
     float32x4_t mv = set1(mx), slo = vdupq_n_f32(0.0f), shi = slo;
@@ -112,19 +113,21 @@ static float exp_sum(float *s, size_t n, float mx)
     float l[8];
     vst1q_f32(l, slo);
     vst1q_f32(l + 4, shi);
-    return 1.0f / simd_reduce8(l);
+    return simd_reduce8(l);
 }
 
-/* out[h][d0..d0+4*nv) for nh heads (weights e[h]) over all positions. */
-AI void vsum(const simd_attn_args *a, const float *const *e, const float *inv, int nh, int nv, size_t d0,
+/* The V sum of nh heads (weights e[h]) for d in [d0, d0+4*nv) and
+ * positions [p0, p1): adds to the sums o[h] holds (starts them at 0 when
+ * p0 is 0), positions in order, so tiles keep the reference's order. */
+AI void vsum(const simd_attn_args *a, const float *const *e, int nh, int nv, size_t d0, size_t p0, size_t p1,
              float *const *o)
 {
     float32x4_t acc[HB][4];
     for (int i = 0; i < nh; i++)
         for (int c = 0; c < nv; c++)
-            acc[i][c] = vdupq_n_f32(0.0f);
-    const float *v = a->v + d0;
-    for (size_t p = 0; p < a->n; p++, v += a->kvstride) {
+            acc[i][c] = p0 ? vld1q_f32(o[i] + d0 + 4 * c) : vdupq_n_f32(0.0f);
+    const float *v = a->v + p0 * a->kvstride + d0;
+    for (size_t p = p0; p < p1; p++, v += a->kvstride) {
         float32x4_t vv[4];
         for (int c = 0; c < nv; c++)
             vv[c] = vld1q_f32(v + 4 * c);
@@ -136,18 +139,18 @@ AI void vsum(const simd_attn_args *a, const float *const *e, const float *inv, i
     }
     for (int i = 0; i < nh; i++)
         for (int c = 0; c < nv; c++)
-            vst1q_f32(o[i] + d0 + 4 * c, vmulq_f32(acc[i][c], set1(inv[i])));
+            vst1q_f32(o[i] + d0 + 4 * c, acc[i][c]);
 }
 
 /* nh (1..HB) heads starting at head h0 */
 AI void heads(const simd_attn_args *a, size_t h0, int nh)
 {
     const float *q[HB], *e[HB];
-    float *o[HB], inv[HB];
+    float *o[HB];
     for (int i = 0; i < nh; i++) {
         q[i] = a->q + (h0 + i) * a->qstride;
         e[i] = a->scratch + (h0 + i) * a->n;
-        o[i] = a->out + (h0 + i) * a->ostride;
+        o[i] = a->part + (h0 + i) * a->pstride + 2;
     }
     size_t n = a->n, p = 0;
     for (; p + 4 <= n; p += 4)
@@ -156,13 +159,19 @@ AI void heads(const simd_attn_args *a, size_t h0, int nh)
     if (p < n)
         for (int i = 0; i < nh; i++)
             scores4(a, q[i], p, (int)(n - p), (float *)e[i]);
-    for (int i = 0; i < nh; i++)
-        inv[i] = exp_sum((float *)e[i], n, max_of(e[i], n));
-    size_t d = 0;
-    for (; d + 16 <= a->hd; d += 16)
-        vsum(a, e, inv, nh, 4, d, o);
-    for (; d < a->hd; d += 8)
-        vsum(a, e, inv, nh, 2, d, o);
+    for (int i = 0; i < nh; i++) {
+        o[i][-2] = max_of(e[i], n);
+        o[i][-1] = exp_sum((float *)e[i], n, o[i][-2]);
+    }
+    /* V in tiles of VT positions, every d of a tile before the next (the
+     * tile stays in L1 for the other column chunks) */
+    for (size_t p0 = 0; p0 < n; p0 += VT) {
+        size_t p1 = p0 + VT < n ? p0 + VT : n, d = 0;
+        for (; d + 16 <= a->hd; d += 16)
+            vsum(a, e, nh, 4, d, p0, p1, o);
+        for (; d < a->hd; d += 8)
+            vsum(a, e, nh, 2, d, p0, p1, o);
+    }
 }
 
 void simd_attn_neon(const simd_attn_args *a)

@@ -273,7 +273,7 @@ float simd_dot_f32(size_t n, const float *a, const float *b)
     return simd_active.dot_f32(n, a, b);
 }
 
-void simd_attn(const simd_attn_args *a)
+void simd_attn_chunk(const simd_attn_args *a)
 {
     if (!initialised)
         simd_init();
