@@ -77,12 +77,14 @@ static void install(const simd_kernel_set *set)
         if (set->dot[t]) s.dot[t] = set->dot[t];
         s.dot_batch[t] = set->dot_batch[t] ? set->dot_batch[t] : generic_batch[t];
         s.dot_rows[t] = set->dot_rows[t] ? set->dot_rows[t] : generic_rows[t];
+        s.dot_packed[t] = simd_pack_has_layout(t) ? set->dot_packed[t] : NULL;
     }
     simd_active = s;
     for (int t = 0; t < SIMD_TYPE_COUNT; t++) {
         simd_table[t].dot = s.dot[t];
         simd_table[t].dot_batch = s.dot[t] ? s.dot_batch[t] : NULL;
         simd_table[t].dot_rows = s.dot[t] ? s.dot_rows[t] : NULL;
+        simd_table[t].dot_packed = s.dot[t] ? s.dot_packed[t] : NULL;
     }
 }
 

@@ -173,6 +173,40 @@ typedef void (*simd_dot_batch_fn)(size_t n, const void *w, const void *a, size_t
 typedef void (*simd_dot_rows_fn)(size_t n, const void *w, size_t wstride, size_t nr, const void *a,
                                  size_t astride, size_t nt, float *out, size_t ostride);
 
+/* ---- packed weights ----
+ * A kernel set may read weight rows in a packed form: groups of
+ * SIMD_PACK_ROWS consecutive rows interleaved block by block, so a pass
+ * over a group reads one sequential stream while the kernel keeps each
+ * row in its own vector lane (no horizontal sums). The layout of one
+ * group, for a type whose block's fields are listed in simd/pack.c
+ * (e.g. q4_0: d 2 bytes, qs 16 bytes):
+ *   for each block b = 0 .. n/block-1, in order,
+ *     for each field of the block, in storage order,
+ *       a field of s < 4 bytes: rows 0..15, s bytes each (16*s bytes);
+ *       a field of s >= 4 bytes (a multiple of 4): s/4 chunks in order,
+ *         chunk c = rows 0..15, each its bytes 4c..4c+3 (64 bytes).
+ * So block b of a group starts at 16*b*bytes, and field bytes keep their
+ * meaning (f16 scales, nibble order): only their places change. A group
+ * takes exactly as many bytes as its 16 rows. */
+#define SIMD_PACK_ROWS 16
+
+/* dot_packed: ng groups (16*ng rows) of a packed matrix starting at p,
+ * against nt activation rows (stride astride bytes), writing row r (0 ..
+ * 16*ng-1, counted from p), token t to out[t*ostride + r]. Results equal
+ * dot_rows on the same rows unpacked, bit for bit. */
+typedef void (*simd_dot_packed_fn)(size_t n, const void *p, size_t ng, const void *a, size_t astride,
+                                   size_t nt, float *out, size_t ostride);
+
+/* 1 if the type has a packed layout. */
+int simd_pack_has_layout(int type);
+/* Bytes of one packed group of rows of n values; 0 without a layout. */
+size_t simd_pack_group_bytes(int type, size_t n);
+/* Pack ng groups of rows (row r at w + r*wstride) into dst
+ * (ng * simd_pack_group_bytes bytes). */
+void simd_pack(int type, size_t n, const void *w, size_t wstride, size_t ng, void *dst);
+/* The inverse: ng packed groups at p back to rows at w + r*wstride. */
+void simd_unpack(int type, size_t n, const void *p, size_t ng, void *w, size_t wstride);
+
 typedef struct simd_traits {
     const char *name;        /* "q4_0" ... ; NULL for unknown ids */
     uint32_t block;          /* values per block */
@@ -186,6 +220,9 @@ typedef struct simd_traits {
     simd_dot_fn dot;
     simd_dot_batch_fn dot_batch;
     simd_dot_rows_fn dot_rows; /* non-NULL whenever dot is */
+    /* the current set's kernel for packed rows; NULL when the set reads
+     * this type only as plain rows (then there is no point packing) */
+    simd_dot_packed_fn dot_packed;
 } simd_traits;
 
 /* Table indexed by enum simd_type; entries with name NULL are unknown. */

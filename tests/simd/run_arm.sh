@@ -32,6 +32,7 @@ tests=(test_kernels test_dispatch)
 [ -f "$root/tests/simd/test_kquants.c" ] && tests+=(test_kquants)
 [ -f "$root/tests/simd/test_mxfp4.c" ] && tests+=(test_mxfp4)
 [ -f "$root/tests/simd/test_attn.c" ] && tests+=(test_attn)
+[ -f "$root/tests/simd/test_pack.c" ] && tests+=(test_pack)
 mkdir -p "$build/wrap"
 cat >"$build/wrap/CMakeLists.txt.new" <<EOF
 cmake_minimum_required(VERSION 3.20)

@@ -1,0 +1,222 @@
+/* Packed weight rows (simd/pack.c, layout in simd.h):
+ *  - pack then unpack gives the rows back, bytes and padding untouched,
+ *    for every type with a layout;
+ *  - the layout is the documented one (q4_0, q5_1, q4_k spot checks);
+ *  - every kernel set this CPU runs that reads packed rows gives, for
+ *    each type it packs, the bits of the scalar set's dot_rows on the
+ *    same rows unpacked: random bit patterns with finite f16 scales,
+ *    1-3 groups, many lengths, 1..32 tokens, an output stride wider than
+ *    the rows. */
+#include <stdint.h>
+
+#include "simd.h"
+#include "testutil.h"
+
+#define MAXG 3
+#define MAXR (MAXG * SIMD_PACK_ROWS)
+#define MAXN 4096
+#define MAXT 32
+#define PAD 8 /* bytes between rows, to catch a kernel reading a row stride */
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static uint64_t brnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static const int types[] = {SIMD_Q4_0, SIMD_Q4_1, SIMD_Q5_0, SIMD_Q5_1, SIMD_Q8_0,
+                            SIMD_Q4_K, SIMD_Q5_K, SIMD_Q6_K, SIMD_MXFP4};
+
+/* rows with PAD spare bytes each; the packed copy; rows unpacked again */
+static unsigned char rows[MAXR * (MAXN * 2 + PAD)], back[MAXR * (MAXN * 2 + PAD)];
+static unsigned char packed[MAXR * MAXN * 2];
+static unsigned char acts[MAXT * (MAXN * 2 + 64)];
+static float got[MAXT * (MAXR + 5)], want[MAXT * (MAXR + 5)];
+
+/* a finite f16 between about 2^-14 and 2^8, either sign */
+static uint16_t pick_f16(void)
+{
+    uint64_t r = brnd();
+    return (uint16_t)((r & 0x8000) | ((1 + (r >> 16) % 23) << 10) | ((r >> 32) & 0x3ff));
+}
+
+/* every byte random, then each f16 field (every 2-byte field of a block
+ * is one) made finite */
+static void fill_rows(int type, size_t n, size_t nr, size_t ws)
+{
+    const simd_traits *t = simd_type_traits(type);
+    for (size_t i = 0; i < nr * ws; i++)
+        rows[i] = (unsigned char)brnd();
+    size_t nb = n / t->block;
+    for (size_t r = 0; r < nr; r++)
+        for (size_t b = 0; b < nb; b++) {
+            unsigned char *blk = rows + r * ws + b * t->bytes;
+            uint16_t d[2] = {pick_f16(), pick_f16()};
+            switch (type) {
+            case SIMD_Q4_0: case SIMD_Q5_0: case SIMD_Q8_0: memcpy(blk, d, 2); break;
+            case SIMD_Q4_1: case SIMD_Q5_1: case SIMD_Q4_K: case SIMD_Q5_K: memcpy(blk, d, 4); break;
+            case SIMD_Q6_K: memcpy(blk + offsetof(simd_block_q6_k, d), d, 2); break;
+            default: break; /* mxfp4: every exponent byte is a valid scale */
+            }
+        }
+}
+
+static void fill_acts(int type, size_t n, size_t nt, size_t as)
+{
+    static float x[MAXN];
+    for (size_t t = 0; t < nt; t++) {
+        for (size_t i = 0; i < n; i++)
+            x[i] = (float)((double)(brnd() >> 11) / 9007199254740992.0 * 2 - 1) * (t % 3 == 2 ? 1e-3f : 1.0f);
+        simd_act_quant(simd_type_traits(type)->act, x, acts + t * as, n);
+    }
+}
+
+static void check_roundtrip(void)
+{
+    static const size_t lens[] = {256, 512, 768, 2048};
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        int type = types[ti];
+        CHECKF(simd_pack_has_layout(type), "%s has no packed layout", simd_type_name(type));
+        for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+            size_t n = lens[li], ws = simd_row_bytes(type, n) + PAD;
+            for (size_t ng = 1; ng <= MAXG; ng++) {
+                size_t nr = ng * SIMD_PACK_ROWS, gb = simd_pack_group_bytes(type, n);
+                CHECK(gb == SIMD_PACK_ROWS * simd_row_bytes(type, n));
+                fill_rows(type, n, nr, ws);
+                memset(packed, 0xa5, sizeof packed);
+                simd_pack(type, n, rows, ws, ng, packed);
+                CHECKF(packed[ng * gb] == 0xa5, "%s: pack wrote past its groups", simd_type_name(type));
+                memset(back, 0x5a, sizeof back);
+                simd_unpack(type, n, packed, ng, back, ws);
+                int same = 1;
+                for (size_t r = 0; r < nr; r++) {
+                    same &= memcmp(back + r * ws, rows + r * ws, ws - PAD) == 0;
+                    same &= back[r * ws + ws - PAD] == 0x5a; /* padding untouched */
+                }
+                CHECKF(same, "%s n=%zu ng=%zu: unpack(pack(rows)) differs", simd_type_name(type), n, ng);
+            }
+        }
+    }
+    CHECK(!simd_pack_has_layout(SIMD_F32) && simd_pack_group_bytes(SIMD_F16, 256) == 0);
+}
+
+/* The documented layout, byte by byte, on a few types. */
+static void check_layout(void)
+{
+    size_t n = 256, ng = 2;
+    /* q4_0: block b of a group at 288*b; d of row r at +2r; qs bytes
+     * 4c..4c+3 of row r at +32 + 64c + 4r */
+    size_t ws = simd_row_bytes(SIMD_Q4_0, n) + PAD;
+    fill_rows(SIMD_Q4_0, n, ng * 16, ws);
+    simd_pack(SIMD_Q4_0, n, rows, ws, ng, packed);
+    int ok = 1;
+    for (size_t g = 0; g < ng; g++)
+        for (size_t b = 0; b < n / 32; b++)
+            for (size_t r = 0; r < 16; r++) {
+                const unsigned char *src = rows + (g * 16 + r) * ws + b * 18;
+                const unsigned char *p = packed + g * 16 * 8 * 18 + b * 288;
+                ok &= memcmp(p + 2 * r, src, 2) == 0;
+                for (size_t j = 0; j < 16; j++)
+                    ok &= p[32 + 64 * (j / 4) + 4 * r + j % 4] == src[2 + j];
+            }
+    CHECKF(ok, "q4_0 packed layout is not the documented one");
+    /* q5_1: d (32 bytes), m (32), qh (one chunk, 64), qs (4 chunks) */
+    ws = simd_row_bytes(SIMD_Q5_1, n) + PAD;
+    fill_rows(SIMD_Q5_1, n, 16, ws);
+    simd_pack(SIMD_Q5_1, n, rows, ws, 1, packed);
+    ok = 1;
+    for (size_t r = 0; r < 16; r++) {
+        const unsigned char *src = rows + r * ws + 24; /* block 1 */
+        const unsigned char *p = packed + 16 * 24;
+        ok &= memcmp(p + 2 * r, src, 2) == 0 && memcmp(p + 32 + 2 * r, src + 2, 2) == 0;
+        ok &= memcmp(p + 64 + 4 * r, src + 4, 4) == 0;
+        ok &= memcmp(p + 128 + 64 * 3 + 4 * r, src + 8 + 12, 4) == 0;
+    }
+    CHECKF(ok, "q5_1 packed layout is not the documented one");
+    /* q4_k: d, dmin (32 each), scales (3 chunks), qs (32 chunks) */
+    ws = simd_row_bytes(SIMD_Q4_K, n) + PAD;
+    fill_rows(SIMD_Q4_K, n, 16, ws);
+    simd_pack(SIMD_Q4_K, n, rows, ws, 1, packed);
+    ok = 1;
+    for (size_t r = 0; r < 16; r++) {
+        const unsigned char *src = rows + r * ws;
+        ok &= memcmp(packed + 2 * r, src, 2) == 0 && memcmp(packed + 32 + 2 * r, src + 2, 2) == 0;
+        ok &= memcmp(packed + 64 + 64 * 2 + 4 * r, src + 4 + 8, 4) == 0;
+        ok &= memcmp(packed + 64 + 192 + 64 * 31 + 4 * r, src + 16 + 124, 4) == 0;
+    }
+    CHECKF(ok, "q4_k packed layout is not the documented one");
+}
+
+/* The current set's dot_packed against the scalar set's dot_rows. */
+static int check_set(const char *set, simd_dot_rows_fn ref[SIMD_TYPE_COUNT])
+{
+    static const size_t lens32[] = {32, 64, 96, 256, 288, 512, 576, 1024, 1056, 2048, 4096};
+    static const size_t lens256[] = {256, 512, 768, 1536, 2048, 4096};
+    static const size_t tokens[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 32};
+    int kernels = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        int type = types[ti];
+        const simd_traits *t = simd_type_traits(type);
+        simd_dot_packed_fn dp = t->dot_packed;
+        if (!dp)
+            continue;
+        kernels++;
+        int k256 = t->block == 256;
+        const size_t *lens = k256 ? lens256 : lens32;
+        size_t nl = k256 ? sizeof lens256 / sizeof *lens256 : sizeof lens32 / sizeof *lens32;
+        for (size_t li = 0; li < nl; li++) {
+            size_t n = lens[li], ws = simd_row_bytes(type, n) + PAD;
+            size_t as = simd_act_row_bytes(t->act, n) + 16;
+            for (size_t ng = 1; ng <= MAXG; ng++) {
+                size_t nr = ng * SIMD_PACK_ROWS;
+                fill_rows(type, n, nr, ws);
+                simd_pack(type, n, rows, ws, ng, packed);
+                for (size_t tk = 0; tk < sizeof tokens / sizeof *tokens; tk++) {
+                    size_t nt = tokens[tk], os = nr + 5;
+                    fill_acts(type, n, nt, as);
+                    memset(got, 0xff, sizeof got);
+                    memset(want, 0xff, sizeof want);
+                    ref[type](n, rows, ws, nr, acts, as, nt, want, os);
+                    dp(n, packed, ng, acts, as, nt, got, os);
+                    CHECKF(memcmp(got, want, nt * os * sizeof *got) == 0,
+                           "%s %s n=%zu groups=%zu tokens=%zu: packed dot differs from scalar rows", set,
+                           simd_type_name(type), n, ng, nt);
+                }
+            }
+        }
+    }
+    return kernels;
+}
+
+static void check_all_sets(void)
+{
+    enum simd_kernel cur = simd_kernel_current();
+    simd_dot_rows_fn ref[SIMD_TYPE_COUNT];
+    CHECK(simd_kernel_select(SIMD_K_SCALAR) == 0);
+    for (int t = 0; t < SIMD_TYPE_COUNT; t++)
+        ref[t] = simd_type_traits(t) ? simd_type_traits(t)->dot_rows : NULL;
+    for (int k = 0; k < SIMD_K_COUNT; k++) {
+        const char *why = NULL;
+        const char *name = simd_kernel_name((enum simd_kernel)k);
+        if (!simd_kernel_supported((enum simd_kernel)k, &why)) {
+            printf("%-14s skipped: %s\n", name, why ? why : "?");
+            continue;
+        }
+        CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
+        int kernels = check_set(name, ref);
+        printf("%-14s %d packed kernel(s) checked\n", name, kernels);
+    }
+    simd_kernel_select(cur);
+}
+
+int main(void)
+{
+    simd_init();
+    check_roundtrip();
+    check_layout();
+    check_all_sets();
+    return tu_result("test_pack");
+}
