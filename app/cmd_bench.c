@@ -10,11 +10,13 @@
 #include "simd.h"
 
 static const char usage[] =
-    "usage: nibble bench [-m MODEL] [-p N] [-n N] [-t LIST] [-r N] [--kernel all|LIST] [--json] [--no-load] [--no-pack]\n"
+    "usage: nibble bench [-m MODEL] [-p N] [-n N] [-d N] [-t LIST] [-r N] [--kernel all|LIST] [--json] [--no-load] [--no-pack]\n"
     "       nibble bench --membw [-t LIST]\n"
     "\n"
     "  -p N             prompt tokens for the prefill test, 0 to skip (default 128)\n"
     "  -n N             generated tokens for the decode test, 0 to skip (default 64)\n"
+    "  -d N             context depth: run both tests after N tokens already in the\n"
+    "                   context (prefilled once, not timed), as llama-bench -d (default 0)\n"
     "  -t LIST          thread counts, e.g. 1,2 (default: physical cores)\n"
     "  -r N             repetitions after one warm-up (default 3)\n"
     "  --kernel LIST    kernel sets, e.g. scalar,avx2, or all usable ones (default: the best)\n"
@@ -52,7 +54,7 @@ static int parse_list(const char *s, int *out, int max)
 int cmd_bench(int argc, char **argv)
 {
     const char *model = NULL, *kernels = NULL, *tlist = NULL;
-    int n_prompt = 128, n_gen = 64, reps = 3, json = 0, membw_only = 0, load = 1;
+    int n_prompt = 128, n_gen = 64, n_depth = 0, reps = 3, json = 0, membw_only = 0, load = 1;
     eng_model_opts mo;
     memset(&mo, 0, sizeof mo);
     for (int i = 2; i < argc; i++) {
@@ -63,6 +65,7 @@ int cmd_bench(int argc, char **argv)
         } else if (!strcmp(a, "-m") && v) { model = v; i++; }
         else if (!strcmp(a, "-p") && v) { n_prompt = atoi(v); i++; }
         else if (!strcmp(a, "-n") && v) { n_gen = atoi(v); i++; }
+        else if (!strcmp(a, "-d") && v) { n_depth = atoi(v); i++; }
         else if (!strcmp(a, "-r") && v) { reps = atoi(v); i++; }
         else if (!strcmp(a, "-t") && v) { tlist = v; i++; }
         else if (!strcmp(a, "--kernel") && v) { kernels = v; i++; }
@@ -75,8 +78,9 @@ int cmd_bench(int argc, char **argv)
             return 2;
         }
     }
-    if (n_prompt < 0 || n_gen < 0 || reps < 1 || n_prompt > 65536 || n_gen > 65536) {
-        fprintf(stderr, "nibble bench: -p and -n must be 0..65536 and -r at least 1\n");
+    if (n_prompt < 0 || n_gen < 0 || n_depth < 0 || reps < 1 || n_prompt > 65536 || n_gen > 65536 ||
+        n_depth > 65536) {
+        fprintf(stderr, "nibble bench: -p, -n and -d must be 0..65536 and -r at least 1\n");
         return 2;
     }
     int threads[MAXLIST], nt = 1;
@@ -158,7 +162,7 @@ int cmd_bench(int argc, char **argv)
         for (int ti = 0; ti < nt && !status; ti++) {
             eng_bench_stat pp, tg;
             eng_bench_mem mem;
-            if (eng_bench_run(m, threads[ti], n_prompt, n_gen, reps, &pp, &tg, &mem, &e)) {
+            if (eng_bench_run(m, threads[ti], n_depth, n_prompt, n_gen, reps, &pp, &tg, &mem, &e)) {
                 fprintf(stderr, "nibble bench: %s\n", e.msg);
                 status = 1;
                 break;
@@ -178,25 +182,33 @@ int cmd_bench(int argc, char **argv)
                 int count = test ? n_gen : n_prompt;
                 if (!count)
                     continue;
+                /* pp512, tg64; in the table at depth "tg64 @ d512", as
+                 * llama-bench writes it (JSON has a depth field instead) */
+                char test_id[24], name[48];
+                snprintf(test_id, sizeof test_id, "%s%d", test ? "tg" : "pp", count);
+                if (n_depth)
+                    snprintf(name, sizeof name, "%s @ d%d", test_id, n_depth);
+                else
+                    snprintf(name, sizeof name, "%s", test_id);
                 if (json)
                     printf("{\"model\": \"%s\", \"file_bytes\": %llu, \"params\": %llu, \"type\": \"%s\", "
-                           "\"kernel\": \"%s\", \"threads\": %d, \"test\": \"%s%d\", \"tps\": %.2f, \"sd\": %.2f, "
+                           "\"kernel\": \"%s\", \"threads\": %d, \"test\": \"%s\", \"depth\": %d, \"tps\": %.2f, \"sd\": %.2f, "
                            "\"membw_gbs\": %.2f, \"roofline_tps\": %.2f, \"rss_bytes\": %llu, \"kv_bytes\": %llu, "
                            "\"rss_budget_bytes\": %llu}\n",
                            in->name, (unsigned long long)in->file_size, (unsigned long long)in->n_params,
                            simd_type_name(in->main_type), simd_kernel_name((enum simd_kernel)ks[ki]), threads[ti],
-                           test ? "tg" : "pp", count, s->mean, s->sd, bw[ti], test ? roof : 0.0,
+                           test_id, n_depth, s->mean, s->sd, bw[ti], test ? roof : 0.0,
                            (unsigned long long)mem.rss, (unsigned long long)mem.kv_bytes,
                            (unsigned long long)mem.budget);
                 else if (test)
-                    printf("| %s | %.1f MB | %.1f M | %s | %s | %d | tg%d | %.1f ± %.1f | %.1f | %.0f%% | %s |\n",
+                    printf("| %s | %.1f MB | %.1f M | %s | %s | %d | %s | %.1f ± %.1f | %.1f | %.0f%% | %s |\n",
                            in->name, in->file_size / 1e6, in->n_params / 1e6, simd_type_name(in->main_type),
-                           simd_kernel_name((enum simd_kernel)ks[ki]), threads[ti], count, s->mean, s->sd, roof,
+                           simd_kernel_name((enum simd_kernel)ks[ki]), threads[ti], name, s->mean, s->sd, roof,
                            100.0 * s->mean / roof, rss);
                 else
-                    printf("| %s | %.1f MB | %.1f M | %s | %s | %d | pp%d | %.1f ± %.1f | | | %s |\n", in->name,
+                    printf("| %s | %.1f MB | %.1f M | %s | %s | %d | %s | %.1f ± %.1f | | | %s |\n", in->name,
                            in->file_size / 1e6, in->n_params / 1e6, simd_type_name(in->main_type),
-                           simd_kernel_name((enum simd_kernel)ks[ki]), threads[ti], count, s->mean, s->sd, rss);
+                           simd_kernel_name((enum simd_kernel)ks[ki]), threads[ti], name, s->mean, s->sd, rss);
                 fflush(stdout);
             }
         }

@@ -98,10 +98,11 @@ static void note_rss(eng_bench_mem *mem)
         mem->rss = r;
 }
 
-int eng_bench_run(eng_model *m, int n_threads, int n_prompt, int n_gen, int reps, eng_bench_stat *pp,
+int eng_bench_run(eng_model *m, int n_threads, int n_depth, int n_prompt, int n_gen, int reps, eng_bench_stat *pp,
                   eng_bench_stat *tg, eng_bench_mem *mem, eng_err *e)
 {
-    uint32_t need = (uint32_t)(n_prompt > n_gen + 1 ? n_prompt : n_gen + 1);
+    uint32_t depth = n_depth > 0 ? (uint32_t)n_depth : 0;
+    uint32_t need = depth + (uint32_t)(n_prompt > n_gen + 1 ? n_prompt : n_gen + 1);
     eng_ctx *c;
     int r = eng_ctx_new(m, need, n_threads, &c, e);
     if (r)
@@ -118,6 +119,9 @@ int eng_bench_run(eng_model *m, int n_threads, int n_prompt, int n_gen, int reps
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         ids[i] = (int32_t)((s >> 33) % m->info.n_vocab);
     }
+    /* the context every run starts from: kept, each run truncates back to it */
+    if (depth && (r = eng_ctx_eval(c, ids, depth, NULL, 0, NULL, e)))
+        goto out;
     memset(pp, 0, sizeof *pp);
     memset(tg, 0, sizeof *tg);
     if (mem) {
@@ -126,9 +130,9 @@ int eng_bench_run(eng_model *m, int n_threads, int n_prompt, int n_gen, int reps
         mem->budget = m->info.file_size + mem->kv_bytes + ((uint64_t)64 << 20);
     }
     for (int run = 0; n_prompt > 0 && run <= reps; run++) {
-        eng_ctx_truncate(c, 0);
+        eng_ctx_truncate(c, depth);
         double t0 = now_s();
-        if ((r = eng_ctx_eval(c, ids, (uint32_t)n_prompt, logits, 0, NULL, e)))
+        if ((r = eng_ctx_eval(c, ids + depth, (uint32_t)n_prompt, logits, 0, NULL, e)))
             goto out;
         if (run > 0) /* run 0 warms caches and pages */
             v[run - 1] = n_prompt / (now_s() - t0);
@@ -137,12 +141,12 @@ int eng_bench_run(eng_model *m, int n_threads, int n_prompt, int n_gen, int reps
     if (n_prompt > 0)
         stat_of(v, reps, pp);
     for (int run = 0; n_gen > 0 && run <= reps; run++) {
-        eng_ctx_truncate(c, 0);
-        if ((r = eng_ctx_eval(c, ids, 1, logits, 0, NULL, e)))
+        eng_ctx_truncate(c, depth);
+        if ((r = eng_ctx_eval(c, ids + depth, 1, logits, 0, NULL, e)))
             goto out;
         double t0 = now_s();
         for (int i = 1; i <= n_gen; i++)
-            if ((r = eng_ctx_eval(c, ids + i, 1, logits, 0, NULL, e)))
+            if ((r = eng_ctx_eval(c, ids + depth + i, 1, logits, 0, NULL, e)))
                 goto out;
         if (run > 0)
             v[run - 1] = n_gen / (now_s() - t0);

@@ -28,11 +28,13 @@ typedef struct eng_bench_mem {
     uint64_t budget;   /* what decoding may use: file + KV cache + 64 MB */
 } eng_bench_mem;
 
-/* pp: n_prompt tokens from an empty context, as one prefill; tg: n_gen
- * single-token steps after one warm-up token. Token ids are seeded
+/* pp: n_prompt tokens as one prefill; tg: n_gen single-token steps after
+ * one warm-up token; both after n_depth tokens already in the context
+ * (evaluated once, not timed; 0: from an empty context), so tg at depth
+ * measures decode with a long cache to attend to. Token ids are seeded
  * random ids. reps repetitions, after one warm-up run of each. A zero
  * count skips that test. mem (may be NULL) gets the memory figures. */
-int eng_bench_run(eng_model *m, int n_threads, int n_prompt, int n_gen, int reps, eng_bench_stat *pp,
+int eng_bench_run(eng_model *m, int n_threads, int n_depth, int n_prompt, int n_gen, int reps, eng_bench_stat *pp,
                   eng_bench_stat *tg, eng_bench_mem *mem, eng_err *e);
 
 /* Load time, as a user waits for it: open path (map, check, build the

@@ -30,7 +30,11 @@ struct eng_ctx {
     float *q, *k, *v;      /* [BATCH][n_heads*hd], [BATCH][n_kv*hd] x2 */
     float *att;            /* [BATCH][n_heads*hd] attention output */
     float *hb, *hb2;       /* [BATCH][ffn] */
-    float *scores;         /* [threads][n_ctx] */
+    float *scores;         /* [threads][scores_per_thread]: scratch and chunk rows of a task */
+    size_t scores_per_thread;
+    uint32_t grp_max;      /* most query heads sharing a kv head, over layers */
+    size_t nch_max;        /* attention chunks in n_ctx positions */
+    float *apart;          /* [n_heads][nch_max][head_dim+2]: chunk rows of one token, split over threads */
     int scores_threads;
     void *act;             /* [BATCH] activation rows, q8 format */
     void *act_k;           /* [BATCH] activation rows, q8k format (K-quant weights) */
@@ -208,11 +212,18 @@ static void rope(float *v, uint32_t nh, uint32_t hd, uint32_t rd, int neox, cons
     }
 }
 
-/* ---- attention: one task per (token, head) ---- */
+/* ---- attention: one task per (token, kv head), or per (kv head, range
+ * of chunks) when a single token would leave threads idle ----
+ * The query heads that share a kv head go to simd_attn_chunk together, so
+ * each cached K and V row is read once for all of them. Positions go in
+ * chunks of SIMD_ATTN_CHUNK whose rows simd_attn_merge combines; the
+ * result does not depend on which heads or chunks a task was given
+ * (simd.h), so how the work is cut changes no bits. */
 
 typedef struct att_job {
     eng_ctx *c;
     uint32_t layer, nt, pos;
+    uint32_t split; /* tasks per (token, kv head): > 1 only for one token */
 } att_job;
 
 static void att_worker(void *arg, int ith, int nth)
@@ -220,35 +231,47 @@ static void att_worker(void *arg, int ith, int nth)
     const att_job *j = arg;
     eng_ctx *c = j->c;
     const eng_layer *L = &c->m->layers[j->layer];
-    uint32_t hd = c->m->info.head_dim, nh = L->n_heads, nkvd = L->n_kv_heads * hd, grp = nh / L->n_kv_heads;
-    float *sc = c->scores + (size_t)ith * c->n_ctx;
-    float scale = 1.0f / sqrtf((float)hd);
-    const float *kbase = c->kc + c->kv_off[j->layer];
-    const float *vbase = c->vc + c->kv_off[j->layer];
-    for (uint32_t task = (uint32_t)ith; task < j->nt * nh; task += (uint32_t)nth) {
-        uint32_t t = task / nh, h = task % nh, g = h / grp, last = j->pos + t;
-        const float *q = c->q + (size_t)t * nh * hd + (size_t)h * hd;
-        float *o = c->att + (size_t)t * nh * hd + (size_t)h * hd;
-        float mx = -INFINITY;
-        for (uint32_t p = 0; p <= last; p++) {
-            sc[p] = simd_dot_f32(hd, q, kbase + (size_t)p * nkvd + (size_t)g * hd) * scale;
-            if (sc[p] > mx)
-                mx = sc[p];
+    uint32_t hd = c->m->info.head_dim, nh = L->n_heads, nkv = L->n_kv_heads, grp = nh / nkv;
+    size_t nkvd = (size_t)nkv * hd, row = (size_t)hd + 2;
+    float *scratch = c->scores + (size_t)ith * c->scores_per_thread;
+    float *tparts = scratch + (size_t)c->grp_max * SIMD_ATTN_CHUNK; /* [chunk][head of the group][row] */
+    const float *kl = c->kc + c->kv_off[j->layer], *vl = c->vc + c->kv_off[j->layer];
+    simd_attn_args a = {.hd = hd, .nq = grp, .qstride = hd, .kvstride = nkvd, .scale = 1.0f / sqrtf((float)hd),
+                        .scratch = scratch};
+    uint32_t per_tok = nkv * j->split;
+    for (uint32_t task = (uint32_t)ith; task < j->nt * per_tok; task += (uint32_t)nth) {
+        uint32_t t = task / per_tok, g = task % per_tok / j->split, r = task % j->split;
+        size_t n = (size_t)j->pos + t + 1, nch = (n + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK;
+        size_t c0 = nch * r / j->split, c1 = nch * (r + 1) / j->split;
+        /* one task per token: rows in this thread's buffer, merged here;
+         * split: rows in c->apart ([head][chunk]), merged by the caller */
+        float *base = j->split == 1 ? tparts : c->apart + (size_t)g * grp * c->nch_max * row;
+        size_t cstride = j->split == 1 ? grp * row : row;
+        a.pstride = j->split == 1 ? row : c->nch_max * row;
+        a.q = c->q + (size_t)t * nh * hd + (size_t)g * grp * hd;
+        for (size_t ch = c0; ch < c1; ch++) {
+            size_t p0 = ch * SIMD_ATTN_CHUNK;
+            a.n = n - p0 < SIMD_ATTN_CHUNK ? n - p0 : SIMD_ATTN_CHUNK;
+            a.k = kl + p0 * nkvd + (size_t)g * hd;
+            a.v = vl + p0 * nkvd + (size_t)g * hd;
+            a.part = base + ch * cstride;
+            simd_attn_chunk(&a);
         }
-        float sum = 0;
-        for (uint32_t p = 0; p <= last; p++) {
-            sc[p] = expf(sc[p] - mx);
-            sum += sc[p];
-        }
-        float inv = 1.0f / sum;
-        memset(o, 0, hd * sizeof *o);
-        for (uint32_t p = 0; p <= last; p++) {
-            const float *vv = vbase + (size_t)p * nkvd + (size_t)g * hd;
-            float w = sc[p] * inv;
-            for (uint32_t d = 0; d < hd; d++)
-                o[d] += w * vv[d];
-        }
+        if (j->split == 1)
+            for (uint32_t h = 0; h < grp; h++)
+                simd_attn_merge(hd, nch, tparts + h * row, cstride,
+                                c->att + (size_t)t * nh * hd + (size_t)(g * grp + h) * hd);
     }
+}
+
+/* Tasks per kv head for one token on nth threads: the fewest that make
+ * the task count a multiple of the threads, at most one per chunk. */
+static uint32_t att_split(uint32_t nkv, uint32_t nth, size_t nch)
+{
+    uint32_t s = 1;
+    while ((nkv * s) % nth && s < nth && s < nch)
+        s++;
+    return s;
 }
 
 /* ---- one batch ---- */
@@ -303,12 +326,20 @@ static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
         memcpy(c->kc + at, c->k + (size_t)t * nkvd, nkvd * sizeof(float));
         memcpy(c->vc + at, c->v + (size_t)t * nkvd, nkvd * sizeof(float));
     }
-    att_job aj = {c, l, nt, c->pos};
+    att_job aj = {c, l, nt, c->pos, 1};
     /* attention reads the cache: split it only when that is big enough */
-    if ((size_t)(c->pos + nt) * nkvd * 2 * sizeof(float) * nt < SMALL_MATMUL_BYTES)
+    if ((size_t)(c->pos + nt) * nkvd * 2 * sizeof(float) * nt < SMALL_MATMUL_BYTES) {
         att_worker(&aj, 0, 1);
-    else
+    } else {
+        uint32_t nth = (uint32_t)eng_pool_threads(c->pool);
+        size_t nch = (c->pos + nt + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK;
+        if (nt == 1)
+            aj.split = att_split(L->n_kv_heads, nth, nch);
         eng_pool_run(c->pool, att_worker, &aj);
+        if (aj.split > 1)
+            for (uint32_t h = 0; h < L->n_heads; h++)
+                simd_attn_merge(hd, nch, c->apart + (size_t)h * c->nch_max * (hd + 2), hd + 2, c->att + (size_t)h * hd);
+    }
     matmul1(c, c->att, nt, &L->wo, c->xb2);
     add_bias(c->xb2, L->bo, nt, dim);
     add_rows(c->x, c->xb2, (size_t)nt * dim);
@@ -412,7 +443,7 @@ static int ensure_scores(eng_ctx *c, int threads)
 {
     if (threads <= c->scores_threads)
         return 0;
-    float *s = realloc(c->scores, (size_t)threads * c->n_ctx * sizeof(float));
+    float *s = realloc(c->scores, (size_t)threads * c->scores_per_thread * sizeof(float));
     if (!s)
         return ENG_ENOMEM;
     c->scores = s;
@@ -458,11 +489,19 @@ int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_
         return eng_errf(e, ENG_ENOMEM, "out of memory");
     c->m = m;
     c->n_ctx = n_ctx;
+    uint32_t grp_max = 1;
+    for (uint32_t l = 0; l < in->n_layers; l++)
+        if (m->layers[l].n_kv_heads && m->layers[l].n_heads / m->layers[l].n_kv_heads > grp_max)
+            grp_max = m->layers[l].n_heads / m->layers[l].n_kv_heads;
+    c->grp_max = grp_max;
+    c->nch_max = (n_ctx + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK;
+    c->scores_per_thread = (size_t)grp_max * SIMD_ATTN_CHUNK + (size_t)grp_max * c->nch_max * (in->head_dim + 2);
     size_t nq = m->max_q, nkvd = m->max_kv, dim = in->dim, ffn = m->max_ffn ? m->max_ffn : 1;
     size_t maxc = dim > nq ? dim : nq;
     if (ffn > maxc)
         maxc = ffn;
     size_t kv = m->kv_floats * n_ctx;
+    c->apart = malloc((in->head_dim ? nq / in->head_dim : 1) * c->nch_max * (in->head_dim + 2) * sizeof(float) + 1);
     c->kv_off = malloc(in->n_layers * sizeof *c->kv_off);
     for (uint32_t l = 0, off = 0; c->kv_off && l < in->n_layers; l++) {
         c->kv_off[l] = (size_t)off * n_ctx;
@@ -485,7 +524,7 @@ int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_
     c->rcos = malloc(BATCH * (in->rope_dims / 2 + 1) * sizeof(float));
     c->rsin = malloc(BATCH * (in->rope_dims / 2 + 1) * sizeof(float));
     if (!c->kc || !c->vc || !c->x || !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->att || !c->hb || !c->hb2 ||
-        !c->act || !c->act_k || !c->inv_freq || !c->rcos || !c->rsin || !c->kv_off) {
+        !c->act || !c->act_k || !c->inv_freq || !c->rcos || !c->rsin || !c->kv_off || !c->apart) {
         eng_ctx_free(c);
         return eng_errf(e, ENG_ENOMEM, "out of memory for a context of %u tokens (KV cache %.1f MB)", n_ctx,
                         2.0 * kv * sizeof(float) / 1e6);
@@ -510,7 +549,7 @@ void eng_ctx_free(eng_ctx *c)
     eng_pool_free(c->pool);
     free(c->kc); free(c->vc); free(c->x); free(c->xb); free(c->xb2);
     free(c->q); free(c->k); free(c->v); free(c->att); free(c->hb); free(c->hb2);
-    free(c->scores); free(c->act); free(c->act_k); free(c->inv_freq); free(c->rcos); free(c->rsin); free(c->kv_off);
+    free(c->scores); free(c->apart); free(c->act); free(c->act_k); free(c->inv_freq); free(c->rcos); free(c->rsin); free(c->kv_off);
     free(c);
 }
 

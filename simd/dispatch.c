@@ -3,6 +3,7 @@
 #include "simd_internal.h"
 #include "kquants.h"
 #include "mxfp4.h"
+#include "attn.h"
 
 #include <string.h>
 
@@ -71,6 +72,7 @@ static void install(const simd_kernel_set *set)
     /* the chosen set overrides what it provides */
     if (set->q8a_quant) s.q8a_quant = set->q8a_quant;
     if (set->dot_f32) s.dot_f32 = set->dot_f32;
+    s.attn = set->attn ? set->attn : simd_attn_ref;
     for (int t = 0; t < SIMD_TYPE_COUNT; t++) {
         if (set->dot[t]) s.dot[t] = set->dot[t];
         s.dot_batch[t] = set->dot_batch[t] ? set->dot_batch[t] : generic_batch[t];
@@ -237,6 +239,7 @@ int simd_kernel_select(enum simd_kernel k)
     if (kfillers[k])
         kfillers[k](&set);
     simd_set_mxfp4(k, &set); /* every set's MXFP4 kernels, scalar included (mxfp4.c) */
+    simd_set_attn(k, &set);  /* attention (attn.c) */
     install(&set);
     current = k;
     initialised = 1;
@@ -270,4 +273,11 @@ float simd_dot_f32(size_t n, const float *a, const float *b)
     if (!initialised)
         simd_init();
     return simd_active.dot_f32(n, a, b);
+}
+
+void simd_attn_chunk(const simd_attn_args *a)
+{
+    if (!initialised)
+        simd_init();
+    simd_active.attn(a);
 }

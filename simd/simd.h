@@ -281,4 +281,47 @@ simd_bf16 simd_f32_to_bf16(float f);
  * 8 lanes (lane = index mod 8), lanes combined pairwise at the end. */
 float simd_dot_f32(size_t n, const float *a, const float *b);
 
+
+/* ---- attention (simd/attn.c) ----
+ * Causal attention of one query token for the query heads that share one
+ * key/value head (grouped-query attention), over positions 0..n-1 of a
+ * float cache, in a fixed order every kernel set follows, so the output
+ * is bit-identical across sets. Positions go in chunks of
+ * SIMD_ATTN_CHUNK (chunk c = positions 64c .. 64c+63), so that one
+ * token's attention can be split over threads without changing a bit.
+ *
+ * simd_attn_chunk, for each head h and the chunk's positions p (s is
+ * scratch + h*n):
+ *   s[p]   = dot(q_h, k_p) * scale      (dot: simd_dot_f32's order)
+ *   m      = max of s[p] (NaN scores are passed over)
+ *   s[p]   = exp(s[p] - m)               (the exp of simd/attn.h)
+ *   sum    = sum of s[p], 8 lanes (lane = p mod 8), simd_reduce8
+ *   acc[d] = sum over p increasing of s[p] * v_p[d]
+ * and writes the row {m, sum, acc[0..hd-1]} to part + h*pstride.
+ * simd_attn_merge then combines one head's chunk rows, c increasing:
+ *   M = max m_c;  f_c = exp(m_c - M);  S = sum of sum_c * f_c;
+ *   out[d] = (sum of acc_c[d] * f_c) * (1 / S)
+ * (one chunk: f = 1 exactly, out = acc * (1/sum)). hd is any size (the
+ * SIMD forms want a multiple of 8 and otherwise take the reference). */
+#define SIMD_ATTN_CHUNK 64
+typedef struct simd_attn_args {
+    size_t hd, nq, n;    /* head size, query heads, positions (1..SIMD_ATTN_CHUNK) */
+    const float *q;      /* nq rows of hd, qstride floats apart */
+    size_t qstride;
+    const float *k, *v;  /* n rows of hd (the chunk's first position first), kvstride floats apart */
+    size_t kvstride;
+    float scale;
+    float *part;         /* nq rows of hd+2 floats, pstride apart: m, sum, acc */
+    size_t pstride;
+    float *scratch;      /* nq*n floats, caller's; overwritten */
+} simd_attn_args;
+typedef void (*simd_attn_fn)(const simd_attn_args *a);
+/* The active set's chunk (n >= 1, nq >= 1). */
+void simd_attn_chunk(const simd_attn_args *a);
+/* One head's output (hd floats) from its nchunks chunk rows (chunk c's
+ * row at part + c*cstride); plain C, the same for every set. */
+void simd_attn_merge(size_t hd, size_t nchunks, const float *part, size_t cstride, float *out);
+/* The exp attention uses (e^x for x <= 0; +0 below -87 and for NaN). */
+float simd_attn_exp(float x);
+
 #endif

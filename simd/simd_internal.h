@@ -12,6 +12,7 @@ typedef struct simd_kernel_set {
     simd_dot_fn dot[SIMD_TYPE_COUNT];
     simd_dot_batch_fn dot_batch[SIMD_TYPE_COUNT];
     simd_dot_rows_fn dot_rows[SIMD_TYPE_COUNT]; /* optional; else dot_batch per row */
+    simd_attn_fn attn; /* optional; else the reference (attn.c) */
     simd_dot_packed_fn dot_packed[SIMD_TYPE_COUNT]; /* optional; no fallback */
 } simd_kernel_set;
 

@@ -250,6 +250,37 @@ static void check_bench(void)
     done(&r);
 }
 
+/* -d: both tests after a prefilled context; the depth shows in the JSON
+ * and the table; a negative depth is refused with the reason. */
+static void check_bench_depth(void)
+{
+    const char *args[] = {"bench", "-m", model, "-p", "8", "-n", "4", "-d", "40", "-r", "1", "-t", "1", "--json",
+                          "--no-load", NULL};
+    result r = run(args);
+    CHECKF(r.status == 0, "bench -d exited %d: %s", r.status, r.err);
+    int tests = 0;
+    for (char *line = r.out; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        const char *d = js_find(line, "depth"), *t = js_find(line, "tps");
+        CHECKF(d && atoi(d) == 40 && t && atof(t) > 0, "bench -d 40 line: %s", line);
+        tests++;
+        line = nl ? nl + 1 : NULL;
+    }
+    CHECKF(tests == 2, "bench -d printed %d test lines", tests);
+    done(&r);
+    const char *table[] = {"bench", "-m", model, "-p", "0", "-n", "4", "-d", "16", "-r", "1", "-t", "1",
+                           "--no-load", NULL};
+    r = run(table);
+    CHECKF(r.status == 0 && r.out && strstr(r.out, "| tg4 @ d16 |"), "bench -d table:\n%s", r.out);
+    done(&r);
+    const char *bad[] = {"bench", "-m", model, "-d", "-5", "--no-load", NULL};
+    r = run(bad);
+    CHECKF(r.status == 2 && r.err && strstr(r.err, "-d"), "bench -d -5: status %d, %s", r.status, r.err);
+    done(&r);
+}
+
 /* Without -m the binary finds the embedded model next to itself. */
 static void check_default_model(void)
 {
@@ -393,6 +424,7 @@ int main(void)
     check_errors();
     check_golden();
     check_bench();
+    check_bench_depth();
     check_default_model();
     return tu_result("test_cli");
 }

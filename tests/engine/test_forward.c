@@ -756,6 +756,74 @@ static void run_case(const mcase *mc, int ti, const int32_t *toks, const char *d
     free(lo);
 }
 
+/* ---- a long context: attention in many chunks, split over threads ----
+ * The MQA case over N_LONG tokens, f32 weights: the one-call run against
+ * the reference at every position, every other kernel set's one-call run
+ * bit for bit equal to it, and the last tokens run one by one on two
+ * threads (one token over a cache this long splits each kv head's chunks
+ * between the threads, then merges them) bit for bit equal too. */
+#define N_LONG 1600 /* the split needs (pos+1) * kv floats * 8 bytes >= 192 KiB: pos >= 1536 here */
+#define N_LONG_TAIL 8
+
+static void test_long_context(const char *dir, enum simd_kernel best)
+{
+    const mcase *mc = &cases[5];
+    CHECK(mc->n_kv == 1);
+    static tmodel tm;
+    tm_build(&tm, mc, SIMD_F32, 4711);
+    int32_t *toks = xmalloc(N_LONG * sizeof *toks);
+    toks[0] = 1;
+    for (int i = 1; i < N_LONG; i++)
+        toks[i] = 3 + (int32_t)(rng_next() % (N_VOCAB - 3));
+    size_t nl = (size_t)N_LONG * N_VOCAB;
+    double *ref = xmalloc(nl * sizeof *ref);
+    float *la = xmalloc(nl * sizeof *la), *lb = xmalloc(nl * sizeof *lb);
+    CHECK(ref_llama_forward(&tm.cfg, &tm.deq, toks, N_LONG, ref) == 0);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/nibble_long_XXXXXX", dir);
+    int fd = mkstemp(path);
+    CHECKF(fd >= 0, "mkstemp in %s failed", dir);
+    eng_err e = {{0}};
+    eng_model *m = NULL;
+    if (fd >= 0) {
+        close(fd);
+        CHECKF(tm_write(&tm, path, &e) == 0, "long: write: %s", e.msg);
+        CHECKF(eng_model_open(path, &m, &e) == 0, "long: open: %s", e.msg);
+        unlink(path);
+    }
+    eng_ctx *c = NULL;
+    if (m && eng_ctx_new(m, N_LONG, 1, &c, &e) == 0) {
+        CHECK(eval_steps(c, toks, 0, N_LONG, N_LONG, la, &e) == 0);
+        vs_ref("long/f32/threads=1", "reference", la, ref, 0, N_LONG, F_BOUND);
+        eng_ctx_free(c);
+        for (int k = 0; k < SIMD_K_COUNT; k++) {
+            if (k == (int)best || !simd_kernel_supported((enum simd_kernel)k, NULL))
+                continue;
+            CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
+            if (eng_ctx_new(m, N_LONG, 1, &c, &e) == 0) {
+                CHECK(eval_steps(c, toks, 0, N_LONG, N_LONG, lb, &e) == 0);
+                CHECKF(memcmp(la, lb, nl * sizeof *la) == 0, "long: %s differs from %s",
+                       simd_kernel_name((enum simd_kernel)k), simd_kernel_name(best));
+                eng_ctx_free(c);
+            }
+        }
+        simd_kernel_select(best);
+    }
+    if (m && eng_ctx_new(m, N_LONG, 2, &c, &e) == 0) {
+        CHECK(eval_steps(c, toks, 0, N_LONG - N_LONG_TAIL, N_LONG - N_LONG_TAIL, lb, &e) == 0);
+        CHECK(eval_steps(c, toks, N_LONG - N_LONG_TAIL, N_LONG, 1, lb, &e) == 0);
+        CHECKF(memcmp(la, lb, nl * sizeof *la) == 0, "long: two threads, last %d tokens one by one, differ",
+               N_LONG_TAIL);
+        eng_ctx_free(c);
+    }
+    eng_model_close(m);
+    tm_free(&tm.ts);
+    free(toks);
+    free(ref);
+    free(la);
+    free(lb);
+}
+
 int main(void)
 {
     simd_init();
@@ -783,6 +851,7 @@ int main(void)
     for (int c = 0; c < N_CASES; c++)
         for (int ti = 0; ti < N_WTYPES; ti++)
             run_case(&cases[c], ti, toks, dir, best);
+    test_long_context(dir, best);
     for (int ti = 0; ti < N_WTYPES; ti++)
         if (wtypes[ti] == SIMD_Q4_0)
             printf("q4_0: engine error / unquantized model's distance: %.3g (bound %g)\n", stats[ti].q4_ratio,

@@ -31,6 +31,7 @@ qemu=$(command -v qemu-aarch64-static || command -v qemu-aarch64 || true)
 tests=(test_kernels test_dispatch)
 [ -f "$root/tests/simd/test_kquants.c" ] && tests+=(test_kquants)
 [ -f "$root/tests/simd/test_mxfp4.c" ] && tests+=(test_mxfp4)
+[ -f "$root/tests/simd/test_attn.c" ] && tests+=(test_attn)
 [ -f "$root/tests/simd/test_pack.c" ] && tests+=(test_pack)
 mkdir -p "$build/wrap"
 cat >"$build/wrap/CMakeLists.txt.new" <<EOF
@@ -99,6 +100,10 @@ fi
 if [ -f "$root/tests/simd/test_mxfp4.c" ]; then
   run max test_mxfp4 '^neon +mxfp4 bit-identical' '^neon-dotprod +mxfp4 bit-identical'
   run cortex-a53 test_mxfp4 '^neon +mxfp4 bit-identical'
+fi
+if [ -f "$root/tests/simd/test_attn.c" ]; then
+  run max test_attn '^neon +attention bit-identical' '^neon-dotprod +attention bit-identical'
+  run cortex-a53 test_attn '^neon +attention bit-identical'
 fi
 
 if [ "$fail" = 0 ]; then

@@ -1,0 +1,77 @@
+/* Attention in plain C: the chunk reference every kernel set reproduces
+ * bit for bit, the merge of chunks every set shares (the order is the one
+ * documented at simd_attn_chunk in simd.h), and the choice of each set's
+ * form. */
+#include "attn.h"
+
+#include <math.h>
+
+float simd_attn_exp(float x) { return attn_exp(x); }
+
+void simd_attn_ref(const simd_attn_args *a)
+{
+    size_t hd = a->hd, n = a->n;
+    for (size_t h = 0; h < a->nq; h++) {
+        const float *q = a->q + h * a->qstride;
+        float *s = a->scratch + h * n, *row = a->part + h * a->pstride, *o = row + 2;
+        float mx = -INFINITY;
+        for (size_t p = 0; p < n; p++) {
+            const float *k = a->k + p * a->kvstride;
+            float acc[8] = {0};
+            for (size_t i = 0; i < hd; i++)
+                acc[i & 7] += q[i] * k[i];
+            s[p] = simd_reduce8(acc) * a->scale;
+            if (s[p] > mx)
+                mx = s[p];
+        }
+        float lanes[8] = {0};
+        for (size_t p = 0; p < n; p++) {
+            s[p] = attn_exp(s[p] - mx);
+            lanes[p & 7] += s[p];
+        }
+        row[0] = mx;
+        row[1] = simd_reduce8(lanes);
+        for (size_t d = 0; d < hd; d++)
+            o[d] = 0.0f;
+        for (size_t p = 0; p < n; p++) {
+            const float *v = a->v + p * a->kvstride;
+            for (size_t d = 0; d < hd; d++)
+                o[d] += s[p] * v[d];
+        }
+    }
+}
+
+void simd_attn_merge(size_t hd, size_t nchunks, const float *part, size_t cstride, float *out)
+{
+    float mx = -INFINITY, sum = 0.0f;
+    for (size_t c = 0; c < nchunks; c++)
+        if (part[c * cstride] > mx)
+            mx = part[c * cstride];
+    for (size_t c = 0; c < nchunks; c++)
+        sum += part[c * cstride + 1] * attn_exp(part[c * cstride] - mx);
+    float inv = 1.0f / sum;
+    for (size_t d = 0; d < hd; d++)
+        out[d] = 0.0f;
+    for (size_t c = 0; c < nchunks; c++) {
+        const float *row = part + c * cstride;
+        float f = attn_exp(row[0] - mx);
+        for (size_t d = 0; d < hd; d++)
+            out[d] += row[2 + d] * f;
+    }
+    for (size_t d = 0; d < hd; d++)
+        out[d] = out[d] * inv;
+}
+
+void simd_set_attn(enum simd_kernel k, simd_kernel_set *s)
+{
+    s->attn = simd_attn_ref;
+#if defined(NIBBLE_X86_SETS)
+    if (k == SIMD_K_AVX2 || k == SIMD_K_AVXVNNI || k == SIMD_K_AVX512VNNI || k == SIMD_K_AVXVNNIINT8)
+        s->attn = simd_attn_avx2;
+#endif
+#if defined(NIBBLE_NEON_SET)
+    if (k == SIMD_K_NEON || k == SIMD_K_NEON_DOTPROD)
+        s->attn = simd_attn_neon;
+#endif
+    (void)k;
+}

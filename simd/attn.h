@@ -1,0 +1,68 @@
+/* Private to simd/: the pieces of attention (simd_attn_chunk in simd.h) that
+ * every kernel set shares, so they compute it with the same operations.
+ *
+ * The exp is defined here, not taken from libm, because every set must
+ * give the same bits: e^x = 2^n * P(r), with
+ *     n = x*log2(e) rounded to nearest-even (by adding and subtracting
+ *         1.5*2^23, so plain float adds do the rounding),
+ *     r = (x - n*LN2_HI) - n*LN2_LO   (Cody-Waite: n*LN2_HI is exact),
+ *     P(r) = Taylor series to r^7 in Horner form, one multiply then one
+ *         add per step (no FMA),
+ *     2^n built from its exponent bits.
+ * Defined for the arguments attention gives it, x <= 0: anything that is
+ * not >= ATTN_EXP_MIN (so NaN too) gives +0, and x > 0 is taken as 0.
+ * Relative error is a few float ulps; e^0 is exactly 1. */
+#ifndef NIBBLE_ATTN_H
+#define NIBBLE_ATTN_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "simd_internal.h"
+
+#define ATTN_EXP_MIN (-87.0f) /* below: 0; from here 2^n is a normal float */
+#define ATTN_LOG2E 1.44269504088896341f
+#define ATTN_ROUND 12582912.0f      /* 1.5 * 2^23 */
+#define ATTN_LN2_HI 0.693145751953125f /* 12 significant bits: n*LN2_HI is exact for |n| < 2^11 */
+#define ATTN_LN2_LO 1.428606765330187e-06f
+#define ATTN_C7 1.98412698e-4f /* 1/5040 */
+#define ATTN_C6 1.38888889e-3f /* 1/720 */
+#define ATTN_C5 8.33333333e-3f /* 1/120 */
+#define ATTN_C4 4.16666667e-2f /* 1/24 */
+#define ATTN_C3 1.66666667e-1f /* 1/6 */
+#define ATTN_C2 0.5f
+
+/* The reference form of the exp; the SIMD forms repeat it lane by lane. */
+static inline float attn_exp(float x)
+{
+    if (!(x >= ATTN_EXP_MIN))
+        return 0.0f;
+    x = x < 0.0f ? x : 0.0f;
+    float t = x * ATTN_LOG2E + ATTN_ROUND;
+    float n = t - ATTN_ROUND;
+    float r = x - n * ATTN_LN2_HI;
+    r = r - n * ATTN_LN2_LO;
+    float p = ATTN_C7;
+    p = p * r + ATTN_C6;
+    p = p * r + ATTN_C5;
+    p = p * r + ATTN_C4;
+    p = p * r + ATTN_C3;
+    p = p * r + ATTN_C2;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
+    float s;
+    memcpy(&s, &bits, 4);
+    return p * s;
+}
+
+void simd_attn_ref(const simd_attn_args *a);
+/* The SIMD forms: one for every x86 set (AVX2 instructions, which they all
+ * have), one for both Arm sets. */
+void simd_attn_avx2(const simd_attn_args *a);
+void simd_attn_neon(const simd_attn_args *a);
+
+/* Put set k's attention into s (the reference for scalar). */
+void simd_set_attn(enum simd_kernel k, simd_kernel_set *s);
+
+#endif

@@ -1,0 +1,203 @@
+/* Attention with AVX2 (built with -mavx2 -mfma -mf16c; used by every x86
+ * set, since all of them have AVX2). Bit-identical to simd_attn_ref: each
+ * float operation below is one the reference does, on the same values, in
+ * the same order (see simd.h at simd_attn, attn.h for the exp):
+ *  - scores: one accumulator vector per position holds the reference's 8
+ *    lanes (lane = d mod 8); eight positions at a time, their lanes are
+ *    combined by a transpose whose adds are simd_reduce8's tree;
+ *  - exp and the sum: eight positions per vector, position p in lane
+ *    p mod 8, as the reference's lanes[p & 7];
+ *  - the V sum runs over d in vectors (vertical), positions in order.
+ * Up to four query heads are done together so that each K and V row is
+ * read once for them (grouped-query attention). */
+#include "attn.h"
+
+#include <immintrin.h>
+#include <math.h>
+
+#define AI static inline __attribute__((always_inline))
+#define HB 4  /* query heads per pass */
+#define VT 32 /* positions per tile of the V sum */
+
+AI __m256 set1(float f) { return _mm256_set1_ps(f); }
+AI __m256 madd(__m256 acc, __m256 a, __m256 b) { return _mm256_add_ps(acc, _mm256_mul_ps(a, b)); }
+
+/* attn_exp, eight lanes at a time */
+AI __m256 exp8(__m256 x)
+{
+    __m256 keep = _mm256_cmp_ps(x, set1(ATTN_EXP_MIN), _CMP_GE_OQ); /* false for NaN */
+    x = _mm256_min_ps(x, _mm256_setzero_ps());                       /* x < 0 ? x : 0 */
+    __m256 t = _mm256_add_ps(_mm256_mul_ps(x, set1(ATTN_LOG2E)), set1(ATTN_ROUND));
+    __m256 n = _mm256_sub_ps(t, set1(ATTN_ROUND));
+    __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(n, set1(ATTN_LN2_HI)));
+    r = _mm256_sub_ps(r, _mm256_mul_ps(n, set1(ATTN_LN2_LO)));
+    __m256 p = set1(ATTN_C7);
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(ATTN_C6));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(ATTN_C5));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(ATTN_C4));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(ATTN_C3));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(ATTN_C2));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(1.0f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(1.0f));
+    /* lanes that are dropped may hold garbage exponents: masked below */
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), keep);
+}
+
+/* Lane j of the result = simd_reduce8 of the 8 lanes of a[j]:
+ * ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)). */
+AI __m256 reduce8x8(const __m256 a[8])
+{
+    /* t_j = l_i + l_{i+4}, i = 0..3: positions j and j+4 share a vector */
+    __m256 t04 = _mm256_add_ps(_mm256_permute2f128_ps(a[0], a[4], 0x20), _mm256_permute2f128_ps(a[0], a[4], 0x31));
+    __m256 t15 = _mm256_add_ps(_mm256_permute2f128_ps(a[1], a[5], 0x20), _mm256_permute2f128_ps(a[1], a[5], 0x31));
+    __m256 t26 = _mm256_add_ps(_mm256_permute2f128_ps(a[2], a[6], 0x20), _mm256_permute2f128_ps(a[2], a[6], 0x31));
+    __m256 t37 = _mm256_add_ps(_mm256_permute2f128_ps(a[3], a[7], 0x20), _mm256_permute2f128_ps(a[3], a[7], 0x31));
+    /* u = (t0 + t2), (t1 + t3) per position: [u0_0 u0_1 u1_0 u1_1 | u4_0 u4_1 u5_0 u5_1] */
+    __m256 u0145 = _mm256_add_ps(_mm256_shuffle_ps(t04, t15, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm256_shuffle_ps(t04, t15, _MM_SHUFFLE(3, 2, 3, 2)));
+    __m256 u2367 = _mm256_add_ps(_mm256_shuffle_ps(t26, t37, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm256_shuffle_ps(t26, t37, _MM_SHUFFLE(3, 2, 3, 2)));
+    /* f = u_0 + u_1, positions 0..7 in order */
+    return _mm256_add_ps(_mm256_shuffle_ps(u0145, u2367, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm256_shuffle_ps(u0145, u2367, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* Scores of head q for positions p..p+m-1 (m <= 8) into s[p..]. */
+AI void scores8(const simd_attn_args *a, const float *q, size_t p, int m, float *s)
+{
+    __m256 acc[8];
+    const float *k = a->k + p * a->kvstride;
+    for (int j = 0; j < 8; j++)
+        acc[j] = _mm256_setzero_ps();
+    for (size_t d = 0; d < a->hd; d += 8) {
+        __m256 qv = _mm256_loadu_ps(q + d);
+        for (int j = 0; j < 8; j++)
+            if (j < m)
+                acc[j] = madd(acc[j], qv, _mm256_loadu_ps(k + j * a->kvstride + d));
+    }
+    __m256 sv = _mm256_mul_ps(reduce8x8(acc), set1(a->scale));
+    if (m == 8) {
+        _mm256_storeu_ps(s + p, sv);
+    } else {
+        float tmp[8];
+        _mm256_storeu_ps(tmp, sv);
+        memcpy(s + p, tmp, (size_t)m * sizeof(float));
+    }
+}
+
+/* Largest score, NaN passed over (max_ps(s, m) is s > m ? s : m). */
+static float max_of(const float *s, size_t n)
+{
+    __m256 mv = set1(-INFINITY);
+    size_t p = 0;
+    for (; p + 8 <= n; p += 8)
+        mv = _mm256_max_ps(_mm256_loadu_ps(s + p), mv);
+    float l[8], mx = -INFINITY;
+    _mm256_storeu_ps(l, mv);
+    for (int i = 0; i < 8; i++)
+        if (l[i] > mx)
+            mx = l[i];
+    for (; p < n; p++)
+        if (s[p] > mx)
+            mx = s[p];
+    return mx;
+}
+
+/* s[p] = exp(s[p] - mx); returns their sum (lane p mod 8). */
+static float exp_sum(float *s, size_t n, float mx)
+{
+    __m256 mv = set1(mx), sum = _mm256_setzero_ps();
+    size_t p = 0;
+    for (; p + 8 <= n; p += 8) {
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + p), mv));
+        _mm256_storeu_ps(s + p, e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    if (p < n) { /* padding lanes are -inf: exp gives +0, which adds nothing */
+        float tmp[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        memcpy(tmp, s + p, (n - p) * sizeof(float));
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(tmp), mv));
+        _mm256_storeu_ps(tmp, e);
+        memcpy(s + p, tmp, (n - p) * sizeof(float));
+        sum = _mm256_add_ps(sum, e);
+    }
+    float l[8];
+    _mm256_storeu_ps(l, sum);
+    return simd_reduce8(l);
+}
+
+/* The V sum of nh heads (weights e[h]) for d in [d0, d0+8*nv) and
+ * positions [p0, p1): adds to the sums o[h] holds (starts them at 0 when
+ * p0 is 0), positions in order, so tiles keep the reference's order. */
+AI void vsum(const simd_attn_args *a, const float *const *e, int nh, int nv, size_t d0, size_t p0, size_t p1,
+             float *const *o)
+{
+    __m256 acc[HB][2];
+    for (int i = 0; i < nh; i++)
+        for (int c = 0; c < nv; c++)
+            acc[i][c] = p0 ? _mm256_loadu_ps(o[i] + d0 + 8 * c) : _mm256_setzero_ps();
+    const float *v = a->v + p0 * a->kvstride + d0;
+    for (size_t p = p0; p < p1; p++, v += a->kvstride) {
+        __m256 v0 = _mm256_loadu_ps(v), v1 = nv > 1 ? _mm256_loadu_ps(v + 8) : v0;
+        for (int i = 0; i < nh; i++) {
+            __m256 w = _mm256_broadcast_ss(e[i] + p);
+            acc[i][0] = madd(acc[i][0], w, v0);
+            if (nv > 1)
+                acc[i][1] = madd(acc[i][1], w, v1);
+        }
+    }
+    for (int i = 0; i < nh; i++)
+        for (int c = 0; c < nv; c++)
+            _mm256_storeu_ps(o[i] + d0 + 8 * c, acc[i][c]);
+}
+
+/* nh (1..HB) heads starting at head h0 */
+AI void heads(const simd_attn_args *a, size_t h0, int nh)
+{
+    const float *q[HB], *e[HB];
+    float *o[HB];
+    for (int i = 0; i < nh; i++) {
+        q[i] = a->q + (h0 + i) * a->qstride;
+        e[i] = a->scratch + (h0 + i) * a->n;
+        o[i] = a->part + (h0 + i) * a->pstride + 2;
+    }
+    size_t n = a->n, p = 0;
+    for (; p + 8 <= n; p += 8)
+        for (int i = 0; i < nh; i++)
+            scores8(a, q[i], p, 8, (float *)e[i]);
+    if (p < n)
+        for (int i = 0; i < nh; i++)
+            scores8(a, q[i], p, (int)(n - p), (float *)e[i]);
+    for (int i = 0; i < nh; i++) {
+        o[i][-2] = max_of(e[i], n);
+        o[i][-1] = exp_sum((float *)e[i], n, o[i][-2]);
+    }
+    /* V in tiles of VT positions, every d of a tile before the next: the
+     * tile's rows are read from memory once and stay in L1 for the other
+     * column chunks */
+    for (size_t p0 = 0; p0 < n; p0 += VT) {
+        size_t p1 = p0 + VT < n ? p0 + VT : n, d = 0;
+        for (; d + 16 <= a->hd; d += 16)
+            vsum(a, e, nh, 2, d, p0, p1, o);
+        if (d < a->hd)
+            vsum(a, e, nh, 1, d, p0, p1, o);
+    }
+}
+
+void simd_attn_avx2(const simd_attn_args *a)
+{
+    if (a->hd % 8) {
+        simd_attn_ref(a);
+        return;
+    }
+    size_t h = 0;
+    for (; h + HB <= a->nq; h += HB)
+        heads(a, h, HB);
+    switch (a->nq - h) {
+    case 3: heads(a, h, 3); break;
+    case 2: heads(a, h, 2); break;
+    case 1: heads(a, h, 1); break;
+    default: break;
+    }
+}

@@ -1,0 +1,178 @@
+/* Attention (simd_attn_chunk + simd_attn_merge): the reference against a
+ * double-precision softmax, its exp against libm, and every kernel set
+ * this CPU runs against the reference, bit for bit (chunk rows and merged
+ * output), over head sizes, group sizes, context lengths (one chunk and
+ * several, tails of every length) and strided caches. */
+#include <math.h>
+#include <stdint.h>
+
+#include "attn.h"
+#include "testutil.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static float frand(void) /* uniform in [-1, 1) */
+{
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(rng >> 40) / (double)(1ull << 23) - 1.0);
+}
+
+static int same(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+static void check_exp(void)
+{
+    CHECK(same(simd_attn_exp(0.0f), 1.0f));
+    CHECK(same(simd_attn_exp(-0.0f), 1.0f));
+    CHECK(same(simd_attn_exp(-88.0f), 0.0f));
+    CHECK(same(simd_attn_exp(-INFINITY), 0.0f));
+    CHECK(same(simd_attn_exp(NAN), 0.0f));
+    CHECK(same(simd_attn_exp(5.0f), 1.0f)); /* x > 0 is taken as 0 */
+    double worst = 0;
+    for (int i = 0; i <= 870000; i++) {
+        float x = -87.0f * (float)i / 870000.0f;
+        double want = exp((double)x), got = simd_attn_exp(x);
+        double rel = fabs(got - want) / want;
+        if (rel > worst)
+            worst = rel;
+    }
+    CHECKF(worst < 4e-7, "exp relative error %g", worst);
+    printf("exp: worst relative error %.2g over [-87, 0]\n", worst);
+}
+
+typedef struct shape {
+    size_t hd, nq, n, kvstride;
+    float spread; /* score magnitude: large ones make exp underflow */
+} shape;
+
+static void fill(float *x, size_t n, float mul)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = frand() * mul;
+}
+
+/* Attention over n positions the way the engine does it: chunk by chunk
+ * (the reference's or the active set's), then one merge per head. part
+ * gets every chunk row: chunk c, head h at part + (c*nq + h)*(hd+2). */
+static void attend(int ref, size_t hd, size_t nq, size_t n, const float *q, const float *k, const float *v,
+                   size_t kvstride, float *scratch, float *part, float *out)
+{
+    size_t row = hd + 2, nch = (n + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK;
+    for (size_t c = 0; c < nch; c++) {
+        size_t p0 = c * SIMD_ATTN_CHUNK, len = n - p0 < SIMD_ATTN_CHUNK ? n - p0 : SIMD_ATTN_CHUNK;
+        simd_attn_args a = {hd, nq, len, q, hd, k + p0 * kvstride, v + p0 * kvstride, kvstride,
+                            1.0f / sqrtf((float)hd), part + c * nq * row, row, scratch};
+        if (ref)
+            simd_attn_ref(&a);
+        else
+            simd_attn_chunk(&a);
+    }
+    for (size_t h = 0; h < nq; h++)
+        simd_attn_merge(hd, nch, part + h * row, nq * row, out + h * hd);
+}
+
+/* the reference against a softmax in double */
+static void check_ref(const shape *s, const float *q, const float *k, const float *v, float *scratch, float *out)
+{
+    float *part = malloc(s->nq * (s->hd + 2) * ((s->n + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK) * sizeof *part);
+    attend(1, s->hd, s->nq, s->n, q, k, v, s->kvstride, scratch, part, out);
+    free(part);
+    float scale = 1.0f / sqrtf((float)s->hd);
+    double *w = malloc(s->n * sizeof *w);
+    for (size_t h = 0; h < s->nq; h++) {
+        double mx = -INFINITY, sum = 0;
+        for (size_t p = 0; p < s->n; p++) {
+            double d = 0;
+            for (size_t i = 0; i < s->hd; i++)
+                d += (double)q[h * s->hd + i] * k[p * s->kvstride + i];
+            w[p] = d * scale;
+            mx = w[p] > mx ? w[p] : mx;
+        }
+        for (size_t p = 0; p < s->n; p++)
+            sum += w[p] = exp(w[p] - mx);
+        for (size_t d = 0; d < s->hd; d++) {
+            double o = 0, mag = 0;
+            for (size_t p = 0; p < s->n; p++) {
+                o += w[p] / sum * v[p * s->kvstride + d];
+                mag += w[p] / sum * fabs(v[p * s->kvstride + d]);
+            }
+            CHECKF(fabs(out[h * s->hd + d] - o) <= 1e-5 * mag + 1e-30, "ref hd=%zu n=%zu h=%zu d=%zu: %g vs %g",
+                   s->hd, s->n, h, d, out[h * s->hd + d], o);
+        }
+    }
+    free(w);
+}
+
+int main(void)
+{
+    simd_init();
+    check_exp();
+    const size_t hds[] = {8, 16, 24, 40, 64, 72, 128, 6};
+    const size_t nqs[] = {1, 2, 3, 4, 5, 7, 8, 9};
+    const size_t ns[] = {1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100, 128, 257};
+    enum { MAXHD = 128, MAXNQ = 9, MAXN = 257, STRIDE_EXTRA = 24 };
+    size_t part_floats = MAXNQ * (MAXHD + 2) * ((MAXN + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK);
+    float *part = malloc(part_floats * sizeof *part), *part2 = malloc(part_floats * sizeof *part2);
+    float *q = malloc(MAXNQ * MAXHD * sizeof *q);
+    float *k = malloc(MAXN * (3 * MAXHD + STRIDE_EXTRA) * sizeof *k);
+    float *v = malloc(MAXN * (3 * MAXHD + STRIDE_EXTRA) * sizeof *v);
+    float *sc = malloc(MAXNQ * MAXN * sizeof *sc), *sc2 = malloc(MAXNQ * MAXN * sizeof *sc2);
+    float *ref = malloc(MAXNQ * MAXHD * sizeof *ref), *got = malloc(MAXNQ * MAXHD * sizeof *got);
+    if (!q || !k || !v || !sc || !sc2 || !ref || !got || !part || !part2)
+        return 1;
+    /* the reference is attention, in one chunk and in several */
+    for (size_t i = 0; i < sizeof hds / sizeof *hds; i++)
+        for (size_t n = 50; n < 300; n += 200) {
+            shape s = {hds[i], 3, n, hds[i] * 2 + 8, 4.0f};
+            fill(q, s.nq * s.hd, s.spread);
+            fill(k, s.n * s.kvstride, 1.0f);
+            fill(v, s.n * s.kvstride, 1.0f);
+            check_ref(&s, q, k, v, sc, ref);
+        }
+    /* every set against it */
+    for (int kset = 0; kset < SIMD_K_COUNT; kset++) {
+        const char *why = NULL, *name = simd_kernel_name((enum simd_kernel)kset);
+        if (!simd_kernel_supported((enum simd_kernel)kset, &why)) {
+            printf("%-14s skipped: %s\n", name, why ? why : "?");
+            continue;
+        }
+        CHECK(simd_kernel_select((enum simd_kernel)kset) == 0);
+        int before = tu_failures;
+        long cases = 0;
+        for (size_t i = 0; i < sizeof hds / sizeof *hds; i++)
+            for (size_t j = 0; j < sizeof nqs / sizeof *nqs; j++)
+                for (size_t l = 0; l < sizeof ns / sizeof *ns; l++)
+                    for (int variant = 0; variant < 2; variant++) {
+                        size_t hd = hds[i];
+                        /* variant 1: the kv head inside a wider row, and
+                         * big scores, so most weights underflow to 0 */
+                        shape s = {hd, nqs[j], ns[l], variant ? 3 * hd + STRIDE_EXTRA : hd,
+                                   variant ? 40.0f : 1.0f};
+                        fill(q, s.nq * hd, s.spread);
+                        fill(k, s.n * s.kvstride, 1.0f);
+                        fill(v, s.n * s.kvstride, 1.0f);
+                        const float *kk = k + (variant ? hd : 0), *vv = v + (variant ? 2 * hd : 0);
+                        size_t np = s.nq * (hd + 2) * ((s.n + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK);
+                        attend(1, hd, s.nq, s.n, q, kk, vv, s.kvstride, sc, part, ref);
+                        memset(got, 0xff, s.nq * hd * sizeof *got);
+                        memset(part2, 0xff, np * sizeof *part2);
+                        attend(0, hd, s.nq, s.n, q, kk, vv, s.kvstride, sc2, part2, got);
+                        for (size_t x = 0; x < np; x++)
+                            if (!same(part[x], part2[x])) {
+                                CHECKF(0, "%s hd=%zu nq=%zu n=%zu stride=%zu: chunk row float %zu %a vs scalar %a",
+                                       name, hd, s.nq, s.n, s.kvstride, x, (double)part2[x], (double)part[x]);
+                                break;
+                            }
+                        for (size_t x = 0; x < s.nq * hd; x++)
+                            if (!same(ref[x], got[x])) {
+                                CHECKF(0, "%s hd=%zu nq=%zu n=%zu stride=%zu: out[%zu] %a vs scalar %a", name, hd,
+                                       s.nq, s.n, s.kvstride, x, (double)got[x], (double)ref[x]);
+                                break;
+                            }
+                        cases++;
+                    }
+        printf("%-14s attention %s (%ld cases)\n", name, tu_failures == before ? "bit-identical" : "DIFFERS",
+               cases);
+    }
+    free(q); free(k); free(v); free(sc); free(sc2); free(ref); free(got); free(part); free(part2);
+    return tu_result("test_attn");
+}
