@@ -42,6 +42,7 @@ struct eng_ctx {
     void *obs_user;
     double *inv_freq;      /* [rope_dims/2] */
     float *rcos, *rsin;    /* [BATCH][rope_dims/2] */
+    void *embrow;          /* one embedding row, taken out of a packed output matrix */
 };
 
 /* ---- matmul: up to three weights sharing one input, split by rows ---- */
@@ -372,6 +373,24 @@ static void ffn_block(eng_ctx *c, uint32_t l, uint32_t nt)
     add_rows(c->x, c->xb2, (size_t)nt * dim);
 }
 
+/* Token tok's row of the embedding. With the output matrix tied to the
+ * embedding and packed, the row comes out of the packed copy: the file's
+ * pages of that matrix were dropped once packed, and fetching rows from
+ * them would bring them back (2 MB at a time where the page cache holds
+ * the file in huge pages) until the matrix was resident twice. */
+static const void *embd_row(eng_ctx *c, int32_t tok)
+{
+    const eng_model *m = c->m;
+    const eng_weight *o = &m->output;
+    if (m->info.tied_output && o->packed &&
+        (uint32_t)tok < atomic_load_explicit(&o->packed_rows, memory_order_acquire)) {
+        const char *g = (const char *)o->packed + (size_t)(tok / SIMD_PACK_ROWS) * simd_pack_group_bytes(o->type, o->cols);
+        simd_unpack_row(o->type, o->cols, g, (size_t)tok % SIMD_PACK_ROWS, c->embrow);
+        return c->embrow;
+    }
+    return (const char *)m->tok_embd.data + (size_t)tok * m->tok_embd.row_bytes;
+}
+
 static void forward_batch(eng_ctx *c, const int32_t *tok, uint32_t nt)
 {
     eng_model *m = c->m;
@@ -379,7 +398,7 @@ static void forward_batch(eng_ctx *c, const int32_t *tok, uint32_t nt)
     uint32_t dim = in->dim;
     const simd_traits *et = simd_type_traits(m->tok_embd.type);
     for (uint32_t t = 0; t < nt; t++)
-        et->dequant((const char *)m->tok_embd.data + (size_t)tok[t] * m->tok_embd.row_bytes, c->x + (size_t)t * dim, dim);
+        et->dequant(embd_row(c, tok[t]), c->x + (size_t)t * dim, dim);
     if (m->pos_embd.data) {
         const simd_traits *pt = simd_type_traits(m->pos_embd.type);
         for (uint32_t t = 0; t < nt; t++) {
@@ -523,7 +542,8 @@ int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_
     c->inv_freq = malloc((in->rope_dims / 2 + 1) * sizeof(double));
     c->rcos = malloc(BATCH * (in->rope_dims / 2 + 1) * sizeof(float));
     c->rsin = malloc(BATCH * (in->rope_dims / 2 + 1) * sizeof(float));
-    if (!c->kc || !c->vc || !c->x || !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->att || !c->hb || !c->hb2 ||
+    c->embrow = malloc(m->tok_embd.row_bytes + 64);
+    if (!c->embrow || !c->kc || !c->vc || !c->x || !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->att || !c->hb || !c->hb2 ||
         !c->act || !c->act_k || !c->inv_freq || !c->rcos || !c->rsin || !c->kv_off || !c->apart) {
         eng_ctx_free(c);
         return eng_errf(e, ENG_ENOMEM, "out of memory for a context of %u tokens (KV cache %.1f MB)", n_ctx,
@@ -549,7 +569,7 @@ void eng_ctx_free(eng_ctx *c)
     eng_pool_free(c->pool);
     free(c->kc); free(c->vc); free(c->x); free(c->xb); free(c->xb2);
     free(c->q); free(c->k); free(c->v); free(c->att); free(c->hb); free(c->hb2);
-    free(c->scores); free(c->apart); free(c->act); free(c->act_k); free(c->inv_freq); free(c->rcos); free(c->rsin); free(c->kv_off);
+    free(c->scores); free(c->apart); free(c->act); free(c->act_k); free(c->inv_freq); free(c->rcos); free(c->rsin); free(c->embrow); free(c->kv_off);
     free(c);
 }
 

@@ -115,3 +115,25 @@ void simd_unpack(int type, size_t n, const void *p, size_t ng, void *w, size_t w
     if (simd_pack_has_layout(type))
         move_groups(type, n, w, wstride, ng, (unsigned char *)(uintptr_t)p, 1);
 }
+
+void simd_unpack_row(int type, size_t n, const void *p, size_t r, void *row)
+{
+    if (!simd_pack_has_layout(type) || r >= SIMD_PACK_ROWS)
+        return;
+    const simd_traits *t = simd_type_traits(type);
+    const pack_fields *pf = &fields[type];
+    const unsigned char *q = p;
+    unsigned char *out = row;
+    for (size_t b = 0; b < n / t->block; b++)
+        for (int i = 0; i < (int)sizeof pf->f && pf->f[i]; i++) {
+            size_t s = pf->f[i];
+            if (s < 4) {
+                memcpy(out, q + r * s, s);
+            } else {
+                for (size_t c = 0; c < s / 4; c++)
+                    memcpy(out + 4 * c, q + c * 4 * SIMD_PACK_ROWS + r * 4, 4);
+            }
+            out += s;
+            q += s * SIMD_PACK_ROWS;
+        }
+}

@@ -206,6 +206,9 @@ size_t simd_pack_group_bytes(int type, size_t n);
 void simd_pack(int type, size_t n, const void *w, size_t wstride, size_t ng, void *dst);
 /* The inverse: ng packed groups at p back to rows at w + r*wstride. */
 void simd_unpack(int type, size_t n, const void *p, size_t ng, void *w, size_t wstride);
+/* Row r (0 .. SIMD_PACK_ROWS-1) of the packed group at p, as a plain row
+ * at row. */
+void simd_unpack_row(int type, size_t n, const void *p, size_t r, void *row);
 
 typedef struct simd_traits {
     const char *name;        /* "q4_0" ... ; NULL for unknown ids */

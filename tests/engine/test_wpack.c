@@ -76,10 +76,12 @@ static int run(eng_model *m, int threads, const int32_t *toks, float *logits, si
     return rc;
 }
 
-static void check_type(const char *dir, const char *tname)
+static void check_type(const char *dir, const char *tname, int tied)
 {
-    /* vocab 500: the output matrix ends in a partial group of 4 rows */
-    eng_synth_shape shape = {"wpack", "llama", 256, 2, 4, 2, 512, 500, 64, 256, 10000.0f, 0, "test"};
+    /* vocab 500: the output matrix ends in a partial group of 4 rows.
+     * Tied: the output is the embedding, whose rows then come out of the
+     * packed copy (tokens 496-499 from the file). */
+    eng_synth_shape shape = {"wpack", "llama", 256, 2, 4, 2, 512, 500, 64, 256, 10000.0f, tied, "test"};
     eng_synth_opts so = {.seed = 7};
     const eng_qtarget *mix = eng_qtarget_find(tname);
     if (mix && mix->more_bits_type >= 0) {
@@ -119,6 +121,7 @@ static void check_type(const char *dir, const char *tname)
         int32_t toks[N_PROMPT + N_STEP];
         for (int i = 0; i < N_PROMPT + N_STEP; i++)
             toks[i] = (int32_t)((i * 37 + 11) % 500);
+        toks[5] = 498; /* a row past the last whole group */
         size_t nv = 500, nl = (size_t)(N_PROMPT + N_STEP) * nv;
         float *a = calloc(nl, sizeof *a), *b = calloc(nl, sizeof *b);
         if (a && b && run(mq, 2, toks, a, nv) == 0) {
@@ -170,8 +173,9 @@ static void check_type(const char *dir, const char *tname)
         simd_kernel_select(best);
         free(a);
         free(b);
-        printf("%-7s %2d matrices packed, output %s, %s kernel: same logits\n", tname, packed,
-               mp->output.packed ? "packed (496 of 500 rows)" : "plain", real[main_type] ? "real" : "stand-in");
+        printf("%-7s %2d matrices packed, output %s%s, %s kernel: same logits\n", tname, packed,
+               mp->output.packed ? "packed (496 of 500 rows)" : "plain", tied ? " and tied" : "",
+               real[main_type] ? "real" : "stand-in");
     }
     
     eng_model_close(mp);
@@ -187,6 +191,6 @@ int main(void)
         dir = "/tmp";
     static const char *const types[] = {"q4_0", "q8_0", "q5_0", "q4_1", "q5_1", "mxfp4", "q4_k_m"};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
-        check_type(dir, types[i]);
+        check_type(dir, types[i], (int)(i % 2));
     return tu_result("test_wpack");
 }
