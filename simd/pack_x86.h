@@ -47,6 +47,41 @@
 #define NBP_PF 8192
 #endif
 
+#ifndef NBP_W
+/* The AVX2-class sets: 8 rows in the lanes of a ymm, a group in two
+ * halves (rows 0-7, then 8-15: the second pass finds the group in cache).
+ * Each set file still defines nbp_dot, nbp_q8w, nbp_dotq8 and
+ * NBP_Q8_BIAS_SHIFT (its own integer dot). */
+#define NBP_W 8
+typedef __m256i nbp_vi;
+typedef __m256 nbp_vf;
+NB_INLINE nbp_vi nbp_ldi(const unsigned char *p) { return _mm256_loadu_si256((const __m256i *)p); }
+NB_INLINE nbp_vi nbp_and8(nbp_vi v, int c) { return _mm256_and_si256(v, _mm256_set1_epi8((char)c)); }
+NB_INLINE nbp_vi nbp_srl4(nbp_vi v) { return _mm256_srli_epi16(v, 4); }
+NB_INLINE nbp_vi nbp_addi(nbp_vi a, nbp_vi b) { return _mm256_add_epi32(a, b); }
+NB_INLINE nbp_vi nbp_zeroi(void) { return _mm256_setzero_si256(); }
+NB_INLINE nbp_vi nbp_set1i(int32_t v) { return _mm256_set1_epi32(v); }
+/* as the AVX-512 form (kernels_avx512vnni.c), with the test done as
+ * (s & bit) == bit, which leaves 0xff in the bytes to get 16 */
+NB_INLINE nbp_vi nbp_bit5(nbp_vi v, nbp_vi qh, int c, int hi)
+{
+    int j = 2 * hi + (c >> 1);
+    const __m256i base = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0c0c0c0c, 0, 0x04040404, 0x08080808,
+                                           0x0c0c0c0c);
+    __m256i s = _mm256_shuffle_epi8(qh, _mm256_add_epi32(base, _mm256_set1_epi32(j * 0x01010101)));
+    __m256i bit = _mm256_set1_epi32((int)(0x08040201u << (4 * (c & 1))));
+    __m256i on = _mm256_cmpeq_epi8(_mm256_and_si256(s, bit), bit);
+    return _mm256_or_si256(v, _mm256_and_si256(on, _mm256_set1_epi8(0x10)));
+}
+NB_INLINE nbp_vf nbp_cvtph(const unsigned char *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+NB_INLINE nbp_vf nbp_cvtf(nbp_vi v) { return _mm256_cvtepi32_ps(v); }
+NB_INLINE nbp_vf nbp_mulf(nbp_vf a, nbp_vf b) { return _mm256_mul_ps(a, b); }
+NB_INLINE nbp_vf nbp_addf(nbp_vf a, nbp_vf b) { return _mm256_add_ps(a, b); }
+NB_INLINE nbp_vf nbp_zerof(void) { return _mm256_setzero_ps(); }
+NB_INLINE nbp_vf nbp_set1f(float v) { return _mm256_set1_ps(v); }
+NB_INLINE void nbp_storef(float *p, nbp_vf v) { _mm256_storeu_ps(p, v); }
+#endif
+
 /* Byte offsets of the fields inside one packed block of a group (16 rows),
  * for the part of the rows (half h of NBP_W lanes) a vector holds. */
 typedef struct {
