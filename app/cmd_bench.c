@@ -10,7 +10,7 @@
 #include "simd.h"
 
 static const char usage[] =
-    "usage: nibble bench [-m MODEL] [-p N] [-n N] [-t LIST] [-r N] [--kernel all|LIST] [--json] [--no-load]\n"
+    "usage: nibble bench [-m MODEL] [-p N] [-n N] [-t LIST] [-r N] [--kernel all|LIST] [--json] [--no-load] [--no-pack]\n"
     "       nibble bench --membw [-t LIST]\n"
     "\n"
     "  -p N             prompt tokens for the prefill test, 0 to skip (default 128)\n"
@@ -21,6 +21,8 @@ static const char usage[] =
     "  --json           one JSON object per result line instead of a table\n"
     "  --membw          only measure memory read bandwidth\n"
     "  --no-load        skip the load-time test\n"
+    "  --no-pack        keep the weights in the file's layout (no packed copy made at\n"
+    "                   load), to compare with the packed kernels\n"
     "\n"
     "Decode is bounded by memory bandwidth: each token reads every weight once.\n"
     "The roofline column is bandwidth / bytes per token; 'of roof' the fraction reached.\n"
@@ -51,6 +53,8 @@ int cmd_bench(int argc, char **argv)
 {
     const char *model = NULL, *kernels = NULL, *tlist = NULL;
     int n_prompt = 128, n_gen = 64, reps = 3, json = 0, membw_only = 0, load = 1;
+    eng_model_opts mo;
+    memset(&mo, 0, sizeof mo);
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -65,6 +69,7 @@ int cmd_bench(int argc, char **argv)
         else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--membw")) membw_only = 1;
         else if (!strcmp(a, "--no-load")) load = 0;
+        else if (!strcmp(a, "--no-pack")) mo.no_pack = 1;
         else {
             fprintf(stderr, "nibble bench: unknown option or missing value: %s (see --help)\n", a);
             return 2;
@@ -120,16 +125,18 @@ int cmd_bench(int argc, char **argv)
     o.model = model;
     eng_err e;
     eng_model *m;
-    if (eng_model_open(app_model_path(&o), &m, &e)) {
+    if (eng_model_open_opts(app_model_path(&o), &mo, &m, &e)) {
         fprintf(stderr, "nibble: %s\n", e.msg);
         return 1;
     }
+    /* the speed tests measure the packed weights, once they all are */
+    eng_model_pack_wait(m);
     const eng_model_info *in = eng_model_get_info(m);
     uint64_t bpt = eng_bench_bytes_per_token(m);
     int status = 0;
     if (load) {
         eng_bench_load lt;
-        if (eng_bench_load_time(app_model_path(&o), threads[0], reps, &lt, &e)) {
+        if (eng_bench_load_time(app_model_path(&o), &mo, threads[0], reps, &lt, &e)) {
             fprintf(stderr, "nibble bench: %s\n", e.msg);
             eng_model_close(m);
             return 1;

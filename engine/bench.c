@@ -158,14 +158,15 @@ out:
     return r;
 }
 
-int eng_bench_load_time(const char *path, int n_threads, int reps, eng_bench_load *out, eng_err *e)
+int eng_bench_load_time(const char *path, const eng_model_opts *mo, int n_threads, int reps, eng_bench_load *out,
+                        eng_err *e)
 {
     out->open_ms = out->first_ms = 0;
     for (int run = 0; run < reps; run++) {
         double t0 = now_s();
         eng_model *m;
         eng_ctx *c = NULL;
-        int r = eng_model_open(path, &m, e);
+        int r = eng_model_open_opts(path, mo, &m, e);
         if (r)
             return r;
         float *logits = malloc(m->info.n_vocab * sizeof *logits);

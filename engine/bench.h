@@ -43,6 +43,8 @@ int eng_bench_run(eng_model *m, int n_threads, int n_prompt, int n_gen, int reps
 typedef struct eng_bench_load {
     double open_ms, first_ms;
 } eng_bench_load;
-int eng_bench_load_time(const char *path, int n_threads, int reps, eng_bench_load *out, eng_err *e);
+/* mo: the options the model opens with (NULL: defaults) */
+int eng_bench_load_time(const char *path, const eng_model_opts *mo, int n_threads, int reps, eng_bench_load *out,
+                        eng_err *e);
 
 #endif

@@ -700,7 +700,7 @@ static void do_load(run *r, eng_cmd *c)
     eng_model *m = NULL;
     eng_session *s = NULL;
     load_prog lp = {r, now_ms(), now_ms()};
-    eng_model_opts mo = {0, on_load_progress, &lp};
+    eng_model_opts mo = {.progress = on_load_progress, .progress_user = &lp};
     int rc = eng_model_open_opts(path, &mo, &m, &e);
     if (!rc)
         rc = eng_session_new(m, (uint32_t)(c->n > 0 ? c->n : 0), c->n2, &r->gen.sp, &s, &e);

@@ -48,6 +48,9 @@ typedef struct mm_part {
     size_t astride;
     float *out;   /* out[t * ostride + row] */
     size_t ostride;
+    simd_dot_packed_fn dot_packed; /* set when w's packed rows are used */
+    size_t gbytes;                 /* bytes per packed group */
+    uint32_t packed_rows;          /* w's packed rows when the job began */
 } mm_part;
 
 typedef struct mm_job {
@@ -55,6 +58,15 @@ typedef struct mm_job {
     int np;
     uint32_t nt, total;
 } mm_job;
+
+/* A part boundary inside a packed weight moves up to a whole group; every
+ * worker moves the same boundary the same way, so the parts still cover
+ * each row once. */
+static uint32_t group_edge(uint32_t r, uint32_t rows)
+{
+    uint32_t up = (r + SIMD_PACK_ROWS - 1) / SIMD_PACK_ROWS * SIMD_PACK_ROWS;
+    return up < rows ? up : rows;
+}
 
 static void mm_worker(void *arg, int ith, int nth)
 {
@@ -64,15 +76,26 @@ static void mm_worker(void *arg, int ith, int nth)
     uint32_t base = 0;
     for (int i = 0; i < j->np; i++) {
         const mm_part *p = &j->p[i];
-        uint32_t a = lo > base ? lo - base : 0, b = hi - base < p->w->rows ? hi - base : p->w->rows;
+        const eng_weight *w = p->w;
+        uint32_t a = lo > base ? lo - base : 0, b = hi - base < w->rows ? hi - base : w->rows;
+        if (hi > base && a < b && p->dot_packed) {
+            a = group_edge(a, w->rows);
+            b = group_edge(b, w->rows);
+            uint32_t end = b < p->packed_rows ? b : p->packed_rows;
+            if (a < end) { /* whole groups: the packed rows */
+                p->dot_packed(w->cols, (const char *)w->packed + (size_t)(a / SIMD_PACK_ROWS) * p->gbytes,
+                              (end - a) / SIMD_PACK_ROWS, p->act, p->astride, j->nt, p->out + a, p->ostride);
+                a = end;
+            }
+        }
         if (hi > base && a < b) {
             /* all of this worker's rows in one call: the kernel shares
              * activation work across them */
-            const char *row = (const char *)p->w->data + (size_t)a * p->w->row_bytes;
-            simd_type_traits(p->w->type)->dot_rows(p->w->cols, row, p->w->row_bytes, b - a, p->act, p->astride,
-                                                   j->nt, p->out + a, p->ostride);
+            const char *row = (const char *)w->data + (size_t)a * w->row_bytes;
+            simd_type_traits(w->type)->dot_rows(w->cols, row, w->row_bytes, b - a, p->act, p->astride, j->nt,
+                                                p->out + a, p->ostride);
         }
-        base += p->w->rows;
+        base += w->rows;
         if (base >= hi)
             break;
     }
@@ -102,7 +125,14 @@ static void matmul(eng_ctx *c, const float *x, uint32_t nt, int np, const eng_we
     for (int i = 0; i < np; i++) {
         int q8 = w[i]->act == SIMD_ACT_Q8, q8k = w[i]->act == SIMD_ACT_Q8K;
         j.p[i] = (mm_part){w[i], q8 ? c->act : q8k ? c->act_k : (const void *)x,
-                           q8 ? qstride : q8k ? kstride : cols * sizeof(float), out[i], w[i]->rows};
+                           q8 ? qstride : q8k ? kstride : cols * sizeof(float), out[i], w[i]->rows, NULL, 0, 0};
+        /* the packed rows, if the active set reads them (it may have been
+         * switched since the model was packed); read once, so every
+         * worker splits the same way while packing goes on */
+        if (w[i]->packed && (j.p[i].dot_packed = simd_type_traits(w[i]->type)->dot_packed)) {
+            j.p[i].gbytes = simd_pack_group_bytes(w[i]->type, w[i]->cols);
+            j.p[i].packed_rows = atomic_load_explicit(&w[i]->packed_rows, memory_order_acquire);
+        }
         j.total += w[i]->rows;
     }
     /* A small product costs less than waking the workers: run it here. */

@@ -98,6 +98,18 @@ void eng_map_close(eng_map *m)
 #endif
 
 #ifdef _WIN32
+void *eng_map_anon(size_t n)
+{
+    return n ? VirtualAlloc(NULL, n, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE) : NULL;
+}
+
+void eng_map_anon_free(void *p, size_t n)
+{
+    (void)n;
+    if (p)
+        VirtualFree(p, 0, MEM_RELEASE);
+}
+
 void eng_map_release(const void *p, size_t n)
 {
     (void)p;
@@ -109,6 +121,34 @@ void eng_map_prefetch(const void *p, size_t n)
     (void)n;
 }
 #else
+#define HUGE_ALIGN ((size_t)2 << 20)
+
+void *eng_map_anon(size_t n)
+{
+    if (!n || n > SIZE_MAX - 2 * HUGE_ALIGN)
+        return NULL;
+    size_t len = (n + HUGE_ALIGN - 1) & ~(HUGE_ALIGN - 1);
+    /* over-ask by one huge page, then trim to a 2 MB aligned start */
+    char *p = mmap(NULL, len + HUGE_ALIGN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    char *a = (char *)(((uintptr_t)p + HUGE_ALIGN - 1) & ~(uintptr_t)(HUGE_ALIGN - 1));
+    if (a > p)
+        munmap(p, (size_t)(a - p));
+    if (a + len < p + len + HUGE_ALIGN)
+        munmap(a + len, (size_t)(p + len + HUGE_ALIGN - (a + len)));
+#ifdef MADV_HUGEPAGE
+    madvise(a, len, MADV_HUGEPAGE);
+#endif
+    return a;
+}
+
+void eng_map_anon_free(void *p, size_t n)
+{
+    if (p && n)
+        munmap(p, (n + HUGE_ALIGN - 1) & ~(HUGE_ALIGN - 1));
+}
+
 void eng_map_release(const void *p, size_t n)
 {
     long pg = sysconf(_SC_PAGESIZE);

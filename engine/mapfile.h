@@ -28,4 +28,11 @@ void eng_map_release(const void *p, size_t n);
  * and in some VMs much more). Advice only: nothing fails. */
 void eng_map_prefetch(const void *p, size_t n);
 
+/* n bytes of zeroed memory straight from the OS, 2 MB aligned and in huge
+ * pages where the OS gives them (a large buffer then costs one fault per
+ * 2 MB on first touch instead of one per 4 KB). NULL when out of memory
+ * or n == 0. Free with eng_map_anon_free(p, n). */
+void *eng_map_anon(size_t n);
+void eng_map_anon_free(void *p, size_t n);
+
 #endif

@@ -556,6 +556,10 @@ int eng_model_open_opts(const char *path, const eng_model_opts *o, eng_model **o
         return r;
     }
     prefetch_weights(m);
+    /* out of memory for the packed copies: the file's layout still
+     * works, only slower */
+    if (!(o && o->no_pack))
+        (void)eng_model_pack_start(m, 1, NULL);
     eng_str name;
     if (eng_gguf_get_str(m->gguf, "general.name", &name, NULL) == 0 && name.len) {
         size_t n = name.len < sizeof m->info.name - 1 ? (size_t)name.len : sizeof m->info.name - 1;
@@ -576,6 +580,7 @@ void eng_model_close(eng_model *m)
     for (size_t i = 0; i < m->n_owned; i++)
         free(m->owned[i]);
     free(m->owned);
+    eng_model_pack_free(m);
     free(m->layers);
     eng_tok_free(m->tok);
     eng_gguf_close(m->gguf);

@@ -44,9 +44,16 @@ typedef struct eng_model_opts {
      * quantize_type, converted): fraction in (0, 1]; may be NULL */
     void (*progress)(void *user, double fraction);
     void *progress_user;
+    /* 1: keep every weight in the file's layout (no packed copy, see
+     * eng_model_pack); the default packs where the kernel set gains */
+    int no_pack;
 } eng_model_opts;
 int eng_model_open_opts(const char *path, const eng_model_opts *o, eng_model **out, eng_err *e);
 void eng_model_close(eng_model *m);
+/* Wait until the background packing started at open is done (weights
+ * are usable all along; this is for measurements that want the packed
+ * speed). Returns at once when nothing is being packed. */
+void eng_model_pack_wait(eng_model *m);
 const eng_model_info *eng_model_get_info(const eng_model *m);
 const eng_tok *eng_model_tok(const eng_model *m);
 const eng_gguf *eng_model_gguf(const eng_model *m);

@@ -3,6 +3,8 @@
 #ifndef NIBBLE_ENG_MODEL_INTERNAL_H
 #define NIBBLE_ENG_MODEL_INTERNAL_H
 
+#include <stdatomic.h>
+
 #include "model.h"
 #include "simd.h"
 
@@ -15,6 +17,12 @@ typedef struct eng_weight {
     uint32_t rows, cols;
     size_t row_bytes;
     enum simd_act act; /* activation format its dot kernel takes */
+    /* rows 0 .. packed_rows-1 (a multiple of SIMD_PACK_ROWS) again in the
+     * packed form (simd.h), for sets with a dot_packed kernel (packed
+     * NULL when the weight is not packed). data stays valid for every
+     * row. Read packed_rows with acquire order (engine/wpack.c). */
+    const void *packed;
+    _Atomic uint32_t packed_rows; /* grows while a background thread packs */
 } eng_weight;
 
 enum eng_norm { ENG_NORM_RMS, ENG_NORM_LAYER };
@@ -50,6 +58,7 @@ struct eng_model {
     void (*progress)(void *user, double fraction); /* eng_model_opts.progress */
     void *progress_user;
     uint32_t n_load_quant; /* matrices converted by it */
+    struct eng_packer *packer; /* the packed copies and their thread (wpack.c) */
 };
 
 /* An observer of the forward pass: called on the calling thread before
@@ -57,6 +66,13 @@ struct eng_model {
  * layer and role: compare with the model's eng_layer fields) and its nt
  * input rows of cols floats (borrowed for the call). For activation
  * statistics (AWQ); NULL to stop. */
+/* Pack every matrix the active kernel set reads faster packed (engine/
+ * wpack.c): on a background thread, or before returning if background is
+ * 0. Only fails for lack of memory (then nothing is packed). */
+int eng_model_pack_start(eng_model *m, int background, eng_err *e);
+/* Stop the packing thread and free the copies (eng_model_close). */
+void eng_model_pack_free(eng_model *m);
+
 typedef void (*eng_mm_observer)(void *user, const eng_weight *w, const float *x, uint32_t nt, uint32_t cols);
 void eng_ctx_set_observer(eng_ctx *c, eng_mm_observer fn, void *user);
 

@@ -286,32 +286,37 @@ void simd_act_quant(enum simd_act act, const float *x, void *dst, size_t n)
 
 /* ---- the table ---- */
 
+/* The kernel slots (dot, dot_batch, dot_rows, dot_packed) are filled by
+ * simd_init from the active set. */
+#define TRAITS(NAME, BLOCK, BYTES, ACT, DEQ, Q) \
+    {.name = NAME, .block = BLOCK, .bytes = BYTES, .act = ACT, .dequant = DEQ, .quant = Q}
 simd_traits simd_table[SIMD_TYPE_COUNT] = {
-    [SIMD_F32] = {"f32", 1, 4, SIMD_ACT_F32, deq_f32, q_f32, NULL, NULL},
-    [SIMD_F16] = {"f16", 1, 2, SIMD_ACT_F32, deq_f16, q_f16, NULL, NULL},
-    [SIMD_BF16] = {"bf16", 1, 2, SIMD_ACT_F32, deq_bf16, q_bf16, NULL, NULL},
-    [SIMD_Q8_0] = {"q8_0", 32, 34, SIMD_ACT_Q8, deq_q8_0, q_q8_0, NULL, NULL},
-    [SIMD_Q4_0] = {"q4_0", 32, 18, SIMD_ACT_Q8, deq_q4_0, q_q4_0, NULL, NULL},
-    [SIMD_Q4_1] = {"q4_1", 32, 20, SIMD_ACT_Q8, deq_q4_1, q_q4_1, NULL, NULL},
-    [SIMD_Q5_0] = {"q5_0", 32, 22, SIMD_ACT_Q8, deq_q5_0, q_q5_0, NULL, NULL},
-    [SIMD_Q5_1] = {"q5_1", 32, 24, SIMD_ACT_Q8, deq_q5_1, q_q5_1, NULL, NULL},
+    [SIMD_F32] = TRAITS("f32", 1, 4, SIMD_ACT_F32, deq_f32, q_f32),
+    [SIMD_F16] = TRAITS("f16", 1, 2, SIMD_ACT_F32, deq_f16, q_f16),
+    [SIMD_BF16] = TRAITS("bf16", 1, 2, SIMD_ACT_F32, deq_bf16, q_bf16),
+    [SIMD_Q8_0] = TRAITS("q8_0", 32, 34, SIMD_ACT_Q8, deq_q8_0, q_q8_0),
+    [SIMD_Q4_0] = TRAITS("q4_0", 32, 18, SIMD_ACT_Q8, deq_q4_0, q_q4_0),
+    [SIMD_Q4_1] = TRAITS("q4_1", 32, 20, SIMD_ACT_Q8, deq_q4_1, q_q4_1),
+    [SIMD_Q5_0] = TRAITS("q5_0", 32, 22, SIMD_ACT_Q8, deq_q5_0, q_q5_0),
+    [SIMD_Q5_1] = TRAITS("q5_1", 32, 24, SIMD_ACT_Q8, deq_q5_1, q_q5_1),
     /* MXFP4 (mxfp4.c): dot kernels from simd_set_mxfp4 */
-    [SIMD_MXFP4] = {"mxfp4", 32, 17, SIMD_ACT_Q8, simd_deq_mxfp4, simd_quant_mxfp4, NULL, NULL},
+    [SIMD_MXFP4] = TRAITS("mxfp4", 32, 17, SIMD_ACT_Q8, simd_deq_mxfp4, simd_quant_mxfp4),
     /* Known to the reader (so `info` names them) but without kernels yet:
      * a model using them is refused at load with the type's name. */
-    [SIMD_Q8_1] = {"q8_1", 32, 36, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
-    [SIMD_Q2_K] = {"q2_k", 256, 84, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
-    [SIMD_Q3_K] = {"q3_k", 256, 110, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
-    [SIMD_Q4_K] = {"q4_k", 256, 144, SIMD_ACT_Q8K, simd_deq_q4_k, simd_quant_q4_k, NULL, NULL},
-    [SIMD_Q5_K] = {"q5_k", 256, 176, SIMD_ACT_Q8K, simd_deq_q5_k, simd_quant_q5_k, NULL, NULL},
-    [SIMD_Q6_K] = {"q6_k", 256, 210, SIMD_ACT_Q8K, simd_deq_q6_k, simd_quant_q6_k, NULL, NULL},
-    [SIMD_Q8_K] = {"q8_k", 256, 292, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
-    [SIMD_I8] = {"i8", 1, 1, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
-    [SIMD_I16] = {"i16", 1, 2, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
-    [SIMD_I32] = {"i32", 1, 4, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
-    [SIMD_I64] = {"i64", 1, 8, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
-    [SIMD_F64] = {"f64", 1, 8, SIMD_ACT_NONE, NULL, NULL, NULL, NULL},
+    [SIMD_Q8_1] = TRAITS("q8_1", 32, 36, SIMD_ACT_NONE, NULL, NULL),
+    [SIMD_Q2_K] = TRAITS("q2_k", 256, 84, SIMD_ACT_NONE, NULL, NULL),
+    [SIMD_Q3_K] = TRAITS("q3_k", 256, 110, SIMD_ACT_NONE, NULL, NULL),
+    [SIMD_Q4_K] = TRAITS("q4_k", 256, 144, SIMD_ACT_Q8K, simd_deq_q4_k, simd_quant_q4_k),
+    [SIMD_Q5_K] = TRAITS("q5_k", 256, 176, SIMD_ACT_Q8K, simd_deq_q5_k, simd_quant_q5_k),
+    [SIMD_Q6_K] = TRAITS("q6_k", 256, 210, SIMD_ACT_Q8K, simd_deq_q6_k, simd_quant_q6_k),
+    [SIMD_Q8_K] = TRAITS("q8_k", 256, 292, SIMD_ACT_NONE, NULL, NULL),
+    [SIMD_I8] = TRAITS("i8", 1, 1, SIMD_ACT_NONE, NULL, NULL),
+    [SIMD_I16] = TRAITS("i16", 1, 2, SIMD_ACT_NONE, NULL, NULL),
+    [SIMD_I32] = TRAITS("i32", 1, 4, SIMD_ACT_NONE, NULL, NULL),
+    [SIMD_I64] = TRAITS("i64", 1, 8, SIMD_ACT_NONE, NULL, NULL),
+    [SIMD_F64] = TRAITS("f64", 1, 8, SIMD_ACT_NONE, NULL, NULL),
 };
+#undef TRAITS
 
 const simd_traits *simd_type_traits(int type)
 {

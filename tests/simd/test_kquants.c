@@ -33,7 +33,7 @@ static double urand(void)
     rng ^= rng << 17;
     return (double)(rng >> 11) / 9007199254740992.0;
 }
-static float gauss(void)
+static float normal(void) /* Box-Muller: a true Gaussian */
 {
     double u = urand() + 1e-12, v = urand();
     return (float)(sqrt(-2 * log(u)) * cos(6.283185307179586 * v));
@@ -63,14 +63,9 @@ static const struct { int type; double bound; } bounds[] = {
 
 /* ---- every set against the scalar kernels, bit for bit ---- */
 
-static uint64_t brng = 0x6b71756e74ull;
-static uint64_t brnd(void)
-{
-    uint64_t z = (brng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+#define TR_SEED 0x6b71756e74ull
+#include "testrand.h"
+#define brnd rnd
 
 static int same_bits(float a, float b)
 {
@@ -257,10 +252,10 @@ int main(void)
     simd_init();
     check_all_sets();
     for (size_t i = 0; i < N; i++) {
-        x[i] = gauss() * 0.02f;
+        x[i] = normal() * 0.02f;
         if (i % 509 == 7)
             x[i] *= 8; /* outliers, as real weights have */
-        act[i] = gauss();
+        act[i] = normal();
     }
     for (size_t k = 0; k < sizeof bounds / sizeof bounds[0]; k++) {
         const simd_traits *t = simd_type_traits(bounds[k].type);

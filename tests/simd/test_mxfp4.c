@@ -24,24 +24,9 @@ void simd_set_avxvnniint8_emul(simd_kernel_set *s);
 void simd_set_mxfp4_avxvnniint8_emul(simd_kernel_set *s);
 #endif
 
-static uint64_t rng = 0x6d78667034ull;
-static uint64_t rnd(void)
-{
-    uint64_t z = (rng += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-static float unif(void) { return (float)((double)(rnd() >> 11) / 9007199254740992.0 * 2.0 - 1.0); }
-static float gauss(void) { return unif() + unif() + unif() + unif(); }
-static unsigned rndn(unsigned n) { return (unsigned)(rnd() % n); }
+#define TR_SEED 0x6d78667034ull
+#include "testrand.h"
 
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
 static int same(float a, float b) { return f32_bits(a) == f32_bits(b) || (isnan(a) && isnan(b)); }
 
 /* ---- dequantization of known blocks ---- */

@@ -1,0 +1,192 @@
+/* Weight packing: each matrix whose type the active kernel set reads
+ * faster in the packed form (simd.h, "packed weights") gets its whole
+ * 16-row groups copied into that form, so decode reads one sequential
+ * stream per matrix with 16 rows in the vector lanes, which is what lets
+ * a single core run at memory speed.
+ *
+ * The copy runs on a background thread started at load, so loading and
+ * the first tokens cost what they cost without packing: the copies need
+ * fresh memory, and first touches of fresh memory are slow on some
+ * machines (seconds for a GB in some VMs). Each 1 MB chunk is published
+ * as soon as it is packed (the weight's packed_rows grows, with release
+ * order; a matmul reads it once, with acquire order, and takes the rows
+ * below it packed and the rest from the file), and its source pages are
+ * then dropped from the resident set, so the model is resident about
+ * once at every moment, not twice. The file's pages stay in the page
+ * cache and fault back in if anything still reads them: AWQ statistics,
+ * the rows past the last whole group, a kernel set without packed
+ * kernels. The thread runs at the lowest priority where the OS has one:
+ * the engine's own threads go first. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__linux__)
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+#include "mapfile.h"
+#include "model_internal.h"
+
+#define CHUNK_BYTES ((size_t)1 << 20) /* unit of work and of publication */
+#define WEIGHTS_PER_LAYER 7
+
+typedef struct pack_item {
+    eng_weight *w;
+    size_t gbytes;   /* bytes per group */
+    uint32_t g0, g1; /* groups of this chunk */
+    int release;     /* the source is in the file mapping */
+} pack_item;
+
+struct eng_packer {
+    pthread_t thread;
+    int running;        /* a thread was started and not yet joined */
+    atomic_int stop;
+    pack_item *items;
+    size_t n;
+    void *buf;
+    size_t bytes;
+};
+
+static void pack_item_run(const pack_item *it)
+{
+    eng_weight *w = it->w;
+    size_t rows = (size_t)(it->g1 - it->g0) * SIMD_PACK_ROWS;
+    const char *src = (const char *)w->data + (size_t)it->g0 * SIMD_PACK_ROWS * w->row_bytes;
+    simd_pack(w->type, w->cols, src, w->row_bytes, it->g1 - it->g0,
+              (char *)(uintptr_t)w->packed + (size_t)it->g0 * it->gbytes);
+    atomic_store_explicit(&w->packed_rows, it->g1 * SIMD_PACK_ROWS, memory_order_release);
+    if (it->release)
+        eng_map_release(src, rows * w->row_bytes);
+}
+
+static void *pack_thread(void *arg)
+{
+    struct eng_packer *pk = arg;
+#if defined(__linux__)
+    /* Linux's nice is per thread: make this one yield to the engine */
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+#endif
+    for (size_t i = 0; i < pk->n && !atomic_load_explicit(&pk->stop, memory_order_relaxed); i++)
+        pack_item_run(&pk->items[i]);
+    return NULL;
+}
+
+/* Whether weight w is worth packing with the active set. */
+static int wants_pack(const eng_weight *w)
+{
+    const simd_traits *t = simd_type_traits(w->type);
+    return w->data && w->rows >= SIMD_PACK_ROWS && t && t->dot_packed && simd_pack_has_layout(w->type);
+}
+
+/* The weights to pack, in the order a forward pass reads them. */
+static size_t collect(eng_model *m, eng_weight **ws)
+{
+    size_t n = 0;
+    for (uint32_t l = 0; l < m->info.n_layers; l++) {
+        eng_layer *L = &m->layers[l];
+        eng_weight *lw[WEIGHTS_PER_LAYER] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (int i = 0; i < WEIGHTS_PER_LAYER; i++)
+            if (wants_pack(lw[i]))
+                ws[n++] = lw[i];
+    }
+    if (wants_pack(&m->output))
+        ws[n++] = &m->output;
+    return n;
+}
+
+/* [lo, hi): the file bytes holding tensor data. Sources outside it, such
+ * as buffers converted at load, are kept: dropping their pages would
+ * lose them. */
+static void tensor_range(const eng_model *m, const char **lo, const char **hi)
+{
+    *lo = *hi = NULL;
+    for (uint64_t i = 0; i < eng_gguf_n_tensors(m->gguf); i++) {
+        const eng_gguf_tensor *t = eng_gguf_tensor_at(m->gguf, i);
+        const char *a = t->data, *b = a + t->size;
+        if (!*lo || a < *lo)
+            *lo = a;
+        if (!*hi || b > *hi)
+            *hi = b;
+    }
+}
+
+int eng_model_pack_start(eng_model *m, int background, eng_err *e)
+{
+    size_t cap = (size_t)m->info.n_layers * WEIGHTS_PER_LAYER + 1;
+    eng_weight **ws = malloc(cap * sizeof *ws);
+    struct eng_packer *pk = calloc(1, sizeof *pk);
+    if (!ws || !pk) {
+        free(ws);
+        free(pk);
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    }
+    size_t nw = collect(m, ws), total = 0, nitems = 0;
+    for (size_t i = 0; i < nw; i++) {
+        size_t gb = simd_pack_group_bytes(ws[i]->type, ws[i]->cols), ng = ws[i]->rows / SIMD_PACK_ROWS;
+        size_t per = CHUNK_BYTES / gb ? CHUNK_BYTES / gb : 1;
+        total += ng * gb;
+        nitems += (ng + per - 1) / per;
+    }
+    if (!total) {
+        free(ws);
+        free(pk);
+        return 0;
+    }
+    pk->buf = eng_map_anon(total);
+    pk->bytes = total;
+    pk->items = malloc(nitems * sizeof *pk->items);
+    if (!pk->buf || !pk->items) {
+        eng_map_anon_free(pk->buf, total);
+        free(pk->items);
+        free(pk);
+        free(ws);
+        return eng_errf(e, ENG_ENOMEM, "out of memory for %zu MB of packed weights", total >> 20);
+    }
+    const char *lo, *hi;
+    tensor_range(m, &lo, &hi);
+    size_t off = 0;
+    for (size_t i = 0; i < nw; i++) {
+        eng_weight *w = ws[i];
+        size_t gb = simd_pack_group_bytes(w->type, w->cols), ng = w->rows / SIMD_PACK_ROWS;
+        size_t per = CHUNK_BYTES / gb ? CHUNK_BYTES / gb : 1;
+        const char *d = w->data;
+        int release = lo && d >= lo && d + (size_t)w->rows * w->row_bytes <= hi;
+        for (size_t g = 0; g < ng; g += per)
+            pk->items[pk->n++] = (pack_item){w, gb, (uint32_t)g, (uint32_t)(g + per < ng ? g + per : ng), release};
+        w->packed = (char *)pk->buf + off;
+        off += ng * gb;
+    }
+    free(ws);
+    m->packer = pk;
+    if (background && pthread_create(&pk->thread, NULL, pack_thread, pk) == 0)
+        pk->running = 1;
+    else
+        pack_thread(pk); /* here and now: asked to, or no thread to be had */
+    return 0;
+}
+
+void eng_model_pack_wait(eng_model *m)
+{
+    struct eng_packer *pk = m ? m->packer : NULL;
+    if (pk && pk->running) {
+        pthread_join(pk->thread, NULL);
+        pk->running = 0;
+    }
+}
+
+void eng_model_pack_free(eng_model *m)
+{
+    struct eng_packer *pk = m->packer;
+    if (!pk)
+        return;
+    atomic_store(&pk->stop, 1);
+    eng_model_pack_wait(m);
+    eng_map_anon_free(pk->buf, pk->bytes);
+    free(pk->items);
+    free(pk);
+    m->packer = NULL;
+}
