@@ -10,7 +10,9 @@
  * bytes x BATCH / time, what BATCH separate products would need to match).
  * "rows" columns: the same products through dot_rows, all rows in one
  * call as the forward pass makes them (COLS may be any multiple of 32:
- * 576 and 1536 are SmolLM2-135M's).
+ * 576 and 1536 are SmolLM2-135M's). "packed" columns: the same through
+ * dot_packed on the matrix packed once (simd_pack; the first ROWS/16*16
+ * rows), for sets that read the type packed, and "-" otherwise.
  * Also checks every set's output against the scalar set's, bit for bit,
  * and dot_rows against dot_batch. */
 #include <stdio.h>
@@ -77,8 +79,8 @@ int main(int argc, char **argv)
     simd_cpu_describe(cpu, sizeof cpu);
     printf("cpu: %s\n", cpu);
     printf("matrix %zu x %zu, batch %zu, best of %d, one thread\n\n", rows, n, batch, iters);
-    printf("%-6s %-12s %10s %10s %12s %12s %10s %12s %8s\n", "type", "set", "matvec ms", "GB/s", "batch ms",
-           "GB/s/token", "rows GB/s", "rowsb GB/s/t", "same");
+    printf("%-6s %-12s %10s %10s %12s %12s %10s %12s %10s %12s %8s\n", "type", "set", "matvec ms", "GB/s",
+           "batch ms", "GB/s/token", "rows GB/s", "rowsb GB/s/t", "pk GB/s", "pkb GB/s/t", "same");
 
     float *x = malloc(n * batch * sizeof(float));
     float *src = malloc(n * sizeof(float));
@@ -97,6 +99,8 @@ int main(int argc, char **argv)
             continue;
         size_t rb = simd_row_bytes(type, n), ab = simd_act_row_bytes(tr->act, n);
         unsigned char *w = malloc(rb * rows), *a = malloc(ab * batch);
+        size_t ng = rows / 16, gb = simd_pack_group_bytes(type, n);
+        unsigned char *pk = gb && ng ? malloc(gb * ng) : NULL;
         if (!w || !a)
             return 1;
         for (size_t r = 0; r < rows; r++) {
@@ -104,6 +108,8 @@ int main(int argc, char **argv)
                 src[i] = frand() * 0.05f;
             tr->quant(src, w + r * rb, n);
         }
+        if (pk)
+            simd_pack(type, n, w, rb, ng, pk);
         int have_ref = 0;
         for (int k = 0; k < SIMD_K_COUNT; k++) {
             if (!simd_kernel_supported((enum simd_kernel)k, NULL) || !in_list(sets, simd_kernel_name((enum simd_kernel)k)))
@@ -148,6 +154,33 @@ int main(int argc, char **argv)
             for (size_t r = 0; r < rows; r++)
                 for (size_t t = 0; t < batch; t++)
                     rows_same &= memcmp(&yr[rows + t * rows + r], &y[rows + r * batch + t], sizeof(float)) == 0;
+            /* dot_packed on the packed matrix, one token then the batch;
+             * results must be dot_rows' bit for bit */
+            char pks[16] = "-", pkbs[16] = "-";
+            if (pk && tr->dot_packed) {
+                double bp = 1e30, bpb = 1e30;
+                float *yp = malloc(rows * (batch + 1) * sizeof(float));
+                if (!yp)
+                    return 1;
+                for (int it = 0; it < iters; it++) {
+                    double t0 = now();
+                    tr->dot_packed(n, pk, ng, a, ab, 1, yp, rows);
+                    double t1 = now();
+                    if (t1 - t0 < bp) bp = t1 - t0;
+                }
+                for (int it = 0; it < iters; it++) {
+                    double t0 = now();
+                    tr->dot_packed(n, pk, ng, a, ab, batch, yp + rows, rows);
+                    double t1 = now();
+                    if (t1 - t0 < bpb) bpb = t1 - t0;
+                }
+                for (size_t t = 0; t <= batch; t++)
+                    rows_same &= memcmp(yp + t * rows, yr + t * rows, ng * 16 * sizeof(float)) == 0;
+                double pgb = (double)gb * (double)ng / 1e9;
+                snprintf(pks, sizeof pks, "%.2f", pgb / bp);
+                snprintf(pkbs, sizeof pkbs, "%.2f", pgb * (double)batch / bpb);
+                free(yp);
+            }
             /* compare with the first set measured (scalar when listed) */
             const char *same = "-";
             size_t bytes = rows * (batch + 1) * sizeof(float);
@@ -160,12 +193,13 @@ int main(int argc, char **argv)
             if (!rows_same)
                 same = "ROWS-NO";
             double gb = (double)rb * (double)rows / 1e9;
-            printf("%-6s %-12s %10.3f %10.2f %12.3f %12.2f %10.2f %12.2f %8s\n", tr->name,
+            printf("%-6s %-12s %10.3f %10.2f %12.3f %12.2f %10.2f %12.2f %10s %12s %8s\n", tr->name,
                    simd_kernel_name((enum simd_kernel)k), best * 1e3, gb / best, bestb * 1e3,
-                   gb * (double)batch / bestb, gb / bestr, gb * (double)batch / bestrb, same);
+                   gb * (double)batch / bestb, gb / bestr, gb * (double)batch / bestrb, pks, pkbs, same);
         }
         free(w);
         free(a);
+        free(pk);
     }
     /* activation quantization */
     printf("\nq8a_quant of %zu floats:\n", n * batch);

@@ -19,6 +19,21 @@ NB_INLINE __m256i nb_dot_q8(__m256i w, __m256i a)
 }
 
 #define NB_Q8_BIAS_SHIFT (-1)
+
+/* packed rows (pack_x86.h): the same dots on 8 rows in the lanes, the 4
+ * activation bytes broadcast to every lane */
+NB_INLINE __m256i nbp_dot(__m256i acc, __m256i u, const unsigned char *p)
+{
+    return _mm256_add_epi32(acc, nb_dot_us(u, _mm256_set1_epi32((int)nb_ld32(p))));
+}
+NB_INLINE __m256i nbp_q8w(__m256i v) { return v; }
+NB_INLINE __m256i nbp_dotq8(__m256i acc, __m256i w, const unsigned char *p)
+{
+    return _mm256_add_epi32(acc, nb_dot_q8(w, _mm256_set1_epi32((int)nb_ld32(p))));
+}
+#define NBP_Q8_BIAS_SHIFT (-1)
+#include "pack_x86.h"
+
 #define NB_SET_FN simd_set_avx2
 #include "kernels_x86_q.h"
 

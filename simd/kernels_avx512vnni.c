@@ -405,6 +405,47 @@ NB_INLINE void nb_lane_rows(int type, size_t n, const void *w, size_t ws, size_t
 #define NB_LANE_ROWS(type, n, w, ws, nr, a, as, nt, out, os)                                                       \
     ((nt) >= 4 && (nr) >= 8 && (ws) <= (size_t)0x7fffffff / 16 ? (nb_lane_rows(type, n, w, ws, nr, a, as, nt, out, os), 1) : 0)
 
+/* ---- packed rows (pack_x86.h): sixteen rows in the lanes of a zmm ---- */
+#define NBP_W 16
+typedef __m512i nbp_vi;
+typedef __m512 nbp_vf;
+NB_INLINE nbp_vi nbp_ldi(const unsigned char *p) { return _mm512_loadu_si512(p); }
+NB_INLINE nbp_vi nbp_and8(nbp_vi v, int c) { return _mm512_and_si512(v, _mm512_set1_epi8((char)c)); }
+NB_INLINE nbp_vi nbp_srl4(nbp_vi v) { return _mm512_srli_epi16(v, 4); }
+NB_INLINE nbp_vi nbp_addi(nbp_vi a, nbp_vi b) { return _mm512_add_epi32(a, b); }
+NB_INLINE nbp_vi nbp_zeroi(void) { return _mm512_setzero_si512(); }
+NB_INLINE nbp_vi nbp_set1i(int32_t v) { return _mm512_set1_epi32(v); }
+/* the 4 activation bytes as a {1to16} broadcast operand of vpdpbusd */
+NB_INLINE nbp_vi nbp_dot(nbp_vi acc, nbp_vi u, const unsigned char *p)
+{
+    return _mm512_dpbusd_epi32(acc, u, _mm512_set1_epi32((int)nb_ld32(p)));
+}
+/* q8_0 codes made unsigned by flipping the sign bit (+128 each) */
+NB_INLINE nbp_vi nbp_q8w(nbp_vi v) { return _mm512_xor_si512(v, _mm512_set1_epi8((char)0x80)); }
+NB_INLINE nbp_vi nbp_dotq8(nbp_vi acc, nbp_vi w, const unsigned char *p) { return nbp_dot(acc, w, p); }
+#define NBP_Q8_BIAS_SHIFT 7
+/* The qh byte holding the bits of chunk c (byte 2*hi + c/2 of each lane's
+ * dword) copied to all four bytes of the dword; byte i then tests bit
+ * 4*(c&1) + i, and a set bit adds 16 to that byte's code. */
+NB_INLINE nbp_vi nbp_bit5(nbp_vi v, nbp_vi qh, int c, int hi)
+{
+    int j = 2 * hi + (c >> 1);
+    const __m512i base = _mm512_setr_epi32(0, 0x04040404, 0x08080808, 0x0c0c0c0c, 0, 0x04040404, 0x08080808,
+                                           0x0c0c0c0c, 0, 0x04040404, 0x08080808, 0x0c0c0c0c, 0, 0x04040404,
+                                           0x08080808, 0x0c0c0c0c);
+    __m512i s = _mm512_shuffle_epi8(qh, _mm512_add_epi32(base, _mm512_set1_epi32(j * 0x01010101)));
+    __mmask64 on = _mm512_test_epi8_mask(s, _mm512_set1_epi32((int)(0x08040201u << (4 * (c & 1)))));
+    return _mm512_mask_add_epi8(v, on, v, _mm512_set1_epi8(0x10));
+}
+NB_INLINE nbp_vf nbp_cvtph(const unsigned char *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+NB_INLINE nbp_vf nbp_cvtf(nbp_vi v) { return _mm512_cvtepi32_ps(v); }
+NB_INLINE nbp_vf nbp_mulf(nbp_vf a, nbp_vf b) { return _mm512_mul_ps(a, b); }
+NB_INLINE nbp_vf nbp_addf(nbp_vf a, nbp_vf b) { return _mm512_add_ps(a, b); }
+NB_INLINE nbp_vf nbp_zerof(void) { return _mm512_setzero_ps(); }
+NB_INLINE nbp_vf nbp_set1f(float v) { return _mm512_set1_ps(v); }
+NB_INLINE void nbp_storef(float *p, nbp_vf v) { _mm512_storeu_ps(p, v); }
+#include "pack_x86.h"
+
 #define NB_HAVE_GROUP16 1
 #define NB_SET_FN simd_set_avx512vnni
 #include "kernels_x86_q.h"

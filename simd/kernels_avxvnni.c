@@ -19,6 +19,18 @@ NB_INLINE __m256i nb_dot_q8(__m256i w, __m256i a)
 }
 
 #define NB_Q8_BIAS_SHIFT 7
+
+/* packed rows (pack_x86.h): vpdpbusd on 8 rows in the lanes, the 4
+ * activation bytes broadcast to every lane */
+NB_INLINE __m256i nbp_dot(__m256i acc, __m256i u, const unsigned char *p)
+{
+    return _mm256_dpbusd_avx_epi32(acc, u, _mm256_set1_epi32((int)nb_ld32(p)));
+}
+NB_INLINE __m256i nbp_q8w(__m256i v) { return _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80)); }
+NB_INLINE __m256i nbp_dotq8(__m256i acc, __m256i w, const unsigned char *p) { return nbp_dot(acc, w, p); }
+#define NBP_Q8_BIAS_SHIFT 7
+#include "pack_x86.h"
+
 #define NB_SET_FN simd_set_avxvnni
 #include "kernels_x86_q.h"
 

@@ -68,6 +68,18 @@ NB_INLINE __m256i nb_dot_us(__m256i u, __m256i s) { return nb_dpbssd(_mm256_setz
 NB_INLINE __m256i nb_dot_q8(__m256i w, __m256i a) { return nb_dpbssd(_mm256_setzero_si256(), w, a); }
 
 #define NB_Q8_BIAS_SHIFT (-1)
+
+/* packed rows (pack_x86.h): vpdpbssd on 8 rows in the lanes; codes 0..31
+ * and q8_0's signed codes are both valid s8, so q8_0 needs no bias */
+NB_INLINE __m256i nbp_dot(__m256i acc, __m256i u, const unsigned char *p)
+{
+    return nb_dpbssd(acc, u, _mm256_set1_epi32((int)nb_ld32(p)));
+}
+NB_INLINE __m256i nbp_q8w(__m256i v) { return v; }
+NB_INLINE __m256i nbp_dotq8(__m256i acc, __m256i w, const unsigned char *p) { return nbp_dot(acc, w, p); }
+#define NBP_Q8_BIAS_SHIFT (-1)
+#include "pack_x86.h"
+
 #ifdef NB_VNNIINT8_EMULATE
 #define NB_SET_FN simd_set_avxvnniint8_emul
 #else

@@ -201,6 +201,9 @@ void NB_SET_FN(simd_kernel_set *s)
     NB_PUTQ(SIMD_Q4_1, nb_dot_q4_1)
     NB_PUTQ(SIMD_Q5_0, nb_dot_q5_0)
     NB_PUTQ(SIMD_Q5_1, nb_dot_q5_1)
+#ifdef NB_PACKED_FILL
+    NB_PACKED_FILL(s); /* packed-row dots (pack_x86.h) */
+#endif
 #undef NB_PUTQ
 #undef NB_PUT
 }

@@ -5,21 +5,24 @@
  *  - every kernel set this CPU runs that reads packed rows gives, for
  *    each type it packs, the bits of the scalar set's dot_rows on the
  *    same rows unpacked: random bit patterns with finite f16 scales,
- *    1-3 groups, many lengths, 1..32 tokens, an output stride wider than
- *    the rows. */
+ *    1-3 groups, many lengths, 1..65 tokens (around the x86 kernels'
+ *    32-token passes), an output stride wider than the rows; on x86 also
+ *    the avxvnniint8 set's kernels with vpdpbssd emulated (built into this
+ *    test again, as test_kernels does). */
 #include <stdint.h>
 
 #include "simd.h"
 #include "testutil.h"
 #ifdef NIBBLE_TEST_VNNIINT8_EMUL
 #include "simd_internal.h"
+void simd_set_avxvnniint8_emul(simd_kernel_set *s);
 void simd_set_kquants_avxvnniint8_emul(simd_kernel_set *s);
 #endif
 
 #define MAXG 3
 #define MAXR (MAXG * SIMD_PACK_ROWS)
 #define MAXN 4096
-#define MAXT 32
+#define MAXT 65
 #define PAD 8 /* bytes between rows, to catch a kernel reading a row stride */
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
@@ -162,18 +165,18 @@ static void check_layout(void)
     CHECKF(ok, "q4_k packed layout is not the documented one");
 }
 
-/* A set's packed kernels (dp, by type; NULL where it has none) against
- * the scalar set's dot_rows. */
-static int check_set(const char *set, simd_dot_rows_fn ref[SIMD_TYPE_COUNT], const simd_dot_packed_fn *dp_of)
+/* A set's dot_packed (dps, or the current set's when NULL) against the
+ * scalar set's dot_rows. */
+static int check_set(const char *set, simd_dot_rows_fn ref[SIMD_TYPE_COUNT], simd_dot_packed_fn const *dps)
 {
     static const size_t lens32[] = {32, 64, 96, 256, 288, 512, 576, 1024, 1056, 2048, 4096};
     static const size_t lens256[] = {256, 512, 768, 1536, 2048, 4096};
-    static const size_t tokens[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 32};
+    static const size_t tokens[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 32, 33, 64, 65};
     int kernels = 0;
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
         int type = types[ti];
         const simd_traits *t = simd_type_traits(type);
-        simd_dot_packed_fn dp = dp_of[type];
+        simd_dot_packed_fn dp = dps ? dps[type] : t->dot_packed;
         if (!dp)
             continue;
         kernels++;
@@ -219,20 +222,19 @@ static void check_all_sets(void)
             continue;
         }
         CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
-        simd_dot_packed_fn dp[SIMD_TYPE_COUNT];
-        for (int t = 0; t < SIMD_TYPE_COUNT; t++)
-            dp[t] = simd_type_traits(t) ? simd_type_traits(t)->dot_packed : NULL;
-        int kernels = check_set(name, ref, dp);
+        int kernels = check_set(name, ref, NULL);
         printf("%-14s %d packed kernel(s) checked\n", name, kernels);
     }
 #ifdef NIBBLE_TEST_VNNIINT8_EMUL
-    /* the avxvnniint8 set's K-quant packed kernels, vpdpbssd emulated */
+    /* the avxvnniint8 set's packed kernels (32-block types and K-quants),
+     * vpdpbssd emulated */
     if (simd_kernel_supported(SIMD_K_AVX2, NULL)) {
         simd_kernel_set e;
         memset(&e, 0, sizeof e);
+        simd_set_avxvnniint8_emul(&e);
         simd_set_kquants_avxvnniint8_emul(&e);
         int kernels = check_set("avxvnniint8 (emulated)", ref, e.dot_packed);
-        CHECK(kernels == 3);
+        CHECKF(kernels == 8, "avxvnniint8 (emulated): %d packed kernels, expected 8", kernels);
         printf("%-14s %d packed kernel(s) checked\n", "avxvnniint8 (emulated)", kernels);
     }
 #endif

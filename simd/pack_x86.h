@@ -1,0 +1,269 @@
+/* Packed-row dots (dot_packed) for the 32-block types on x86: q8_0, q4_0,
+ * q4_1, q5_0, q5_1. Included by each kernels_<set>.c after kernels_x86.h,
+ * once the file has defined the vector primitives below; written once on
+ * those, so the AVX-512 set (16 rows in a zmm) and the AVX2-class sets (8
+ * rows in a ymm, the group taken in two halves) share every line.
+ *
+ * The packed layout (simd.h, pack.c) keeps a group of 16 rows in one
+ * stream: per block, each 2-byte field is 16 f16s in row order, and each
+ * 4-byte chunk c of qs (or qh) is 16 dwords, row r's in dword r. So one
+ * vector load gives, in lane r, 4 code bytes of row r: the lanes ARE the
+ * rows, and vpdpbusd against the activation's 4 matching bytes
+ * (broadcast) adds each row's 4 products into its own lane. Eight such
+ * (k = 0..7: codes of elements 4k..4k+3) give each row's exact block sum,
+ * with no horizontal work.
+ *
+ * Float order (kernels_scalar.c): per (row, token, block) the term
+ * (d_w*d_a)*(float)isum [+ (m_w*d_a)*(float)asum], added to the
+ * accumulator of slot b mod 8, blocks in increasing b, the 8 slots
+ * combined as simd_reduce8 does. Here acc[b mod 8] is a vector whose lane
+ * r is row r's slot, so all of that is vertical and the same bits come out.
+ *
+ * Primitives a set defines (NBP_W lanes, rows in lanes):
+ *   NBP_W                 8 or 16
+ *   nbp_vi, nbp_vf        integer / float vector of NBP_W 32-bit lanes
+ *   nbp_ldi(p)            NBP_W*4 bytes
+ *   nbp_and8(v, c)        v & c in every byte
+ *   nbp_srl4(v)           v >> 4 in 16-bit lanes (then masked by the caller)
+ *   nbp_addi, nbp_zeroi, nbp_set1i
+ *   nbp_dot(acc, u, p)    acc + per lane sum of 4 u8 (u) x 4 s8 (at p, broadcast)
+ *   nbp_q8w(v)            q8_0 code bytes made ready for nbp_dotq8
+ *   nbp_dotq8(acc, w, p)  acc + per lane sum of 4 codes x 4 s8 at p, plus
+ *                         2^NBP_Q8_BIAS_SHIFT * their sum (-1: no bias)
+ *   nbp_bit5(v, qh, c, hi) v with 0x10 added to byte i of lane r when bit
+ *                         16*hi + 4c + i of qh lane r is set (q5 types)
+ *   nbp_cvtph(p)          NBP_W f16 at p to floats (exact)
+ *   nbp_cvtf, nbp_mulf, nbp_addf, nbp_zerof, nbp_set1f, nbp_storef
+ */
+#ifndef NIBBLE_PACK_X86_H
+#define NIBBLE_PACK_X86_H
+
+/* Software prefetch distance of the decode loop, in bytes ahead of the
+ * 8 blocks being read. The hardware prefetcher alone left a q4_0 matrix
+ * larger than L3 at ~22 GB/s; 8 KiB ahead gave ~40 (nibble_kbench -n 2048
+ * -r 32768 -b 1, this Zen 5 machine; 4 KiB ~36, 16 KiB ~40 but noisier).
+ * 0 turns it off. */
+#ifndef NBP_PF
+#define NBP_PF 8192
+#endif
+
+#ifndef NBP_W
+/* The AVX2-class sets: 8 rows in the lanes of a ymm, a group in two
+ * halves (rows 0-7, then 8-15: the second pass finds the group in cache).
+ * Each set file still defines nbp_dot, nbp_q8w, nbp_dotq8 and
+ * NBP_Q8_BIAS_SHIFT (its own integer dot). */
+#define NBP_W 8
+typedef __m256i nbp_vi;
+typedef __m256 nbp_vf;
+NB_INLINE nbp_vi nbp_ldi(const unsigned char *p) { return _mm256_loadu_si256((const __m256i *)p); }
+NB_INLINE nbp_vi nbp_and8(nbp_vi v, int c) { return _mm256_and_si256(v, _mm256_set1_epi8((char)c)); }
+NB_INLINE nbp_vi nbp_srl4(nbp_vi v) { return _mm256_srli_epi16(v, 4); }
+NB_INLINE nbp_vi nbp_addi(nbp_vi a, nbp_vi b) { return _mm256_add_epi32(a, b); }
+NB_INLINE nbp_vi nbp_zeroi(void) { return _mm256_setzero_si256(); }
+NB_INLINE nbp_vi nbp_set1i(int32_t v) { return _mm256_set1_epi32(v); }
+/* as the AVX-512 form (kernels_avx512vnni.c), with the test done as
+ * (s & bit) == bit, which leaves 0xff in the bytes to get 16 */
+NB_INLINE nbp_vi nbp_bit5(nbp_vi v, nbp_vi qh, int c, int hi)
+{
+    int j = 2 * hi + (c >> 1);
+    const __m256i base = _mm256_setr_epi32(0, 0x04040404, 0x08080808, 0x0c0c0c0c, 0, 0x04040404, 0x08080808,
+                                           0x0c0c0c0c);
+    __m256i s = _mm256_shuffle_epi8(qh, _mm256_add_epi32(base, _mm256_set1_epi32(j * 0x01010101)));
+    __m256i bit = _mm256_set1_epi32((int)(0x08040201u << (4 * (c & 1))));
+    __m256i on = _mm256_cmpeq_epi8(_mm256_and_si256(s, bit), bit);
+    return _mm256_or_si256(v, _mm256_and_si256(on, _mm256_set1_epi8(0x10)));
+}
+NB_INLINE nbp_vf nbp_cvtph(const unsigned char *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+NB_INLINE nbp_vf nbp_cvtf(nbp_vi v) { return _mm256_cvtepi32_ps(v); }
+NB_INLINE nbp_vf nbp_mulf(nbp_vf a, nbp_vf b) { return _mm256_mul_ps(a, b); }
+NB_INLINE nbp_vf nbp_addf(nbp_vf a, nbp_vf b) { return _mm256_add_ps(a, b); }
+NB_INLINE nbp_vf nbp_zerof(void) { return _mm256_setzero_ps(); }
+NB_INLINE nbp_vf nbp_set1f(float v) { return _mm256_set1_ps(v); }
+NB_INLINE void nbp_storef(float *p, nbp_vf v) { _mm256_storeu_ps(p, v); }
+#endif
+
+/* Byte offsets of the fields inside one packed block of a group (16 rows),
+ * for the part of the rows (half h of NBP_W lanes) a vector holds. */
+typedef struct {
+    size_t d, m, qh, qs; /* m, qh: 0 when absent */
+} nbp_offs;
+
+NB_INLINE nbp_offs nbp_layout(int type, int h)
+{
+    nbp_offs o = {0, 0, 0, 0};
+    size_t f = (size_t)h * NBP_W * 2, c = (size_t)h * NBP_W * 4; /* f16 field / chunk offset of half h */
+    o.d = f;
+    switch (type) {
+    case SIMD_Q4_1: o.m = 32 + f; o.qs = 64 + c; break;
+    case SIMD_Q5_0: o.qh = 32 + c; o.qs = 96 + c; break;
+    case SIMD_Q5_1: o.m = 32 + f; o.qh = 64 + c; o.qs = 128 + c; break;
+    default: o.qs = 32 + c; break; /* q4_0, q8_0 */
+    }
+    return o;
+}
+
+/* One packed block: W[k] lane r = row r's codes of elements 4k..4k+3 (as
+ * the set's dot wants them), dw / mw lane r = its scales. */
+NB_INLINE void nbp_wblock(int type, const unsigned char *blk, int h, nbp_vi W[8], nbp_vf *dw, nbp_vf *mw)
+{
+    const nbp_offs o = nbp_layout(type, h);
+    *dw = nbp_cvtph(blk + o.d);
+    *mw = nb_has_min(type) ? nbp_cvtph(blk + o.m) : nbp_zerof();
+    if (type == SIMD_Q8_0) {
+        for (int k = 0; k < 8; k++)
+            W[k] = nbp_q8w(nbp_ldi(blk + o.qs + (size_t)k * 64));
+        return;
+    }
+    /* chunk c: low nibbles are elements 4c..4c+3, high ones 16+4c.. */
+    for (int c = 0; c < 4; c++) {
+        nbp_vi q = nbp_ldi(blk + o.qs + (size_t)c * 64);
+        W[c] = nbp_and8(q, 0x0f);
+        W[4 + c] = nbp_and8(nbp_srl4(q), 0x0f);
+    }
+    if (type == SIMD_Q5_0 || type == SIMD_Q5_1) {
+        nbp_vi qh = nbp_ldi(blk + o.qh);
+        for (int c = 0; c < 4; c++) {
+            W[c] = nbp_bit5(W[c], qh, c, 0);
+            W[4 + c] = nbp_bit5(W[4 + c], qh, c, 1);
+        }
+    }
+}
+
+/* The term of one token's block for every row in the lanes. */
+NB_INLINE nbp_vf nbp_term(int type, const nbp_vi W[8], nbp_vf dw, nbp_vf mw, const simd_block_q8a *y)
+{
+    const unsigned char *q = (const unsigned char *)y->qs;
+    int sh = type == SIMD_Q8_0 ? NBP_Q8_BIAS_SHIFT : nb_bias_shift(type);
+    /* the codes carry a bias (q4_0: +8, q5_0: +16, q8_0: the set's): start
+     * the sum at -bias * sum(a) */
+    nbp_vi i0 = sh >= 0 ? nbp_set1i(-(int32_t)((uint32_t)y->sum << sh)) : nbp_zeroi();
+    nbp_vi i1 = nbp_zeroi();
+    for (int k = 0; k < 8; k += 2) {
+        if (type == SIMD_Q8_0) {
+            i0 = nbp_dotq8(i0, W[k], q + 4 * k);
+            i1 = nbp_dotq8(i1, W[k + 1], q + 4 * k + 4);
+        } else {
+            i0 = nbp_dot(i0, W[k], q + 4 * k);
+            i1 = nbp_dot(i1, W[k + 1], q + 4 * k + 4);
+        }
+    }
+    nbp_vf da = nbp_set1f(y->d);
+    nbp_vf t = nbp_mulf(nbp_mulf(dw, da), nbp_cvtf(nbp_addi(i0, i1)));
+    if (nb_has_min(type))
+        t = nbp_addf(t, nbp_mulf(nbp_mulf(mw, da), nbp_set1f((float)y->sum)));
+    return t;
+}
+
+NB_INLINE nbp_vf nbp_reduce8(const nbp_vf a[8])
+{
+    return nbp_addf(nbp_addf(nbp_addf(a[0], a[4]), nbp_addf(a[2], a[6])),
+                    nbp_addf(nbp_addf(a[1], a[5]), nbp_addf(a[3], a[7])));
+}
+
+/* Decode: one group (half h), one token; the 8 accumulators stay in
+ * registers (blocks taken 8 at a time so each has a fixed slot). */
+NB_INLINE void nbp_group1(int type, size_t nb, const unsigned char *g, int h, const simd_block_q8a *y, float *out)
+{
+    const size_t pb = SIMD_PACK_ROWS * nb_bbytes(type); /* bytes of one packed block */
+    nbp_vf acc[8];
+    for (int k = 0; k < 8; k++)
+        acc[k] = nbp_zerof();
+    size_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+#if NBP_PF
+        for (size_t o = 0; o < 8 * pb; o += 64)
+            _mm_prefetch((const char *)g + b * pb + NBP_PF + o, _MM_HINT_T0);
+#endif
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            nbp_vi W[8];
+            nbp_vf dw, mw;
+            nbp_wblock(type, g + (b + k) * pb, h, W, &dw, &mw);
+            acc[k] = nbp_addf(acc[k], nbp_term(type, W, dw, mw, y + b + k));
+        }
+    }
+#pragma GCC unroll 8
+    for (int k = 0; k < 7; k++) {
+        if (b + (size_t)k >= nb)
+            break;
+        nbp_vi W[8];
+        nbp_vf dw, mw;
+        nbp_wblock(type, g + (b + k) * pb, h, W, &dw, &mw);
+        acc[k] = nbp_addf(acc[k], nbp_term(type, W, dw, mw, y + b + k));
+    }
+    nbp_storef(out, nbp_reduce8(acc));
+}
+
+/* Tokens per pass over a group in the batched form: the accumulators
+ * (tokens x 8 slots x one vector) stay in L1. */
+#define NBP_TT 32
+
+/* Prefill: one group (half h) against tn <= NBP_TT tokens. Each block's
+ * codes are unpacked once into registers and serve every token; the
+ * accumulators live in acc[t][slot]. */
+NB_INLINE void nbp_groupn(int type, size_t nb, const unsigned char *g, int h, const char *a, size_t as, int tn,
+                          float *out, size_t os, nbp_vf (*acc)[8])
+{
+    const size_t pb = SIMD_PACK_ROWS * nb_bbytes(type);
+    for (int t = 0; t < tn; t++)
+        for (int k = 0; k < 8; k++)
+            acc[t][k] = nbp_zerof();
+    for (size_t b = 0; b < nb; b++) {
+        nbp_vi W[8];
+        nbp_vf dw, mw;
+        nbp_wblock(type, g + b * pb, h, W, &dw, &mw);
+        const char *ab = a + b * sizeof(simd_block_q8a);
+        for (int t = 0; t < tn; t++) {
+            const simd_block_q8a *y = (const simd_block_q8a *)(ab + (size_t)t * as);
+            acc[t][b & 7] = nbp_addf(acc[t][b & 7], nbp_term(type, W, dw, mw, y));
+        }
+    }
+    for (int t = 0; t < tn; t++)
+        nbp_storef(out + (size_t)t * os, nbp_reduce8(acc[t]));
+}
+
+NB_INLINE void nbp_dot_packed(int type, size_t n, const void *p, size_t ng, const void *a, size_t as, size_t nt,
+                              float *out, size_t os)
+{
+    const size_t nb = n / SIMD_QK, gbytes = SIMD_PACK_ROWS * nb * nb_bbytes(type);
+    const unsigned char *g = p;
+    if (nt == 1) {
+        for (size_t i = 0; i < ng; i++, g += gbytes)
+            for (int h = 0; h < SIMD_PACK_ROWS / NBP_W; h++)
+                nbp_group1(type, nb, g, h, a, out + i * SIMD_PACK_ROWS + (size_t)h * NBP_W);
+        return;
+    }
+    nbp_vf acc[NBP_TT][8];
+    for (size_t i = 0; i < ng; i++, g += gbytes)
+        for (size_t t0 = 0; t0 < nt; t0 += NBP_TT) {
+            int tn = (int)(nt - t0 < NBP_TT ? nt - t0 : NBP_TT);
+            for (int h = 0; h < SIMD_PACK_ROWS / NBP_W; h++)
+                nbp_groupn(type, nb, g, h, (const char *)a + t0 * as, as, tn,
+                           out + t0 * os + i * SIMD_PACK_ROWS + (size_t)h * NBP_W, os, acc);
+        }
+}
+
+#define NBP_DEF(NAME, TYPE)                                                                                   \
+    static void NAME(size_t n, const void *p, size_t ng, const void *a, size_t as, size_t nt, float *out,    \
+                     size_t os)                                                                               \
+    {                                                                                                         \
+        nbp_dot_packed(TYPE, n, p, ng, a, as, nt, out, os);                                                   \
+    }
+NBP_DEF(nbp_q8_0, SIMD_Q8_0)
+NBP_DEF(nbp_q4_0, SIMD_Q4_0)
+NBP_DEF(nbp_q4_1, SIMD_Q4_1)
+NBP_DEF(nbp_q5_0, SIMD_Q5_0)
+NBP_DEF(nbp_q5_1, SIMD_Q5_1)
+#undef NBP_DEF
+
+static void nbp_fill(simd_kernel_set *s)
+{
+    s->dot_packed[SIMD_Q8_0] = nbp_q8_0;
+    s->dot_packed[SIMD_Q4_0] = nbp_q4_0;
+    s->dot_packed[SIMD_Q4_1] = nbp_q4_1;
+    s->dot_packed[SIMD_Q5_0] = nbp_q5_0;
+    s->dot_packed[SIMD_Q5_1] = nbp_q5_1;
+}
+#define NB_PACKED_FILL nbp_fill
+
+#endif
