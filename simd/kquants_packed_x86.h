@@ -18,106 +18,106 @@
  * operations in its order, lane by lane (no FMA: the project builds with
  * -ffp-contract=off), so results are the scalar dot_rows' bits.
  *
- * Loop order: tokens in chunks of NBP_TCHUNK (their float accumulators
+ * Loop order: tokens in chunks of NKP_TCHUNK (their float accumulators
  * live on the stack), then groups, then super-blocks; a block's scales are
- * decoded once for the chunk's tokens, which take it NBP_T at a time, so
- * each 64-byte chunk of codes is loaded and unpacked once per NBP_T
+ * decoded once for the chunk's tokens, which take it NKP_T at a time, so
+ * each 64-byte chunk of codes is loaded and unpacked once per NKP_T
  * tokens while it sits in L1. */
 #ifndef NIBBLE_KQUANTS_PACKED_X86_H
 #define NIBBLE_KQUANTS_PACKED_X86_H
 
-#define NBP_R SIMD_PACK_ROWS /* rows (lanes) per group */
-#define NBP_TCHUNK 16        /* tokens whose accumulators are kept at once */
+#define NKP_R SIMD_PACK_ROWS /* rows (lanes) per group */
+#define NKP_TCHUNK 16        /* tokens whose accumulators are kept at once */
 
 /* ---- 16 int32 / float lanes: one zmm, or a pair of ymm ---- */
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
 
-#define NBP_T 8 /* tokens per pass over a chunk of codes */
-typedef __m512i nbp_v;
-typedef __m512 nbp_f;
+#define NKP_T 8 /* tokens per pass over a chunk of codes */
+typedef __m512i nkp_v;
+typedef __m512 nkp_f;
 
-NBK_INLINE nbp_v nbp_load(const void *p) { return _mm512_loadu_si512(p); }
-NBK_INLINE nbp_v nbp_zero(void) { return _mm512_setzero_si512(); }
-NBK_INLINE nbp_v nbp_set8(int c) { return _mm512_set1_epi8((char)c); }
-NBK_INLINE nbp_v nbp_set32(int32_t c) { return _mm512_set1_epi32(c); }
-NBK_INLINE nbp_v nbp_and(nbp_v a, nbp_v b) { return _mm512_and_si512(a, b); }
-NBK_INLINE nbp_v nbp_or(nbp_v a, nbp_v b) { return _mm512_or_si512(a, b); }
-NBK_INLINE nbp_v nbp_add(nbp_v a, nbp_v b) { return _mm512_add_epi32(a, b); }
-NBK_INLINE nbp_v nbp_sub(nbp_v a, nbp_v b) { return _mm512_sub_epi32(a, b); }
-NBK_INLINE nbp_v nbp_mul(nbp_v a, nbp_v b) { return _mm512_mullo_epi32(a, b); }
-NBK_INLINE nbp_v nbp_srl16(nbp_v a, int s) { return _mm512_srli_epi16(a, (unsigned)s); }
-NBK_INLINE nbp_v nbp_sll16(nbp_v a, int s) { return _mm512_slli_epi16(a, (unsigned)s); }
-NBK_INLINE nbp_v nbp_sra16(nbp_v a, int s) { return _mm512_srai_epi16(a, (unsigned)s); }
-NBK_INLINE nbp_v nbp_srl32(nbp_v a, int s) { return _mm512_srli_epi32(a, (unsigned)s); }
-NBK_INLINE nbp_v nbp_sll32(nbp_v a, int s) { return _mm512_slli_epi32(a, (unsigned)s); }
-NBK_INLINE nbp_v nbp_sra32(nbp_v a, int s) { return _mm512_srai_epi32(a, (unsigned)s); }
+NBK_INLINE nkp_v nkp_load(const void *p) { return _mm512_loadu_si512(p); }
+NBK_INLINE nkp_v nkp_zero(void) { return _mm512_setzero_si512(); }
+NBK_INLINE nkp_v nkp_set8(int c) { return _mm512_set1_epi8((char)c); }
+NBK_INLINE nkp_v nkp_set32(int32_t c) { return _mm512_set1_epi32(c); }
+NBK_INLINE nkp_v nkp_and(nkp_v a, nkp_v b) { return _mm512_and_si512(a, b); }
+NBK_INLINE nkp_v nkp_or(nkp_v a, nkp_v b) { return _mm512_or_si512(a, b); }
+NBK_INLINE nkp_v nkp_add(nkp_v a, nkp_v b) { return _mm512_add_epi32(a, b); }
+NBK_INLINE nkp_v nkp_sub(nkp_v a, nkp_v b) { return _mm512_sub_epi32(a, b); }
+NBK_INLINE nkp_v nkp_mul(nkp_v a, nkp_v b) { return _mm512_mullo_epi32(a, b); }
+NBK_INLINE nkp_v nkp_srl16(nkp_v a, int s) { return _mm512_srli_epi16(a, (unsigned)s); }
+NBK_INLINE nkp_v nkp_sll16(nkp_v a, int s) { return _mm512_slli_epi16(a, (unsigned)s); }
+NBK_INLINE nkp_v nkp_sra16(nkp_v a, int s) { return _mm512_srai_epi16(a, (unsigned)s); }
+NBK_INLINE nkp_v nkp_srl32(nkp_v a, int s) { return _mm512_srli_epi32(a, (unsigned)s); }
+NBK_INLINE nkp_v nkp_sll32(nkp_v a, int s) { return _mm512_slli_epi32(a, (unsigned)s); }
+NBK_INLINE nkp_v nkp_sra32(nkp_v a, int s) { return _mm512_srai_epi32(a, (unsigned)s); }
 /* bytes picked within each 128-bit lane by a 16-byte pattern (vpshufb) */
-NBK_INLINE nbp_v nbp_shuf(nbp_v a, __m128i pat) { return _mm512_shuffle_epi8(a, _mm512_broadcast_i32x4(pat)); }
+NBK_INLINE nkp_v nkp_shuf(nkp_v a, __m128i pat) { return _mm512_shuffle_epi8(a, _mm512_broadcast_i32x4(pat)); }
 /* acc + per int32: 4 u8 codes x the 4 s8 activation bytes in a4 */
-NBK_INLINE nbp_v nbp_dot(nbp_v acc, nbp_v u, int32_t a4) { return _mm512_dpbusd_epi32(acc, u, _mm512_set1_epi32(a4)); }
+NBK_INLINE nkp_v nkp_dot(nkp_v acc, nkp_v u, int32_t a4) { return _mm512_dpbusd_epi32(acc, u, _mm512_set1_epi32(a4)); }
 /* acc + per int32: 2 int16 x the 2 int16 in p2 */
-NBK_INLINE nbp_v nbp_dotw(nbp_v acc, nbp_v w, int32_t p2) { return _mm512_dpwssd_epi32(acc, w, _mm512_set1_epi32(p2)); }
-NBK_INLINE nbp_f nbp_h2f(const void *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
-NBK_INLINE nbp_f nbp_cvt(nbp_v a) { return _mm512_cvtepi32_ps(a); }
-NBK_INLINE nbp_f nbp_fset(float c) { return _mm512_set1_ps(c); }
-NBK_INLINE nbp_f nbp_fzero(void) { return _mm512_setzero_ps(); }
-NBK_INLINE nbp_f nbp_fmul(nbp_f a, nbp_f b) { return _mm512_mul_ps(a, b); }
-NBK_INLINE nbp_f nbp_fadd(nbp_f a, nbp_f b) { return _mm512_add_ps(a, b); }
-NBK_INLINE nbp_f nbp_fsub(nbp_f a, nbp_f b) { return _mm512_sub_ps(a, b); }
-NBK_INLINE nbp_f nbp_fload(const float *p) { return _mm512_loadu_ps(p); }
-NBK_INLINE void nbp_fstore(float *p, nbp_f a) { _mm512_storeu_ps(p, a); }
+NBK_INLINE nkp_v nkp_dotw(nkp_v acc, nkp_v w, int32_t p2) { return _mm512_dpwssd_epi32(acc, w, _mm512_set1_epi32(p2)); }
+NBK_INLINE nkp_f nkp_h2f(const void *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+NBK_INLINE nkp_f nkp_cvt(nkp_v a) { return _mm512_cvtepi32_ps(a); }
+NBK_INLINE nkp_f nkp_fset(float c) { return _mm512_set1_ps(c); }
+NBK_INLINE nkp_f nkp_fzero(void) { return _mm512_setzero_ps(); }
+NBK_INLINE nkp_f nkp_fmul(nkp_f a, nkp_f b) { return _mm512_mul_ps(a, b); }
+NBK_INLINE nkp_f nkp_fadd(nkp_f a, nkp_f b) { return _mm512_add_ps(a, b); }
+NBK_INLINE nkp_f nkp_fsub(nkp_f a, nkp_f b) { return _mm512_sub_ps(a, b); }
+NBK_INLINE nkp_f nkp_fload(const float *p) { return _mm512_loadu_ps(p); }
+NBK_INLINE void nkp_fstore(float *p, nkp_f a) { _mm512_storeu_ps(p, a); }
 
 #else
 
 /* AVX2 (and the VEX VNNI sets): rows 0-7 in l, 8-15 in h. A chunk's 64
  * bytes are rows 0..15 in order, so its low 32 bytes are rows 0-7. */
-#define NBP_T 2
+#define NKP_T 2
 typedef struct {
     __m256i l, h;
-} nbp_v;
+} nkp_v;
 typedef struct {
     __m256 l, h;
-} nbp_f;
+} nkp_f;
 
-#define NBP_2(expr_l, expr_h) \
-    nbp_v r_;                 \
+#define NKP_2(expr_l, expr_h) \
+    nkp_v r_;                 \
     r_.l = (expr_l);          \
     r_.h = (expr_h);          \
     return r_
-#define NBP_2F(expr_l, expr_h) \
-    nbp_f r_;                  \
+#define NKP_2F(expr_l, expr_h) \
+    nkp_f r_;                  \
     r_.l = (expr_l);           \
     r_.h = (expr_h);           \
     return r_
 
-NBK_INLINE nbp_v nbp_load(const void *p)
+NBK_INLINE nkp_v nkp_load(const void *p)
 {
-    NBP_2(_mm256_loadu_si256((const __m256i *)p), _mm256_loadu_si256((const __m256i *)p + 1));
+    NKP_2(_mm256_loadu_si256((const __m256i *)p), _mm256_loadu_si256((const __m256i *)p + 1));
 }
-NBK_INLINE nbp_v nbp_zero(void) { NBP_2(_mm256_setzero_si256(), _mm256_setzero_si256()); }
-NBK_INLINE nbp_v nbp_set8(int c) { NBP_2(_mm256_set1_epi8((char)c), _mm256_set1_epi8((char)c)); }
-NBK_INLINE nbp_v nbp_set32(int32_t c) { NBP_2(_mm256_set1_epi32(c), _mm256_set1_epi32(c)); }
-NBK_INLINE nbp_v nbp_and(nbp_v a, nbp_v b) { NBP_2(_mm256_and_si256(a.l, b.l), _mm256_and_si256(a.h, b.h)); }
-NBK_INLINE nbp_v nbp_or(nbp_v a, nbp_v b) { NBP_2(_mm256_or_si256(a.l, b.l), _mm256_or_si256(a.h, b.h)); }
-NBK_INLINE nbp_v nbp_add(nbp_v a, nbp_v b) { NBP_2(_mm256_add_epi32(a.l, b.l), _mm256_add_epi32(a.h, b.h)); }
-NBK_INLINE nbp_v nbp_sub(nbp_v a, nbp_v b) { NBP_2(_mm256_sub_epi32(a.l, b.l), _mm256_sub_epi32(a.h, b.h)); }
-NBK_INLINE nbp_v nbp_mul(nbp_v a, nbp_v b) { NBP_2(_mm256_mullo_epi32(a.l, b.l), _mm256_mullo_epi32(a.h, b.h)); }
-NBK_INLINE nbp_v nbp_srl16(nbp_v a, int s) { NBP_2(_mm256_srli_epi16(a.l, s), _mm256_srli_epi16(a.h, s)); }
-NBK_INLINE nbp_v nbp_sll16(nbp_v a, int s) { NBP_2(_mm256_slli_epi16(a.l, s), _mm256_slli_epi16(a.h, s)); }
-NBK_INLINE nbp_v nbp_sra16(nbp_v a, int s) { NBP_2(_mm256_srai_epi16(a.l, s), _mm256_srai_epi16(a.h, s)); }
-NBK_INLINE nbp_v nbp_srl32(nbp_v a, int s) { NBP_2(_mm256_srli_epi32(a.l, s), _mm256_srli_epi32(a.h, s)); }
-NBK_INLINE nbp_v nbp_sll32(nbp_v a, int s) { NBP_2(_mm256_slli_epi32(a.l, s), _mm256_slli_epi32(a.h, s)); }
-NBK_INLINE nbp_v nbp_sra32(nbp_v a, int s) { NBP_2(_mm256_srai_epi32(a.l, s), _mm256_srai_epi32(a.h, s)); }
-NBK_INLINE nbp_v nbp_shuf(nbp_v a, __m128i pat)
+NBK_INLINE nkp_v nkp_zero(void) { NKP_2(_mm256_setzero_si256(), _mm256_setzero_si256()); }
+NBK_INLINE nkp_v nkp_set8(int c) { NKP_2(_mm256_set1_epi8((char)c), _mm256_set1_epi8((char)c)); }
+NBK_INLINE nkp_v nkp_set32(int32_t c) { NKP_2(_mm256_set1_epi32(c), _mm256_set1_epi32(c)); }
+NBK_INLINE nkp_v nkp_and(nkp_v a, nkp_v b) { NKP_2(_mm256_and_si256(a.l, b.l), _mm256_and_si256(a.h, b.h)); }
+NBK_INLINE nkp_v nkp_or(nkp_v a, nkp_v b) { NKP_2(_mm256_or_si256(a.l, b.l), _mm256_or_si256(a.h, b.h)); }
+NBK_INLINE nkp_v nkp_add(nkp_v a, nkp_v b) { NKP_2(_mm256_add_epi32(a.l, b.l), _mm256_add_epi32(a.h, b.h)); }
+NBK_INLINE nkp_v nkp_sub(nkp_v a, nkp_v b) { NKP_2(_mm256_sub_epi32(a.l, b.l), _mm256_sub_epi32(a.h, b.h)); }
+NBK_INLINE nkp_v nkp_mul(nkp_v a, nkp_v b) { NKP_2(_mm256_mullo_epi32(a.l, b.l), _mm256_mullo_epi32(a.h, b.h)); }
+NBK_INLINE nkp_v nkp_srl16(nkp_v a, int s) { NKP_2(_mm256_srli_epi16(a.l, s), _mm256_srli_epi16(a.h, s)); }
+NBK_INLINE nkp_v nkp_sll16(nkp_v a, int s) { NKP_2(_mm256_slli_epi16(a.l, s), _mm256_slli_epi16(a.h, s)); }
+NBK_INLINE nkp_v nkp_sra16(nkp_v a, int s) { NKP_2(_mm256_srai_epi16(a.l, s), _mm256_srai_epi16(a.h, s)); }
+NBK_INLINE nkp_v nkp_srl32(nkp_v a, int s) { NKP_2(_mm256_srli_epi32(a.l, s), _mm256_srli_epi32(a.h, s)); }
+NBK_INLINE nkp_v nkp_sll32(nkp_v a, int s) { NKP_2(_mm256_slli_epi32(a.l, s), _mm256_slli_epi32(a.h, s)); }
+NBK_INLINE nkp_v nkp_sra32(nkp_v a, int s) { NKP_2(_mm256_srai_epi32(a.l, s), _mm256_srai_epi32(a.h, s)); }
+NBK_INLINE nkp_v nkp_shuf(nkp_v a, __m128i pat)
 {
     __m256i p = _mm256_broadcastsi128_si256(pat);
-    NBP_2(_mm256_shuffle_epi8(a.l, p), _mm256_shuffle_epi8(a.h, p));
+    NKP_2(_mm256_shuffle_epi8(a.l, p), _mm256_shuffle_epi8(a.h, p));
 }
 /* acc + sums of 4 u8 x s8 products per int32 (codes <= 63, so the
  * maddubs pairs stay within 2*63*127 and never saturate; vpdpbssd reads
  * codes 0..63 as the same s8 values) */
-NBK_INLINE __m256i nbp_dot1(__m256i acc, __m256i u, __m256i s)
+NBK_INLINE __m256i nkp_dot1(__m256i acc, __m256i u, __m256i s)
 {
 #if defined(NBK_DPBSSD)
     return NBK_DPBSSD(acc, u, s);
@@ -127,59 +127,59 @@ NBK_INLINE __m256i nbp_dot1(__m256i acc, __m256i u, __m256i s)
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
 #endif
 }
-NBK_INLINE nbp_v nbp_dot(nbp_v acc, nbp_v u, int32_t a4)
+NBK_INLINE nkp_v nkp_dot(nkp_v acc, nkp_v u, int32_t a4)
 {
     __m256i s = _mm256_set1_epi32(a4);
-    NBP_2(nbp_dot1(acc.l, u.l, s), nbp_dot1(acc.h, u.h, s));
+    NKP_2(nkp_dot1(acc.l, u.l, s), nkp_dot1(acc.h, u.h, s));
 }
-NBK_INLINE nbp_v nbp_dotw(nbp_v acc, nbp_v w, int32_t p2)
+NBK_INLINE nkp_v nkp_dotw(nkp_v acc, nkp_v w, int32_t p2)
 {
     __m256i s = _mm256_set1_epi32(p2);
-    NBP_2(_mm256_add_epi32(acc.l, _mm256_madd_epi16(w.l, s)), _mm256_add_epi32(acc.h, _mm256_madd_epi16(w.h, s)));
+    NKP_2(_mm256_add_epi32(acc.l, _mm256_madd_epi16(w.l, s)), _mm256_add_epi32(acc.h, _mm256_madd_epi16(w.h, s)));
 }
-NBK_INLINE nbp_f nbp_h2f(const void *p)
+NBK_INLINE nkp_f nkp_h2f(const void *p)
 {
-    NBP_2F(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p + 1)));
+    NKP_2F(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p + 1)));
 }
-NBK_INLINE nbp_f nbp_cvt(nbp_v a) { NBP_2F(_mm256_cvtepi32_ps(a.l), _mm256_cvtepi32_ps(a.h)); }
-NBK_INLINE nbp_f nbp_fset(float c) { NBP_2F(_mm256_set1_ps(c), _mm256_set1_ps(c)); }
-NBK_INLINE nbp_f nbp_fzero(void) { NBP_2F(_mm256_setzero_ps(), _mm256_setzero_ps()); }
-NBK_INLINE nbp_f nbp_fmul(nbp_f a, nbp_f b) { NBP_2F(_mm256_mul_ps(a.l, b.l), _mm256_mul_ps(a.h, b.h)); }
-NBK_INLINE nbp_f nbp_fadd(nbp_f a, nbp_f b) { NBP_2F(_mm256_add_ps(a.l, b.l), _mm256_add_ps(a.h, b.h)); }
-NBK_INLINE nbp_f nbp_fsub(nbp_f a, nbp_f b) { NBP_2F(_mm256_sub_ps(a.l, b.l), _mm256_sub_ps(a.h, b.h)); }
-NBK_INLINE nbp_f nbp_fload(const float *p) { NBP_2F(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)); }
-NBK_INLINE void nbp_fstore(float *p, nbp_f a)
+NBK_INLINE nkp_f nkp_cvt(nkp_v a) { NKP_2F(_mm256_cvtepi32_ps(a.l), _mm256_cvtepi32_ps(a.h)); }
+NBK_INLINE nkp_f nkp_fset(float c) { NKP_2F(_mm256_set1_ps(c), _mm256_set1_ps(c)); }
+NBK_INLINE nkp_f nkp_fzero(void) { NKP_2F(_mm256_setzero_ps(), _mm256_setzero_ps()); }
+NBK_INLINE nkp_f nkp_fmul(nkp_f a, nkp_f b) { NKP_2F(_mm256_mul_ps(a.l, b.l), _mm256_mul_ps(a.h, b.h)); }
+NBK_INLINE nkp_f nkp_fadd(nkp_f a, nkp_f b) { NKP_2F(_mm256_add_ps(a.l, b.l), _mm256_add_ps(a.h, b.h)); }
+NBK_INLINE nkp_f nkp_fsub(nkp_f a, nkp_f b) { NKP_2F(_mm256_sub_ps(a.l, b.l), _mm256_sub_ps(a.h, b.h)); }
+NBK_INLINE nkp_f nkp_fload(const float *p) { NKP_2F(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)); }
+NBK_INLINE void nkp_fstore(float *p, nkp_f a)
 {
     _mm256_storeu_ps(p, a.l);
     _mm256_storeu_ps(p + 8, a.h);
 }
-#undef NBP_2
-#undef NBP_2F
+#undef NKP_2
+#undef NKP_2F
 
 #endif
 
-NBK_INLINE int32_t nbp_a4(const int8_t *p)
+NBK_INLINE int32_t nkp_a4(const int8_t *p)
 {
     int32_t v;
     memcpy(&v, p, 4);
     return v;
 }
 
-/* byte patterns for nbp_shuf, per int32 lane (0x80 gives a zero byte):
+/* byte patterns for nkp_shuf, per int32 lane (0x80 gives a zero byte):
  * byte k of the lane to its low byte, the rest zero */
-NBK_INLINE __m128i nbp_pat_byte(int k)
+NBK_INLINE __m128i nkp_pat_byte(int k)
 {
     return _mm_setr_epi8((char)k, -128, -128, -128, (char)(4 + k), -128, -128, -128, (char)(8 + k), -128, -128, -128,
                          (char)(12 + k), -128, -128, -128);
 }
 /* bytes k, k+1 of the lane to the high bytes of its two int16 halves */
-NBK_INLINE __m128i nbp_pat_hi16(int k)
+NBK_INLINE __m128i nkp_pat_hi16(int k)
 {
     return _mm_setr_epi8(-128, (char)k, -128, (char)(k + 1), -128, (char)(4 + k), -128, (char)(5 + k), -128,
                          (char)(8 + k), -128, (char)(9 + k), -128, (char)(12 + k), -128, (char)(13 + k));
 }
 /* bytes k, k+1 of the lane to the low bytes of its two int16 halves */
-NBK_INLINE __m128i nbp_pat_lo16(int k)
+NBK_INLINE __m128i nkp_pat_lo16(int k)
 {
     return _mm_setr_epi8((char)k, -128, (char)(k + 1), -128, (char)(4 + k), -128, (char)(5 + k), -128,
                          (char)(8 + k), -128, (char)(9 + k), -128, (char)(12 + k), -128, (char)(13 + k), -128);
@@ -188,7 +188,7 @@ NBK_INLINE __m128i nbp_pat_lo16(int k)
 /* A q8k block's sums over 32-value sub-blocks, two to an int32 for the
  * int16 pair products: p[k] = S_2k | S_2k+1 << 16, S_j = bsums[2j] +
  * bsums[2j+1] (|S_j| <= 32*127, so the int16 packing is exact). */
-NBK_INLINE void nbp_pairs32(const simd_block_q8k *y, int32_t p[4])
+NBK_INLINE void nkp_pairs32(const simd_block_q8k *y, int32_t p[4])
 {
     __m256i s = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y->bsums), _mm256_set1_epi16(1));
     __m256i w = _mm256_packs_epi32(s, s); /* per 128-bit half: S S S S again */
@@ -202,14 +202,14 @@ NBK_INLINE void nbp_pairs32(const simd_block_q8k *y, int32_t p[4])
  * accumulators: sumi (and summ) per lane from the type's integer kernel,
  * then the reference's float step. acc[t] points at token t's 8 slots of
  * 16 floats; slot is b & 7. */
-NBK_INLINE void nbp_float_step(nbp_f dv, const nbp_f *mv, const nbp_v *sumi, const nbp_v *summ, float d_a,
+NBK_INLINE void nkp_float_step(nkp_f dv, const nkp_f *mv, const nkp_v *sumi, const nkp_v *summ, float d_a,
                                float *acc)
 {
-    nbp_f da = nbp_fset(d_a);
-    nbp_f x = nbp_fmul(nbp_fmul(dv, da), nbp_cvt(*sumi));
+    nkp_f da = nkp_fset(d_a);
+    nkp_f x = nkp_fmul(nkp_fmul(dv, da), nkp_cvt(*sumi));
     if (mv)
-        x = nbp_fsub(x, nbp_fmul(nbp_fmul(*mv, da), nbp_cvt(*summ)));
-    nbp_fstore(acc, nbp_fadd(nbp_fload(acc), x));
+        x = nkp_fsub(x, nkp_fmul(nkp_fmul(*mv, da), nkp_cvt(*summ)));
+    nkp_fstore(acc, nkp_fadd(nkp_fload(acc), x));
 }
 
 /* ---- q4_k / q5_k ----
@@ -220,77 +220,77 @@ NBK_INLINE void nbp_float_step(nbp_f dv, const nbp_f *mv, const nbp_v *sumi, con
  * sub-block j. */
 
 typedef struct {
-    nbp_v sc[8]; /* sub-block scales, int32 per lane */
-    nbp_v mp[4]; /* mins m_2k, m_2k+1 as the int16 halves of each lane */
-    nbp_f d, dmin;
-} nbp_meta45;
+    nkp_v sc[8]; /* sub-block scales, int32 per lane */
+    nkp_v mp[4]; /* mins m_2k, m_2k+1 as the int16 halves of each lane */
+    nkp_f d, dmin;
+} nkp_meta45;
 
 /* Unpack the 16 rows' six-bit scales and mins (the per-row bit layout is
  * in simd_block_q4_k; here each lane does it for its row). */
-NBK_INLINE void nbp_meta_q45(const unsigned char *blk, nbp_meta45 *m)
+NBK_INLINE void nkp_meta_q45(const unsigned char *blk, nkp_meta45 *m)
 {
-    nbp_v u0 = nbp_load(blk + 64), u1 = nbp_load(blk + 128), u2 = nbp_load(blk + 192);
-    const nbp_v m6 = nbp_set8(0x3f), m4 = nbp_set8(0x0f), m2 = nbp_set8(0x03);
-    nbp_v s_lo = nbp_and(u0, m6), m_lo = nbp_and(u1, m6);
-    nbp_v s_hi = nbp_or(nbp_and(u2, m4), nbp_sll32(nbp_and(nbp_srl32(u0, 6), m2), 4));
-    nbp_v m_hi = nbp_or(nbp_and(nbp_srl32(u2, 4), m4), nbp_sll32(nbp_and(nbp_srl32(u1, 6), m2), 4));
+    nkp_v u0 = nkp_load(blk + 64), u1 = nkp_load(blk + 128), u2 = nkp_load(blk + 192);
+    const nkp_v m6 = nkp_set8(0x3f), m4 = nkp_set8(0x0f), m2 = nkp_set8(0x03);
+    nkp_v s_lo = nkp_and(u0, m6), m_lo = nkp_and(u1, m6);
+    nkp_v s_hi = nkp_or(nkp_and(u2, m4), nkp_sll32(nkp_and(nkp_srl32(u0, 6), m2), 4));
+    nkp_v m_hi = nkp_or(nkp_and(nkp_srl32(u2, 4), m4), nkp_sll32(nkp_and(nkp_srl32(u1, 6), m2), 4));
     for (int j = 0; j < 4; j++) {
-        m->sc[j] = nbp_shuf(s_lo, nbp_pat_byte(j));
-        m->sc[4 + j] = nbp_shuf(s_hi, nbp_pat_byte(j));
+        m->sc[j] = nkp_shuf(s_lo, nkp_pat_byte(j));
+        m->sc[4 + j] = nkp_shuf(s_hi, nkp_pat_byte(j));
     }
-    m->mp[0] = nbp_shuf(m_lo, nbp_pat_lo16(0));
-    m->mp[1] = nbp_shuf(m_lo, nbp_pat_lo16(2));
-    m->mp[2] = nbp_shuf(m_hi, nbp_pat_lo16(0));
-    m->mp[3] = nbp_shuf(m_hi, nbp_pat_lo16(2));
-    m->d = nbp_h2f(blk);
-    m->dmin = nbp_h2f(blk + 32);
+    m->mp[0] = nkp_shuf(m_lo, nkp_pat_lo16(0));
+    m->mp[1] = nkp_shuf(m_lo, nkp_pat_lo16(2));
+    m->mp[2] = nkp_shuf(m_hi, nkp_pat_lo16(0));
+    m->mp[3] = nkp_shuf(m_hi, nkp_pat_lo16(2));
+    m->d = nkp_h2f(blk);
+    m->dmin = nkp_h2f(blk + 32);
 }
 
 /* Codes of sub-block j = 2p + s for values 4i..4i+3: qs chunk q (already
  * loaded), q5_k's 5th bit from qh chunk h. */
-NBK_INLINE nbp_v nbp_codes45(int five, nbp_v q, nbp_v h, int j)
+NBK_INLINE nkp_v nkp_codes45(int five, nkp_v q, nkp_v h, int j)
 {
-    const nbp_v lo4 = nbp_set8(0x0f);
-    nbp_v c = nbp_and(j & 1 ? nbp_srl16(q, 4) : q, lo4);
+    const nkp_v lo4 = nkp_set8(0x0f);
+    nkp_v c = nkp_and(j & 1 ? nkp_srl16(q, 4) : q, lo4);
     if (five) {
         /* bit j of each byte to bit 4; 16-bit shifts are safe as the
          * mask keeps only bits that came from the same byte */
-        nbp_v b = j <= 4 ? nbp_sll16(h, 4 - j) : nbp_srl16(h, j - 4);
-        c = nbp_or(c, nbp_and(b, nbp_set8(0x10)));
+        nkp_v b = j <= 4 ? nkp_sll16(h, 4 - j) : nkp_srl16(h, j - 4);
+        c = nkp_or(c, nkp_and(b, nkp_set8(0x10)));
     }
     return c;
 }
 
-/* nt (1..NBP_T, a constant after inlining) tokens against one packed
+/* nt (1..NKP_T, a constant after inlining) tokens against one packed
  * block: y[t] is token t's q8k block. Bounds: a sub-block dot is at most
  * 32*31*127, times 63, times 8 < 2^31; summ <= 8*63*32*127. */
-NBK_INLINE void nbp_block45(int five, const unsigned char *blk, const nbp_meta45 *m, const simd_block_q8k *const *y,
+NBK_INLINE void nkp_block45(int five, const unsigned char *blk, const nkp_meta45 *m, const simd_block_q8k *const *y,
                             int nt, float *const *acc)
 {
     const unsigned char *qh = blk + 256, *qs = blk + (five ? 768 : 256);
-    nbp_v sumi[NBP_T], summ[NBP_T];
+    nkp_v sumi[NKP_T], summ[NKP_T];
     for (int t = 0; t < nt; t++)
-        sumi[t] = nbp_zero();
+        sumi[t] = nkp_zero();
     for (int j = 0; j < 8; j++) {
-        nbp_v dj[NBP_T];
+        nkp_v dj[NKP_T];
         for (int t = 0; t < nt; t++)
-            dj[t] = nbp_zero();
+            dj[t] = nkp_zero();
         for (int i = 0; i < 8; i++) {
-            nbp_v q = nbp_load(qs + 64 * (8 * (j >> 1) + i));
-            nbp_v c = nbp_codes45(five, q, five ? nbp_load(qh + 64 * i) : q, j);
+            nkp_v q = nkp_load(qs + 64 * (8 * (j >> 1) + i));
+            nkp_v c = nkp_codes45(five, q, five ? nkp_load(qh + 64 * i) : q, j);
             for (int t = 0; t < nt; t++)
-                dj[t] = nbp_dot(dj[t], c, nbp_a4(y[t]->qs + 32 * j + 4 * i));
+                dj[t] = nkp_dot(dj[t], c, nkp_a4(y[t]->qs + 32 * j + 4 * i));
         }
         for (int t = 0; t < nt; t++)
-            sumi[t] = nbp_add(sumi[t], nbp_mul(dj[t], m->sc[j]));
+            sumi[t] = nkp_add(sumi[t], nkp_mul(dj[t], m->sc[j]));
     }
     for (int t = 0; t < nt; t++) {
         int32_t p[4];
-        nbp_pairs32(y[t], p);
-        summ[t] = nbp_zero();
+        nkp_pairs32(y[t], p);
+        summ[t] = nkp_zero();
         for (int k = 0; k < 4; k++)
-            summ[t] = nbp_dotw(summ[t], m->mp[k], p[k]);
-        nbp_float_step(m->d, &m->dmin, &sumi[t], &summ[t], y[t]->d, acc[t]);
+            summ[t] = nkp_dotw(summ[t], m->mp[k], p[k]);
+        nkp_float_step(m->d, &m->dmin, &sumi[t], &summ[t], y[t]->d, acc[t]);
     }
 }
 
@@ -302,153 +302,153 @@ NBK_INLINE void nbp_block45(int five, const unsigned char *blk, const nbp_meta45
  * Sub-block j = 8h + 2k + s covers l = 16s .. 16s+15. */
 
 typedef struct {
-    nbp_v sc[16]; /* int8 scales sign-extended to int32 */
-    nbp_v sp[8];  /* scales 2k, 2k+1 as the int16 halves of each lane */
-    nbp_f d;
-} nbp_meta6;
+    nkp_v sc[16]; /* int8 scales sign-extended to int32 */
+    nkp_v sp[8];  /* scales 2k, 2k+1 as the int16 halves of each lane */
+    nkp_f d;
+} nkp_meta6;
 
-NBK_INLINE void nbp_meta_q6(const unsigned char *blk, nbp_meta6 *m)
+NBK_INLINE void nkp_meta_q6(const unsigned char *blk, nkp_meta6 *m)
 {
     for (int c = 0; c < 4; c++) {
-        nbp_v u = nbp_load(blk + 3072 + 64 * c);
+        nkp_v u = nkp_load(blk + 3072 + 64 * c);
         for (int k = 0; k < 4; k++)
-            m->sc[4 * c + k] = nbp_sra32(nbp_sll32(u, 24 - 8 * k), 24);
-        m->sp[2 * c] = nbp_sra16(nbp_shuf(u, nbp_pat_hi16(0)), 8);
-        m->sp[2 * c + 1] = nbp_sra16(nbp_shuf(u, nbp_pat_hi16(2)), 8);
+            m->sc[4 * c + k] = nkp_sra32(nkp_sll32(u, 24 - 8 * k), 24);
+        m->sp[2 * c] = nkp_sra16(nkp_shuf(u, nkp_pat_hi16(0)), 8);
+        m->sp[2 * c + 1] = nkp_sra16(nkp_shuf(u, nkp_pat_hi16(2)), 8);
     }
-    m->d = nbp_h2f(blk + 3328);
+    m->d = nkp_h2f(blk + 3328);
 }
 
 /* sumi = sum_j sc_j * (codes . a)_j - 32 * sum_j sc_j * bsum_j, which is
  * sum_j sc_j * ((q - 32) . a)_j. Bounds: a sub-block dot <= 16*63*127,
  * times 128, times 16 < 2^31, and the bias is smaller. */
-NBK_INLINE void nbp_block6(const unsigned char *blk, const nbp_meta6 *m, const simd_block_q8k *const *y, int nt,
+NBK_INLINE void nkp_block6(const unsigned char *blk, const nkp_meta6 *m, const simd_block_q8k *const *y, int nt,
                            float *const *acc)
 {
     const unsigned char *ql = blk, *qh = blk + 2048;
-    const nbp_v lo4 = nbp_set8(0x0f), top = nbp_set8(0x30);
-    nbp_v sumi[NBP_T];
+    const nkp_v lo4 = nkp_set8(0x0f), top = nkp_set8(0x30);
+    nkp_v sumi[NKP_T];
     for (int t = 0; t < nt; t++)
-        sumi[t] = nbp_zero();
+        sumi[t] = nkp_zero();
     for (int h = 0; h < 2; h++)
         for (int k = 0; k < 4; k++)
             for (int s = 0; s < 2; s++) {
-                nbp_v dj[NBP_T];
+                nkp_v dj[NKP_T];
                 for (int t = 0; t < nt; t++)
-                    dj[t] = nbp_zero();
+                    dj[t] = nkp_zero();
                 for (int i = 4 * s; i < 4 * s + 4; i++) {
-                    nbp_v l = nbp_load(ql + 64 * (16 * h + 8 * (k & 1) + i));
-                    nbp_v hb = nbp_load(qh + 64 * (8 * h + i));
+                    nkp_v l = nkp_load(ql + 64 * (16 * h + 8 * (k & 1) + i));
+                    nkp_v hb = nkp_load(qh + 64 * (8 * h + i));
                     /* low 4 bits, and bits 2k, 2k+1 of hb moved to 4, 5
                      * (16-bit shifts: the masks keep bits of one byte) */
-                    nbp_v lo = nbp_and(k < 2 ? l : nbp_srl16(l, 4), lo4);
-                    nbp_v hi = 2 * k <= 4 ? nbp_sll16(hb, 4 - 2 * k) : nbp_srl16(hb, 2 * k - 4);
-                    nbp_v c = nbp_or(lo, nbp_and(hi, top));
+                    nkp_v lo = nkp_and(k < 2 ? l : nkp_srl16(l, 4), lo4);
+                    nkp_v hi = 2 * k <= 4 ? nkp_sll16(hb, 4 - 2 * k) : nkp_srl16(hb, 2 * k - 4);
+                    nkp_v c = nkp_or(lo, nkp_and(hi, top));
                     for (int t = 0; t < nt; t++)
-                        dj[t] = nbp_dot(dj[t], c, nbp_a4(y[t]->qs + 128 * h + 32 * k + 4 * i));
+                        dj[t] = nkp_dot(dj[t], c, nkp_a4(y[t]->qs + 128 * h + 32 * k + 4 * i));
                 }
                 for (int t = 0; t < nt; t++)
-                    sumi[t] = nbp_add(sumi[t], nbp_mul(dj[t], m->sc[8 * h + 2 * k + s]));
+                    sumi[t] = nkp_add(sumi[t], nkp_mul(dj[t], m->sc[8 * h + 2 * k + s]));
             }
     for (int t = 0; t < nt; t++) {
-        nbp_v bias = nbp_zero();
+        nkp_v bias = nkp_zero();
         for (int k = 0; k < 8; k++) {
             int32_t p2;
             memcpy(&p2, y[t]->bsums + 2 * k, 4);
-            bias = nbp_dotw(bias, m->sp[k], p2);
+            bias = nkp_dotw(bias, m->sp[k], p2);
         }
-        nbp_v s = nbp_sub(sumi[t], nbp_sll32(bias, 5));
-        nbp_float_step(m->d, NULL, &s, NULL, y[t]->d, acc[t]);
+        nkp_v s = nkp_sub(sumi[t], nkp_sll32(bias, 5));
+        nkp_float_step(m->d, NULL, &s, NULL, y[t]->d, acc[t]);
     }
 }
 
 /* ---- driver ---- */
 
-/* One block of one group for nt tokens (1..NBP_T), by type. */
-NBK_INLINE void nbp_block(int type, const unsigned char *blk, const void *meta, const simd_block_q8k *const *y, int nt,
+/* One block of one group for nt tokens (1..NKP_T), by type. */
+NBK_INLINE void nkp_block(int type, const unsigned char *blk, const void *meta, const simd_block_q8k *const *y, int nt,
                           float *const *acc)
 {
     if (type == SIMD_Q6_K)
-        nbp_block6(blk, meta, y, nt, acc);
+        nkp_block6(blk, meta, y, nt, acc);
     else
-        nbp_block45(type == SIMD_Q5_K, blk, meta, y, nt, acc);
+        nkp_block45(type == SIMD_Q5_K, blk, meta, y, nt, acc);
 }
 
-NBK_INLINE void nbp_packed(int type, size_t n, const void *p, size_t ng, const void *a, size_t as, size_t nt,
+NBK_INLINE void nkp_packed(int type, size_t n, const void *p, size_t ng, const void *a, size_t as, size_t nt,
                            float *out, size_t os)
 {
     const size_t nb = n / SIMD_QKK;
-    const size_t bb = NBP_R * (type == SIMD_Q6_K ? sizeof(simd_block_q6_k)
+    const size_t bb = NKP_R * (type == SIMD_Q6_K ? sizeof(simd_block_q6_k)
                                : type == SIMD_Q5_K ? sizeof(simd_block_q5_k)
                                                    : sizeof(simd_block_q4_k));
-    float acc[NBP_TCHUNK][8][NBP_R];
-    for (size_t t0 = 0; t0 < nt; t0 += NBP_TCHUNK) {
-        const size_t tn = nt - t0 < NBP_TCHUNK ? nt - t0 : NBP_TCHUNK;
+    float acc[NKP_TCHUNK][8][NKP_R];
+    for (size_t t0 = 0; t0 < nt; t0 += NKP_TCHUNK) {
+        const size_t tn = nt - t0 < NKP_TCHUNK ? nt - t0 : NKP_TCHUNK;
         const char *at = (const char *)a + t0 * as;
         for (size_t g = 0; g < ng; g++) {
             const unsigned char *gp = (const unsigned char *)p + g * nb * bb;
             for (size_t t = 0; t < tn; t++)
                 for (int l = 0; l < 8; l++)
-                    nbp_fstore(acc[t][l], nbp_fzero());
+                    nkp_fstore(acc[t][l], nkp_fzero());
             for (size_t b = 0; b < nb; b++) {
                 const unsigned char *blk = gp + b * bb;
-#ifndef NBP_PF_BLOCKS
-#define NBP_PF_BLOCKS 2
+#ifndef NKP_PF_BLOCKS
+#define NKP_PF_BLOCKS 2
 #endif
-                if (NBP_PF_BLOCKS > 0 && b + NBP_PF_BLOCKS < nb)
+                if (NKP_PF_BLOCKS > 0 && b + NKP_PF_BLOCKS < nb)
                     for (size_t o = 0; o < bb; o += 64)
-                        _mm_prefetch((const char *)blk + NBP_PF_BLOCKS * bb + o, _MM_HINT_T0);
+                        _mm_prefetch((const char *)blk + NKP_PF_BLOCKS * bb + o, _MM_HINT_T0);
                 union {
-                    nbp_meta45 m45;
-                    nbp_meta6 m6;
+                    nkp_meta45 m45;
+                    nkp_meta6 m6;
                 } meta;
                 if (type == SIMD_Q6_K)
-                    nbp_meta_q6(blk, &meta.m6);
+                    nkp_meta_q6(blk, &meta.m6);
                 else
-                    nbp_meta_q45(blk, &meta.m45);
-                for (size_t t1 = 0; t1 < tn; t1 += NBP_T) {
-                    const simd_block_q8k *y[NBP_T];
-                    float *ac[NBP_T];
-                    int k = (int)(tn - t1 < NBP_T ? tn - t1 : NBP_T);
+                    nkp_meta_q45(blk, &meta.m45);
+                for (size_t t1 = 0; t1 < tn; t1 += NKP_T) {
+                    const simd_block_q8k *y[NKP_T];
+                    float *ac[NKP_T];
+                    int k = (int)(tn - t1 < NKP_T ? tn - t1 : NKP_T);
                     for (int t = 0; t < k; t++) {
                         y[t] = (const simd_block_q8k *)(at + (t1 + t) * as) + b;
                         ac[t] = acc[t1 + t][b & 7];
                     }
                     switch (k) {
-                    case 1: nbp_block(type, blk, &meta, y, 1, ac); break;
-#if NBP_T > 2
-                    case 2: nbp_block(type, blk, &meta, y, 2, ac); break;
-                    case 3: nbp_block(type, blk, &meta, y, 3, ac); break;
-                    case 4: nbp_block(type, blk, &meta, y, 4, ac); break;
-                    case 5: nbp_block(type, blk, &meta, y, 5, ac); break;
-                    case 6: nbp_block(type, blk, &meta, y, 6, ac); break;
-                    case 7: nbp_block(type, blk, &meta, y, 7, ac); break;
+                    case 1: nkp_block(type, blk, &meta, y, 1, ac); break;
+#if NKP_T > 2
+                    case 2: nkp_block(type, blk, &meta, y, 2, ac); break;
+                    case 3: nkp_block(type, blk, &meta, y, 3, ac); break;
+                    case 4: nkp_block(type, blk, &meta, y, 4, ac); break;
+                    case 5: nkp_block(type, blk, &meta, y, 5, ac); break;
+                    case 6: nkp_block(type, blk, &meta, y, 6, ac); break;
+                    case 7: nkp_block(type, blk, &meta, y, 7, ac); break;
 #endif
-                    default: nbp_block(type, blk, &meta, y, NBP_T, ac); break;
+                    default: nkp_block(type, blk, &meta, y, NKP_T, ac); break;
                     }
                 }
             }
             /* simd_reduce8, lane by lane */
             for (size_t t = 0; t < tn; t++) {
-                nbp_f r = nbp_fadd(nbp_fadd(nbp_fadd(nbp_fload(acc[t][0]), nbp_fload(acc[t][4])),
-                                            nbp_fadd(nbp_fload(acc[t][2]), nbp_fload(acc[t][6]))),
-                                   nbp_fadd(nbp_fadd(nbp_fload(acc[t][1]), nbp_fload(acc[t][5])),
-                                            nbp_fadd(nbp_fload(acc[t][3]), nbp_fload(acc[t][7]))));
-                nbp_fstore(out + (t0 + t) * os + g * NBP_R, r);
+                nkp_f r = nkp_fadd(nkp_fadd(nkp_fadd(nkp_fload(acc[t][0]), nkp_fload(acc[t][4])),
+                                            nkp_fadd(nkp_fload(acc[t][2]), nkp_fload(acc[t][6]))),
+                                   nkp_fadd(nkp_fadd(nkp_fload(acc[t][1]), nkp_fload(acc[t][5])),
+                                            nkp_fadd(nkp_fload(acc[t][3]), nkp_fload(acc[t][7]))));
+                nkp_fstore(out + (t0 + t) * os + g * NKP_R, r);
             }
         }
     }
 }
 
-#define NBP_KPACKED(NAME, TYPE)                                                                                 \
+#define NKP_KPACKED(NAME, TYPE)                                                                                 \
     static void NAME(size_t n, const void *p, size_t ng, const void *a, size_t as, size_t nt, float *out, \
                      size_t os)                                                                                 \
     {                                                                                                           \
-        nbp_packed(TYPE, n, p, ng, a, as, nt, out, os);                                                         \
+        nkp_packed(TYPE, n, p, ng, a, as, nt, out, os);                                                         \
     }
-NBP_KPACKED(nbp_packed_q4_k, SIMD_Q4_K)
-NBP_KPACKED(nbp_packed_q5_k, SIMD_Q5_K)
-NBP_KPACKED(nbp_packed_q6_k, SIMD_Q6_K)
-#undef NBP_KPACKED
+NKP_KPACKED(nkp_packed_q4_k, SIMD_Q4_K)
+NKP_KPACKED(nkp_packed_q5_k, SIMD_Q5_K)
+NKP_KPACKED(nkp_packed_q6_k, SIMD_Q6_K)
+#undef NKP_KPACKED
 
 #endif

@@ -293,9 +293,9 @@ void NBK_SET_FN(simd_kernel_set *s)
     s->dot[SIMD_Q6_K] = nbk_dot_q6_k;
     s->dot_batch[SIMD_Q6_K] = nbk_dot_q6_k_batch;
     s->dot_rows[SIMD_Q6_K] = nbk_dot_q6_k_rows;
-    s->dot_packed[SIMD_Q4_K] = nbp_packed_q4_k;
-    s->dot_packed[SIMD_Q5_K] = nbp_packed_q5_k;
-    s->dot_packed[SIMD_Q6_K] = nbp_packed_q6_k;
+    s->dot_packed[SIMD_Q4_K] = nkp_packed_q4_k;
+    s->dot_packed[SIMD_Q5_K] = nkp_packed_q5_k;
+    s->dot_packed[SIMD_Q6_K] = nkp_packed_q6_k;
 }
 
 #endif
