@@ -90,7 +90,7 @@ run_peer() {
 run_nibble() {
   local f=$1 s=$2 ty=$3 t=$4 out
   out=$("$nib" bench -m "$f" -t "$t" -p "$pp" -n "$tg" -r "$reps" --json --no-load 2>/dev/null || true)
-  echo "$out" | sed -nE "s/.*\"test\": \"([a-z]+[0-9]+)\", \"tps\": ([0-9.]+).*/nibble $s $ty $t \1 \2/p" >>"$log"
+  echo "$out" | sed -nE "s/.*\"test\": \"([a-z]+[0-9]+)\", (\"depth\": [0-9]+, )?\"tps\": ([0-9.]+).*/nibble $s $ty $t \1 \3/p" >>"$log"
   echo "$out" | grep "\"test\": \"tg" |
     sed -nE "s/.*\"rss_bytes\": ([0-9]+), \"kv_bytes\": [0-9]+, \"rss_budget_bytes\": ([0-9]+).*/\1 \2/p" |
     awk -v k="nibble $s $ty $t" '{ printf "%s rss %d\n%s budget %d\n", k, $1 / 1048576, k, $2 / 1048576 }' >>"$log"
