@@ -56,6 +56,9 @@ static inline float attn_exp(float x)
     return p * s;
 }
 
+#define ATTN_HB 4  /* query heads per pass of the SIMD forms: K and V rows read once for them */
+#define ATTN_VT 32 /* positions per tile of their V sum */
+
 void simd_attn_ref(const simd_attn_args *a);
 /* The SIMD forms: one for every x86 set (AVX2 instructions, which they all
  * have), one for both Arm sets. */

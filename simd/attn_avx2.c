@@ -8,16 +8,13 @@
  *  - exp and the sum: eight positions per vector, position p in lane
  *    p mod 8, as the reference's lanes[p & 7];
  *  - the V sum runs over d in vectors (vertical), positions in order.
- * Up to four query heads are done together so that each K and V row is
- * read once for them (grouped-query attention). */
+ * The loops around these (heads, tiles) are attn_driver.h's. */
 #include "attn.h"
 
 #include <immintrin.h>
 #include <math.h>
 
 #define AI static inline __attribute__((always_inline))
-#define HB 4  /* query heads per pass */
-#define VT 32 /* positions per tile of the V sum */
 
 AI __m256 set1(float f) { return _mm256_set1_ps(f); }
 AI __m256 madd(__m256 acc, __m256 a, __m256 b) { return _mm256_add_ps(acc, _mm256_mul_ps(a, b)); }
@@ -64,7 +61,7 @@ AI __m256 reduce8x8(const __m256 a[8])
 }
 
 /* Scores of head q for positions p..p+m-1 (m <= 8) into s[p..]. */
-AI void scores8(const simd_attn_args *a, const float *q, size_t p, int m, float *s)
+AI void attn_scores(const simd_attn_args *a, const float *q, size_t p, int m, float *s)
 {
     __m256 acc[8];
     const float *k = a->k + p * a->kvstride;
@@ -87,7 +84,7 @@ AI void scores8(const simd_attn_args *a, const float *q, size_t p, int m, float 
 }
 
 /* Largest score, NaN passed over (max_ps(s, m) is s > m ? s : m). */
-static float max_of(const float *s, size_t n)
+static float attn_max(const float *s, size_t n)
 {
     __m256 mv = set1(-INFINITY);
     size_t p = 0;
@@ -105,7 +102,7 @@ static float max_of(const float *s, size_t n)
 }
 
 /* s[p] = exp(s[p] - mx); returns their sum (lane p mod 8). */
-static float exp_sum(float *s, size_t n, float mx)
+static float attn_exp_sum(float *s, size_t n, float mx)
 {
     __m256 mv = set1(mx), sum = _mm256_setzero_ps();
     size_t p = 0;
@@ -127,13 +124,14 @@ static float exp_sum(float *s, size_t n, float mx)
     return simd_reduce8(l);
 }
 
-/* The V sum of nh heads (weights e[h]) for d in [d0, d0+8*nv) and
- * positions [p0, p1): adds to the sums o[h] holds (starts them at 0 when
- * p0 is 0), positions in order, so tiles keep the reference's order. */
-AI void vsum(const simd_attn_args *a, const float *const *e, int nh, int nv, size_t d0, size_t p0, size_t p1,
-             float *const *o)
+/* The V sum of nh heads (weights e[h]) for d in [d0, d0+width), width 16 or
+ * 8, and positions [p0, p1), in order, added to o[h] (from 0 when p0 is
+ * 0), so tiles keep the reference's order. */
+AI void attn_vsum(const simd_attn_args *a, const float *const *e, int nh, int width, size_t d0, size_t p0,
+                  size_t p1, float *const *o)
 {
-    __m256 acc[HB][2];
+    const int nv = width / 8;
+    __m256 acc[ATTN_HB][2];
     for (int i = 0; i < nh; i++)
         for (int c = 0; c < nv; c++)
             acc[i][c] = p0 ? _mm256_loadu_ps(o[i] + d0 + 8 * c) : _mm256_setzero_ps();
@@ -152,52 +150,6 @@ AI void vsum(const simd_attn_args *a, const float *const *e, int nh, int nv, siz
             _mm256_storeu_ps(o[i] + d0 + 8 * c, acc[i][c]);
 }
 
-/* nh (1..HB) heads starting at head h0 */
-AI void heads(const simd_attn_args *a, size_t h0, int nh)
-{
-    const float *q[HB], *e[HB];
-    float *o[HB];
-    for (int i = 0; i < nh; i++) {
-        q[i] = a->q + (h0 + i) * a->qstride;
-        e[i] = a->scratch + (h0 + i) * a->n;
-        o[i] = a->part + (h0 + i) * a->pstride + 2;
-    }
-    size_t n = a->n, p = 0;
-    for (; p + 8 <= n; p += 8)
-        for (int i = 0; i < nh; i++)
-            scores8(a, q[i], p, 8, (float *)e[i]);
-    if (p < n)
-        for (int i = 0; i < nh; i++)
-            scores8(a, q[i], p, (int)(n - p), (float *)e[i]);
-    for (int i = 0; i < nh; i++) {
-        o[i][-2] = max_of(e[i], n);
-        o[i][-1] = exp_sum((float *)e[i], n, o[i][-2]);
-    }
-    /* V in tiles of VT positions, every d of a tile before the next: the
-     * tile's rows are read from memory once and stay in L1 for the other
-     * column chunks */
-    for (size_t p0 = 0; p0 < n; p0 += VT) {
-        size_t p1 = p0 + VT < n ? p0 + VT : n, d = 0;
-        for (; d + 16 <= a->hd; d += 16)
-            vsum(a, e, nh, 2, d, p0, p1, o);
-        if (d < a->hd)
-            vsum(a, e, nh, 1, d, p0, p1, o);
-    }
-}
-
-void simd_attn_avx2(const simd_attn_args *a)
-{
-    if (a->hd % 8) {
-        simd_attn_ref(a);
-        return;
-    }
-    size_t h = 0;
-    for (; h + HB <= a->nq; h += HB)
-        heads(a, h, HB);
-    switch (a->nq - h) {
-    case 3: heads(a, h, 3); break;
-    case 2: heads(a, h, 2); break;
-    case 1: heads(a, h, 1); break;
-    default: break;
-    }
-}
+#define ATTN_SB 8
+#define ATTN_ENTRY simd_attn_avx2
+#include "attn_driver.h"

@@ -9,15 +9,14 @@
  *    treats them;
  *  - exp and the sum: positions 8b..8b+7 fill the two halves in order;
  *  - the V sum runs over d in vectors, positions in order.
- * Every product and sum is a separate vmulq / vaddq: no fused forms. */
+ * Every product and sum is a separate vmulq / vaddq: no fused forms. The
+ * loops around these (heads, tiles) are attn_driver.h's. */
 #include "attn.h"
 
 #include <arm_neon.h>
 #include <math.h>
 
 #define AI static inline __attribute__((always_inline))
-#define HB 4  /* query heads per pass */
-#define VT 32 /* positions per tile of the V sum */
 
 AI float32x4_t set1(float f) { return vdupq_n_f32(f); }
 AI float32x4_t madd(float32x4_t acc, float32x4_t a, float32x4_t b) { return vaddq_f32(acc, vmulq_f32(a, b)); }
@@ -45,7 +44,7 @@ AI float32x4_t exp4(float32x4_t x)
 }
 
 /* Scores of head q for positions p..p+m-1 (m <= 4) into s[p..]. */
-AI void scores4(const simd_attn_args *a, const float *q, size_t p, int m, float *s)
+AI void attn_scores(const simd_attn_args *a, const float *q, size_t p, int m, float *s)
 {
     float32x4_t lo[4], hi[4];
     const float *k = a->k + p * a->kvstride;
@@ -67,7 +66,7 @@ AI void scores4(const simd_attn_args *a, const float *q, size_t p, int m, float 
 }
 
 /* Largest score, NaN passed over (select s where s > m). */
-static float max_of(const float *s, size_t n)
+static float attn_max(const float *s, size_t n)
 {
     float32x4_t mv = set1(-INFINITY);
     size_t p = 0;
@@ -87,7 +86,7 @@ static float max_of(const float *s, size_t n)
 }
 
 /* s[p] = exp(s[p] - mx); returns their sum (lane p mod 8). */
-static float exp_sum(float *s, size_t n, float mx)
+static float attn_exp_sum(float *s, size_t n, float mx)
 {
     float32x4_t mv = set1(mx), slo = vdupq_n_f32(0.0f), shi = slo;
     size_t p = 0;
@@ -116,13 +115,14 @@ static float exp_sum(float *s, size_t n, float mx)
     return simd_reduce8(l);
 }
 
-/* The V sum of nh heads (weights e[h]) for d in [d0, d0+4*nv) and
- * positions [p0, p1): adds to the sums o[h] holds (starts them at 0 when
- * p0 is 0), positions in order, so tiles keep the reference's order. */
-AI void vsum(const simd_attn_args *a, const float *const *e, int nh, int nv, size_t d0, size_t p0, size_t p1,
-             float *const *o)
+/* The V sum of nh heads (weights e[h]) for d in [d0, d0+width), width 16 or
+ * 8, and positions [p0, p1), in order, added to o[h] (from 0 when p0 is
+ * 0), so tiles keep the reference's order. */
+AI void attn_vsum(const simd_attn_args *a, const float *const *e, int nh, int width, size_t d0, size_t p0,
+                  size_t p1, float *const *o)
 {
-    float32x4_t acc[HB][4];
+    const int nv = width / 4;
+    float32x4_t acc[ATTN_HB][4];
     for (int i = 0; i < nh; i++)
         for (int c = 0; c < nv; c++)
             acc[i][c] = p0 ? vld1q_f32(o[i] + d0 + 4 * c) : vdupq_n_f32(0.0f);
@@ -142,51 +142,6 @@ AI void vsum(const simd_attn_args *a, const float *const *e, int nh, int nv, siz
             vst1q_f32(o[i] + d0 + 4 * c, acc[i][c]);
 }
 
-/* nh (1..HB) heads starting at head h0 */
-AI void heads(const simd_attn_args *a, size_t h0, int nh)
-{
-    const float *q[HB], *e[HB];
-    float *o[HB];
-    for (int i = 0; i < nh; i++) {
-        q[i] = a->q + (h0 + i) * a->qstride;
-        e[i] = a->scratch + (h0 + i) * a->n;
-        o[i] = a->part + (h0 + i) * a->pstride + 2;
-    }
-    size_t n = a->n, p = 0;
-    for (; p + 4 <= n; p += 4)
-        for (int i = 0; i < nh; i++)
-            scores4(a, q[i], p, 4, (float *)e[i]);
-    if (p < n)
-        for (int i = 0; i < nh; i++)
-            scores4(a, q[i], p, (int)(n - p), (float *)e[i]);
-    for (int i = 0; i < nh; i++) {
-        o[i][-2] = max_of(e[i], n);
-        o[i][-1] = exp_sum((float *)e[i], n, o[i][-2]);
-    }
-    /* V in tiles of VT positions, every d of a tile before the next (the
-     * tile stays in L1 for the other column chunks) */
-    for (size_t p0 = 0; p0 < n; p0 += VT) {
-        size_t p1 = p0 + VT < n ? p0 + VT : n, d = 0;
-        for (; d + 16 <= a->hd; d += 16)
-            vsum(a, e, nh, 4, d, p0, p1, o);
-        for (; d < a->hd; d += 8)
-            vsum(a, e, nh, 2, d, p0, p1, o);
-    }
-}
-
-void simd_attn_neon(const simd_attn_args *a)
-{
-    if (a->hd % 8) {
-        simd_attn_ref(a);
-        return;
-    }
-    size_t h = 0;
-    for (; h + HB <= a->nq; h += HB)
-        heads(a, h, HB);
-    switch (a->nq - h) {
-    case 3: heads(a, h, 3); break;
-    case 2: heads(a, h, 2); break;
-    case 1: heads(a, h, 1); break;
-    default: break;
-    }
-}
+#define ATTN_SB 4
+#define ATTN_ENTRY simd_attn_neon
+#include "attn_driver.h"

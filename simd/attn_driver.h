@@ -1,0 +1,74 @@
+/* Private to simd/: the loops of the SIMD attention forms (attn_avx2.c,
+ * attn_neon.c) over heads, positions and column tiles, written once; each
+ * form brings the vector primitives, which keep simd_attn_ref's order of
+ * float operations lane by lane.
+ *
+ * The including file defines, before including it:
+ *   ATTN_SB                          positions one attn_scores call takes
+ *   attn_scores(a, q, p, m, s)       scores of query q for positions
+ *                                    p..p+m-1 (1 <= m <= ATTN_SB) into s[p..]
+ *   attn_max(s, n)                   largest of s[0..n), NaN passed over
+ *   attn_exp_sum(s, n, mx)           s[p] = exp(s[p] - mx), their sum as
+ *                                    simd_attn_ref's lanes[p & 7] give it
+ *   attn_vsum(a, e, nh, width, d0, p0, p1, o)
+ *                                    the V sum of nh heads for columns
+ *                                    d0..d0+width-1 (16 or 8) and positions
+ *                                    [p0, p1), added to o[h] (started at 0
+ *                                    when p0 is 0), positions in order
+ *   ATTN_ENTRY                       the name of the simd_attn_* it defines
+ * and gets ATTN_ENTRY(const simd_attn_args *). */
+#ifndef NIBBLE_ATTN_DRIVER_H
+#define NIBBLE_ATTN_DRIVER_H
+
+/* nh (1..ATTN_HB) heads starting at head h0 */
+static inline __attribute__((always_inline)) void attn_heads(const simd_attn_args *a, size_t h0, int nh)
+{
+    const float *q[ATTN_HB], *e[ATTN_HB];
+    float *o[ATTN_HB];
+    for (int i = 0; i < nh; i++) {
+        q[i] = a->q + (h0 + i) * a->qstride;
+        e[i] = a->scratch + (h0 + i) * a->n;
+        o[i] = a->part + (h0 + i) * a->pstride + 2;
+    }
+    size_t n = a->n, p = 0;
+    for (; p + ATTN_SB <= n; p += ATTN_SB)
+        for (int i = 0; i < nh; i++)
+            attn_scores(a, q[i], p, ATTN_SB, (float *)e[i]);
+    if (p < n)
+        for (int i = 0; i < nh; i++)
+            attn_scores(a, q[i], p, (int)(n - p), (float *)e[i]);
+    for (int i = 0; i < nh; i++) {
+        o[i][-2] = attn_max(e[i], n);
+        o[i][-1] = attn_exp_sum((float *)e[i], n, o[i][-2]);
+    }
+    /* V in tiles of ATTN_VT positions, every column of a tile before the
+     * next tile: the tile's rows come from memory once and stay in L1 for
+     * the other column chunks */
+    for (size_t p0 = 0; p0 < n; p0 += ATTN_VT) {
+        size_t p1 = p0 + ATTN_VT < n ? p0 + ATTN_VT : n, d = 0;
+        for (; d + 16 <= a->hd; d += 16)
+            attn_vsum(a, e, nh, 16, d, p0, p1, o);
+        if (d < a->hd) /* hd is a multiple of 8 */
+            attn_vsum(a, e, nh, 8, d, p0, p1, o);
+    }
+}
+
+void ATTN_ENTRY(const simd_attn_args *a)
+{
+    if (a->hd % 8) {
+        simd_attn_ref(a);
+        return;
+    }
+    size_t h = 0;
+    for (; h + ATTN_HB <= a->nq; h += ATTN_HB)
+        attn_heads(a, h, ATTN_HB);
+    /* the rest with a constant head count, so each form is unrolled */
+    switch (a->nq - h) {
+    case 3: attn_heads(a, h, 3); break;
+    case 2: attn_heads(a, h, 2); break;
+    case 1: attn_heads(a, h, 1); break;
+    default: break;
+    }
+}
+
+#endif
