@@ -12,9 +12,12 @@
  * call as the forward pass makes them (COLS may be any multiple of 32:
  * 576 and 1536 are SmolLM2-135M's). "packed" columns: the same through
  * dot_packed on the matrix packed once (simd_pack; the first ROWS/16*16
- * rows), for sets that read the type packed, and "-" otherwise.
+ * rows), for sets that read the type packed, and "-" otherwise; the
+ * rows and packed forms run alternately so that their ratio holds on a
+ * busy machine. A matrix bigger than the last-level cache measures memory
+ * (e.g. -n 2048 -r 65536 -b 1 -t q4_k), a small one the kernel in cache.
  * Also checks every set's output against the scalar set's, bit for bit,
- * and dot_rows against dot_batch. */
+ * dot_rows against dot_batch and dot_packed against dot_rows. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,45 +138,36 @@ int main(int argc, char **argv)
                 double t1 = now();
                 if (t1 - t0 < bestb) bestb = t1 - t0;
             }
-            /* the same two products through dot_rows: all rows in one call,
-             * as the forward pass makes it */
-            double bestr = 1e30, bestrb = 1e30;
-            for (int it = 0; it < iters; it++) {
-                double t0 = now();
-                dotr(n, w, rb, rows, a, ab, 1, yr, rows);
-                double t1 = now();
-                if (t1 - t0 < bestr) bestr = t1 - t0;
-            }
-            for (int it = 0; it < iters; it++) {
-                double t0 = now();
-                dotr(n, w, rb, rows, a, ab, batch, yr + rows, rows);
-                double t1 = now();
-                if (t1 - t0 < bestrb) bestrb = t1 - t0;
+            /* the same two products through dot_rows (all rows in one call,
+             * as the forward pass makes it) and, where the set reads the type
+             * packed, through dot_packed on the packed matrix: the two
+             * alternate, iteration by iteration, so both see the same load
+             * on a shared machine. dot_packed must give dot_rows' bits. */
+            int packed = pk && tr->dot_packed;
+            float *yp = packed ? malloc(rows * (batch + 1) * sizeof(float)) : NULL;
+            if (packed && !yp)
+                return 1;
+            double bestr = 1e30, bestrb = 1e30, bp = 1e30, bpb = 1e30;
+            for (int b = 0; b < 2; b++) {
+                size_t nt = b ? batch : 1, off = b ? rows : 0;
+                double *br = b ? &bestrb : &bestr, *bk = b ? &bpb : &bp;
+                for (int it = 0; it < iters; it++) {
+                    double t0 = now();
+                    dotr(n, w, rb, rows, a, ab, nt, yr + off, rows);
+                    double t1 = now();
+                    if (packed)
+                        tr->dot_packed(n, pk, ng, a, ab, nt, yp + off, rows);
+                    double t2 = now();
+                    if (t1 - t0 < *br) *br = t1 - t0;
+                    if (t2 - t1 < *bk) *bk = t2 - t1;
+                }
             }
             int rows_same = memcmp(yr, y, rows * sizeof(float)) == 0;
             for (size_t r = 0; r < rows; r++)
                 for (size_t t = 0; t < batch; t++)
                     rows_same &= memcmp(&yr[rows + t * rows + r], &y[rows + r * batch + t], sizeof(float)) == 0;
-            /* dot_packed on the packed matrix, one token then the batch;
-             * results must be dot_rows' bit for bit */
             char pks[16] = "-", pkbs[16] = "-";
-            if (pk && tr->dot_packed) {
-                double bp = 1e30, bpb = 1e30;
-                float *yp = malloc(rows * (batch + 1) * sizeof(float));
-                if (!yp)
-                    return 1;
-                for (int it = 0; it < iters; it++) {
-                    double t0 = now();
-                    tr->dot_packed(n, pk, ng, a, ab, 1, yp, rows);
-                    double t1 = now();
-                    if (t1 - t0 < bp) bp = t1 - t0;
-                }
-                for (int it = 0; it < iters; it++) {
-                    double t0 = now();
-                    tr->dot_packed(n, pk, ng, a, ab, batch, yp + rows, rows);
-                    double t1 = now();
-                    if (t1 - t0 < bpb) bpb = t1 - t0;
-                }
+            if (packed) {
                 for (size_t t = 0; t <= batch; t++)
                     rows_same &= memcmp(yp + t * rows, yr + t * rows, ng * 16 * sizeof(float)) == 0;
                 double pgb = (double)gb * (double)ng / 1e9;

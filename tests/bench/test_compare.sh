@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# bench/compare.sh end to end on the tiny "stories" shape, with a stub in
+# place of llama.cpp (peer_stub.mjs: 100 tok/s prefill, 50 decode): every
+# cell of the table must be filled from nibble's JSON and the stub's
+# RESULT line, the ratios must be nibble's figure over the stub's, and the
+# RSS column must carry nibble's budget. Guards the parsing of both
+# programs' output (a new JSON field once left the table empty).
+#   test_compare.sh NIBBLE_BINARY      exit 77 without node
+set -euo pipefail
+nib=$1
+here=$(cd "$(dirname "$0")" && pwd)
+command -v node >/dev/null || { echo "test_compare: no node here, skipped"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+table=$(NIBBLE=$nib PEER=$here/peer_stub.mjs MODEL_DIR=$tmp SHAPES=stories TYPES="q8_0 q4_k_m" THREADS="1 2" \
+  ROUNDS=1 REPS=1 PP=16 TG=8 bash "$here/../../bench/compare.sh" 2>"$tmp/log") ||
+  { cat "$tmp/log"; echo "test_compare: compare.sh failed"; exit 1; }
+echo "$table"
+rows=$(echo "$table" | grep -c '^| stories ' || true)
+[ "$rows" = 8 ] || { echo "test_compare: $rows rows for stories, want 8 (2 types x 2 thread counts x pp16/tg8)"; exit 1; }
+echo "$table" | grep '^| stories ' | awk -F'|' '
+  function num(s) { gsub(/ /, "", s); return s }
+  { test = num($5); peer = num($6); nib = num($7); ratio = num($8); prss = num($9); nrss = $10
+    want = test == "pp16" ? "100.0" : "50.0"
+    if (peer != want) { print "peer figure " peer " in: " $0; bad = 1 }
+    if (nib !~ /^[0-9]+\.[0-9]$/ || nib + 0 <= 0) { print "no nibble figure in: " $0; bad = 1 }
+    sub(/x$/, "", ratio)
+    if (ratio == "" || (ratio - nib / peer) > 0.006 || (nib / peer - ratio) > 0.006) { print "ratio " ratio " is not " nib "/" peer " in: " $0; bad = 1 }
+    if (test == "pp16" ? prss != "-" : prss !~ /^(-|[0-9]+)$/) { print "peer RSS column " prss " in: " $0; bad = 1 }
+    if (test == "tg8" && nrss !~ /^ *[0-9]+ \([0-9]+\) *$/) { print "no nibble RSS (budget) in: " $0; bad = 1 }
+    if (nrss ~ /OVER/) { print "over budget: " $0; bad = 1 } }
+  END { exit bad }'
+echo "test_compare: table complete, ratios right"
