@@ -363,10 +363,7 @@ static void ffn_block(eng_ctx *c, uint32_t l, uint32_t nt)
         float *gu_out[2] = {c->hb, c->hb2};
         matmul(c, c->xb, nt, 2, gu, gu_out);
         add_bias(c->hb2, L->b_up, nt, ffn);
-        for (size_t i = 0; i < n; i++) {
-            float g = c->hb[i];
-            c->hb[i] = g / (1.0f + expf(-g)) * c->hb2[i];
-        }
+        simd_silu_mul(c->hb, c->hb2, n);
     }
     matmul1(c, c->hb, nt, &L->w_down, c->xb2);
     add_bias(c->xb2, L->b_down, nt, dim);

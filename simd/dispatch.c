@@ -3,6 +3,7 @@
 #include "simd_internal.h"
 #include "kquants.h"
 #include "mxfp4.h"
+#include "act.h"
 #include "attn.h"
 
 #include <string.h>
@@ -73,6 +74,7 @@ static void install(const simd_kernel_set *set)
     if (set->q8a_quant) s.q8a_quant = set->q8a_quant;
     if (set->dot_f32) s.dot_f32 = set->dot_f32;
     s.attn = set->attn ? set->attn : simd_attn_ref;
+    s.silu_mul = set->silu_mul ? set->silu_mul : simd_silu_mul_ref;
     for (int t = 0; t < SIMD_TYPE_COUNT; t++) {
         if (set->dot[t]) s.dot[t] = set->dot[t];
         s.dot_batch[t] = set->dot_batch[t] ? set->dot_batch[t] : generic_batch[t];
@@ -240,6 +242,7 @@ int simd_kernel_select(enum simd_kernel k)
         kfillers[k](&set);
     simd_set_mxfp4(k, &set); /* every set's MXFP4 kernels, scalar included (mxfp4.c) */
     simd_set_attn(k, &set);  /* attention (attn.c) */
+    simd_set_act(k, &set);   /* element-wise activations (act.c) */
     install(&set);
     current = k;
     initialised = 1;
@@ -280,4 +283,11 @@ void simd_attn_chunk(const simd_attn_args *a)
     if (!initialised)
         simd_init();
     simd_active.attn(a);
+}
+
+void simd_silu_mul(float *g, const float *u, size_t n)
+{
+    if (!initialised)
+        simd_init();
+    simd_active.silu_mul(g, u, n);
 }

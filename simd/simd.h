@@ -327,4 +327,9 @@ void simd_attn_merge(size_t hd, size_t nchunks, const float *part, size_t cstrid
 /* The exp attention uses (e^x for x <= 0; +0 below -87 and for NaN). */
 float simd_attn_exp(float x);
 
+/* g[i] = silu(g[i]) * u[i] (the gated FFN), silu(x) = x / (1 + e^-x) with
+ * attention's exp; g and u do not overlap. Plain C, the same bits on every
+ * set and vector width. */
+void simd_silu_mul(float *g, const float *u, size_t n);
+
 #endif

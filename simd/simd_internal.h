@@ -14,6 +14,7 @@ typedef struct simd_kernel_set {
     simd_dot_rows_fn dot_rows[SIMD_TYPE_COUNT]; /* optional; else dot_batch per row */
     simd_attn_fn attn; /* optional; else the reference (attn.c) */
     simd_dot_packed_fn dot_packed[SIMD_TYPE_COUNT]; /* optional; no fallback */
+    void (*silu_mul)(float *g, const float *u, size_t n); /* optional; else act.c's baseline build */
 } simd_kernel_set;
 
 extern simd_traits simd_table[SIMD_TYPE_COUNT];

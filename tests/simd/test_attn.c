@@ -2,10 +2,12 @@
  * double-precision softmax, its exp against libm, and every kernel set
  * this CPU runs against the reference, bit for bit (chunk rows and merged
  * output), over head sizes, group sizes, context lengths (one chunk and
- * several, tails of every length) and strided caches. */
+ * several, tails of every length) and strided caches. Also the gated
+ * FFN's simd_silu_mul, which shares the exp. */
 #include <math.h>
 #include <stdint.h>
 
+#include "act.h"
 #include "attn.h"
 #include "testutil.h"
 
@@ -102,10 +104,73 @@ static void check_ref(const shape *s, const float *q, const float *k, const floa
     free(w);
 }
 
+static float silu1(float x, float u)
+{
+    simd_silu_mul(&x, &u, 1);
+    return x;
+}
+
+/* simd_silu_mul: special values, accuracy against double precision, and
+ * the vectorized loop against one element at a time (the compiler's
+ * vector body and its scalar tail must give the same bits). */
+static void check_silu(void)
+{
+    CHECK(same(silu1(0.0f, 1.0f), 0.0f));
+    CHECK(isnan(silu1(NAN, 1.0f)));
+    CHECK(isnan(silu1(-INFINITY, 1.0f)));
+    CHECK(silu1(INFINITY, 2.0f) == INFINITY);
+    CHECK(silu1(100.0f, 1.0f) == 100.0f);
+    CHECK(silu1(-100.0f, 1.0f) == 0.0f);
+    double worst = 0;
+    for (int i = -2000000; i <= 2000000; i++) {
+        float x = (float)i * 4.5e-5f, u = 1.0f + 0.25f * frand();
+        double want = (double)x / (1.0 + exp(-(double)x)) * u, got = silu1(x, u);
+        double err = fabs(got - want) / (fabs(want) + 1e-30);
+        if (fabs(want) > 1e-30 && err > worst)
+            worst = err;
+    }
+    CHECKF(worst < 2e-6, "silu relative error %g", worst);
+    printf("silu: worst relative error %.2g over [-90, 90]\n", worst);
+    /* every set's build against the baseline one, bit for bit; within a
+     * set, the vector body against the same values one at a time (its
+     * scalar tail) */
+    enum { N = 203 };
+    float x[N], u[N], g[N], want[N];
+    const float specials[] = {0.0f, -0.0f, NAN, INFINITY, -INFINITY, 87.5f, -87.5f, 1e-40f, -1e-40f, 1e30f};
+    for (int k = 0; k < SIMD_K_COUNT; k++) {
+        if (!simd_kernel_supported((enum simd_kernel)k, NULL))
+            continue;
+        CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
+        int bad = 0;
+        for (size_t n = 1; n <= N && !bad; n += n < 40 ? 1 : 27) {
+            for (size_t i = 0; i < n; i++) {
+                x[i] = i % 7 == 3 ? specials[(i / 7) % 10] : 20.0f * frand();
+                u[i] = frand();
+            }
+            memcpy(want, x, n * sizeof *want);
+            simd_silu_mul_ref(want, u, n);
+            memcpy(g, x, n * sizeof *g);
+            simd_silu_mul(g, u, n);
+            for (size_t i = 0; i < n && !bad; i++) {
+                float one = silu1(x[i], u[i]);
+                if (!same(g[i], want[i]) || !same(one, want[i])) {
+                    CHECKF(0, "%s silu n=%zu i=%zu x=%a: %a in the loop, %a alone, %a baseline",
+                           simd_kernel_name((enum simd_kernel)k), n, i, (double)x[i], (double)g[i], (double)one,
+                           (double)want[i]);
+                    bad = 1;
+                }
+            }
+        }
+        if (!bad)
+            printf("%-14s silu bit-identical to the baseline build\n", simd_kernel_name((enum simd_kernel)k));
+    }
+}
+
 int main(void)
 {
     simd_init();
     check_exp();
+    check_silu();
     const size_t hds[] = {8, 16, 24, 40, 64, 72, 128, 6};
     const size_t nqs[] = {1, 2, 3, 4, 5, 7, 8, 9};
     const size_t ns[] = {1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100, 128, 257};

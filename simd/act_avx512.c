@@ -1,0 +1,4 @@
+/* act.h's activations built with AVX-512 (16 lanes; the avx512vnni set). */
+#include "act.h"
+
+void simd_silu_mul_avx512(float *g, const float *u, size_t n) { act_silu_mul(g, u, n); }
