@@ -192,11 +192,6 @@ static void norm_rows(const eng_model *m, float *out, const float *x, uint32_t n
     }
 }
 
-/* GELU, tanh form (as GPT-2 was trained with) */
-static inline float gelu(float x)
-{
-    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-}
 
 /* Rotate the first rope_dims dims of each of nh heads of size hd. */
 static void rope(float *v, uint32_t nh, uint32_t hd, uint32_t rd, int neox, const float *cs, const float *sn)
@@ -356,8 +351,7 @@ static void ffn_block(eng_ctx *c, uint32_t l, uint32_t nt)
     if (m->ffn_kind == ENG_FFN_GELU) {
         matmul1(c, c->xb, nt, &L->w_up, c->hb);
         add_bias(c->hb, L->b_up, nt, ffn);
-        for (size_t i = 0; i < n; i++)
-            c->hb[i] = gelu(c->hb[i]);
+        simd_gelu(c->hb, n);
     } else {
         const eng_weight *gu[2] = {&L->w_gate, &L->w_up};
         float *gu_out[2] = {c->hb, c->hb2};

@@ -11,46 +11,71 @@
 
 #include "attn.h"
 
-/* g[i] = silu(g[i]) * u[i], silu(x) = x / (1 + e^-x), written as
- *     e = e^-|x| (attn.h's exp: e^a for a <= 0),
- *     silu(x) = (x >= 0 ? x : x * e) / (1 + e),
- * so the exp never overflows. NaN gives NaN, -inf NaN (-inf * 0), +inf
- * +inf; |x| > 87 gives x or -0. */
+/* e^a for a <= 0 (attn.h's exp, the same operations), +0 for a below
+ * ATTN_EXP_MIN and for NaN; branch-free. */
+static inline float act_exp_neg(float a)
+{
+    int ok = a >= ATTN_EXP_MIN; /* false for NaN */
+    float ac = ok ? a : 0.0f;   /* keeps the exponent arithmetic defined */
+    float t = ac * ATTN_LOG2E + ATTN_ROUND;
+    float k = t - ATTN_ROUND;
+    float r = ac - k * ATTN_LN2_HI;
+    r = r - k * ATTN_LN2_LO;
+    float p = ATTN_C7;
+    p = p * r + ATTN_C6;
+    p = p * r + ATTN_C5;
+    p = p * r + ATTN_C4;
+    p = p * r + ATTN_C3;
+    p = p * r + ATTN_C2;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    uint32_t bits = (uint32_t)((int32_t)k + 127) << 23;
+    float s;
+    memcpy(&s, &bits, 4);
+    /* the product is made in every lane, then selected: a conditional
+     * float operation would keep the branch */
+    float ps = p * s;
+    return ok ? ps : 0.0f;
+}
+
+/* x * sigmoid(z) = x / (1 + e^-z), written as
+ *     e = e^-|z|,  (z >= 0 ? x : x * e) / (1 + e),
+ * so the exp never overflows. */
+static inline float act_x_sigmoid(float x, float z)
+{
+    float e = act_exp_neg(z < 0.0f ? z : -z);
+    float xe = x * e;
+    float num = z >= 0.0f ? x : xe;
+    return num / (1.0f + e);
+}
+
+/* g[i] = silu(g[i]) * u[i], silu(x) = x * sigmoid(x). NaN gives NaN,
+ * -inf NaN (-inf * 0), +inf +inf; |x| > 87 gives x or -0. */
 static inline void act_silu_mul(float *restrict g, const float *restrict u, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        g[i] = act_x_sigmoid(g[i], g[i]) * u[i];
+}
+
+/* g[i] = gelu(g[i]), the tanh form GPT-2 was trained with:
+ * 0.5 x (1 + tanh(y)), y = sqrt(2/pi) (x + 0.044715 x^3), which is
+ * x * sigmoid(2y) exactly; computed that way, so large negative x gives
+ * -0 rather than a cancellation. */
+static inline void act_gelu(float *g, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         float x = g[i];
-        float a = x < 0.0f ? x : -x;
-        int ok = a >= ATTN_EXP_MIN; /* false for NaN */
-        float ac = ok ? a : 0.0f;   /* keeps the exponent arithmetic defined */
-        float t = ac * ATTN_LOG2E + ATTN_ROUND;
-        float k = t - ATTN_ROUND;
-        float r = ac - k * ATTN_LN2_HI;
-        r = r - k * ATTN_LN2_LO;
-        float p = ATTN_C7;
-        p = p * r + ATTN_C6;
-        p = p * r + ATTN_C5;
-        p = p * r + ATTN_C4;
-        p = p * r + ATTN_C3;
-        p = p * r + ATTN_C2;
-        p = p * r + 1.0f;
-        p = p * r + 1.0f;
-        uint32_t bits = (uint32_t)((int32_t)k + 127) << 23;
-        float s;
-        memcpy(&s, &bits, 4);
-        /* every product is made in every lane, then selected: no
-         * conditional float operation, so no branch */
-        float ps = p * s;
-        float e = ok ? ps : 0.0f;
-        float xe = x * e;
-        float num = x >= 0.0f ? x : xe;
-        g[i] = num / (1.0f + e) * u[i];
+        float y = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+        g[i] = act_x_sigmoid(x, y + y);
     }
 }
 
 void simd_silu_mul_ref(float *g, const float *u, size_t n);
 void simd_silu_mul_avx2(float *g, const float *u, size_t n);
 void simd_silu_mul_avx512(float *g, const float *u, size_t n);
+void simd_gelu_ref(float *g, size_t n);
+void simd_gelu_avx2(float *g, size_t n);
+void simd_gelu_avx512(float *g, size_t n);
 
 /* Put set k's activations into s (the baseline build for scalar and Arm,
  * where the baseline is already Advanced SIMD). */

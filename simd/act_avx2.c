@@ -3,3 +3,4 @@
 #include "act.h"
 
 void simd_silu_mul_avx2(float *g, const float *u, size_t n) { act_silu_mul(g, u, n); }
+void simd_gelu_avx2(float *g, size_t n) { act_gelu(g, n); }

@@ -2,3 +2,4 @@
 #include "act.h"
 
 void simd_silu_mul_avx512(float *g, const float *u, size_t n) { act_silu_mul(g, u, n); }
+void simd_gelu_avx512(float *g, size_t n) { act_gelu(g, n); }

@@ -75,6 +75,7 @@ static void install(const simd_kernel_set *set)
     if (set->dot_f32) s.dot_f32 = set->dot_f32;
     s.attn = set->attn ? set->attn : simd_attn_ref;
     s.silu_mul = set->silu_mul ? set->silu_mul : simd_silu_mul_ref;
+    s.gelu = set->gelu ? set->gelu : simd_gelu_ref;
     for (int t = 0; t < SIMD_TYPE_COUNT; t++) {
         if (set->dot[t]) s.dot[t] = set->dot[t];
         s.dot_batch[t] = set->dot_batch[t] ? set->dot_batch[t] : generic_batch[t];
@@ -290,4 +291,11 @@ void simd_silu_mul(float *g, const float *u, size_t n)
     if (!initialised)
         simd_init();
     simd_active.silu_mul(g, u, n);
+}
+
+void simd_gelu(float *g, size_t n)
+{
+    if (!initialised)
+        simd_init();
+    simd_active.gelu(g, n);
 }

@@ -331,5 +331,8 @@ float simd_attn_exp(float x);
  * attention's exp; g and u do not overlap. Plain C, the same bits on every
  * set and vector width. */
 void simd_silu_mul(float *g, const float *u, size_t n);
+/* g[i] = gelu(g[i]), the tanh form (GPT-2), computed as x * sigmoid(2y)
+ * with the same exp; the same bits on every set and vector width. */
+void simd_gelu(float *g, size_t n);
 
 #endif

@@ -15,6 +15,7 @@ typedef struct simd_kernel_set {
     simd_attn_fn attn; /* optional; else the reference (attn.c) */
     simd_dot_packed_fn dot_packed[SIMD_TYPE_COUNT]; /* optional; no fallback */
     void (*silu_mul)(float *g, const float *u, size_t n); /* optional; else act.c's baseline build */
+    void (*gelu)(float *g, size_t n);                     /* likewise */
 } simd_kernel_set;
 
 extern simd_traits simd_table[SIMD_TYPE_COUNT];

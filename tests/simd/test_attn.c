@@ -3,7 +3,7 @@
  * this CPU runs against the reference, bit for bit (chunk rows and merged
  * output), over head sizes, group sizes, context lengths (one chunk and
  * several, tails of every length) and strided caches. Also the gated
- * FFN's simd_silu_mul, which shares the exp. */
+ * FFN's simd_silu_mul and GPT-2's simd_gelu, which share the exp. */
 #include <math.h>
 #include <stdint.h>
 
@@ -110,6 +110,12 @@ static float silu1(float x, float u)
     return x;
 }
 
+static float gelu1(float x)
+{
+    simd_gelu(&x, 1);
+    return x;
+}
+
 /* simd_silu_mul: special values, accuracy against double precision, and
  * the vectorized loop against one element at a time (the compiler's
  * vector body and its scalar tail must give the same bits). */
@@ -131,6 +137,24 @@ static void check_silu(void)
     }
     CHECKF(worst < 2e-6, "silu relative error %g", worst);
     printf("silu: worst relative error %.2g over [-90, 90]\n", worst);
+    CHECK(same(gelu1(0.0f), 0.0f));
+    CHECK(isnan(gelu1(NAN)));
+    CHECK(gelu1(1e13f) == 1e13f && gelu1(INFINITY) == INFINITY);
+    CHECK(gelu1(-1e13f) == 0.0f);
+    worst = 0;
+    for (int i = -1000000; i <= 1000000; i++) {
+        float x = (float)i * 1e-5f;
+        double y = 0.7978845608028654 * ((double)x + 0.044715 * (double)x * x * x);
+        /* 0.5 x (1 + tanh y) in that form cancels to nothing below x = -6
+         * even in double: the same value as x / (1 + e^-2y) */
+        double want = (double)x / (1.0 + exp(-2.0 * y)), got = gelu1(x);
+        double err = fabs(got - want) / (fabs(want) + 1e-30);
+        if (fabs(want) > 1e-30 && err > worst)
+            worst = err;
+    }
+    /* float rounding of y is magnified by the slope of the sigmoid's tail */
+    CHECKF(worst < 2e-5, "gelu relative error %g", worst);
+    printf("gelu: worst relative error %.2g over [-10, 10]\n", worst);
     /* every set's build against the baseline one, bit for bit; within a
      * set, the vector body against the same values one at a time (its
      * scalar tail) */
@@ -160,9 +184,22 @@ static void check_silu(void)
                     bad = 1;
                 }
             }
+            memcpy(want, x, n * sizeof *want);
+            simd_gelu_ref(want, n);
+            memcpy(g, x, n * sizeof *g);
+            simd_gelu(g, n);
+            for (size_t i = 0; i < n && !bad; i++) {
+                float one = gelu1(x[i]);
+                if (!same(g[i], want[i]) || !same(one, want[i])) {
+                    CHECKF(0, "%s gelu n=%zu i=%zu x=%a: %a in the loop, %a alone, %a baseline",
+                           simd_kernel_name((enum simd_kernel)k), n, i, (double)x[i], (double)g[i], (double)one,
+                           (double)want[i]);
+                    bad = 1;
+                }
+            }
         }
         if (!bad)
-            printf("%-14s silu bit-identical to the baseline build\n", simd_kernel_name((enum simd_kernel)k));
+            printf("%-14s silu, gelu bit-identical to the baseline build\n", simd_kernel_name((enum simd_kernel)k));
     }
 }
 
