@@ -192,7 +192,6 @@ static void norm_rows(const eng_model *m, float *out, const float *x, uint32_t n
     }
 }
 
-
 /* Rotate the first rope_dims dims of each of nh heads of size hd. */
 static void rope(float *v, uint32_t nh, uint32_t hd, uint32_t rd, int neox, const float *cs, const float *sn)
 {

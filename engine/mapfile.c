@@ -179,8 +179,8 @@ void eng_map_prefetch(const void *p, size_t n)
      * the first token faults them in). On this project's VM the first
      * touch of each 4 KB mapping costs 0.5-1.8 us whichever way it is
      * made, but made here in one call it cost 8-10 ms at open and saved
-     * 25-55 ms of llama1b q4_0's first token (bench -n 0 -p 0, t=1 and
-     * t=2, alternated with and without). */
+     * 25-75 ms of llama1b q4_0's first token (bench -p 0 -n 0 -r 3,
+     * alternated with and without). */
 #if defined(__linux__)
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22 /* the Linux value; older headers lack it */

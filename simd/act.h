@@ -12,30 +12,14 @@
 #include "attn.h"
 
 /* e^a for a <= 0 (attn.h's exp, the same operations), +0 for a below
- * ATTN_EXP_MIN and for NaN; branch-free. */
+ * ATTN_EXP_MIN and for NaN; branch-free: the exp is made in every lane
+ * (of a safe value where a is out of range), then selected, since a
+ * conditional float operation would keep the branch. */
 static inline float act_exp_neg(float a)
 {
     int ok = a >= ATTN_EXP_MIN; /* false for NaN */
-    float ac = ok ? a : 0.0f;   /* keeps the exponent arithmetic defined */
-    float t = ac * ATTN_LOG2E + ATTN_ROUND;
-    float k = t - ATTN_ROUND;
-    float r = ac - k * ATTN_LN2_HI;
-    r = r - k * ATTN_LN2_LO;
-    float p = ATTN_C7;
-    p = p * r + ATTN_C6;
-    p = p * r + ATTN_C5;
-    p = p * r + ATTN_C4;
-    p = p * r + ATTN_C3;
-    p = p * r + ATTN_C2;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    uint32_t bits = (uint32_t)((int32_t)k + 127) << 23;
-    float s;
-    memcpy(&s, &bits, 4);
-    /* the product is made in every lane, then selected: a conditional
-     * float operation would keep the branch */
-    float ps = p * s;
-    return ok ? ps : 0.0f;
+    float e = attn_exp_core(ok ? a : 0.0f);
+    return ok ? e : 0.0f;
 }
 
 /* x * sigmoid(z) = x / (1 + e^-z), written as

@@ -32,12 +32,10 @@
 #define ATTN_C3 1.66666667e-1f /* 1/6 */
 #define ATTN_C2 0.5f
 
-/* The reference form of the exp; the SIMD forms repeat it lane by lane. */
-static inline float attn_exp(float x)
+/* 2^n * P(r) for x in [ATTN_EXP_MIN, 0]: the arithmetic of attn_exp,
+ * without its checks (act.h wraps it in selects instead). */
+static inline float attn_exp_core(float x)
 {
-    if (!(x >= ATTN_EXP_MIN))
-        return 0.0f;
-    x = x < 0.0f ? x : 0.0f;
     float t = x * ATTN_LOG2E + ATTN_ROUND;
     float n = t - ATTN_ROUND;
     float r = x - n * ATTN_LN2_HI;
@@ -54,6 +52,14 @@ static inline float attn_exp(float x)
     float s;
     memcpy(&s, &bits, 4);
     return p * s;
+}
+
+/* The reference form of the exp; the SIMD forms repeat it lane by lane. */
+static inline float attn_exp(float x)
+{
+    if (!(x >= ATTN_EXP_MIN))
+        return 0.0f;
+    return attn_exp_core(x < 0.0f ? x : 0.0f);
 }
 
 #define ATTN_HB 4  /* query heads per pass of the SIMD forms: K and V rows read once for them */
