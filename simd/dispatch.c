@@ -72,6 +72,7 @@ static void install(const simd_kernel_set *set)
     simd_set_kquants_scalar(&s); /* K-quant dots (kquants.c) until a set has its own */
     /* the chosen set overrides what it provides */
     if (set->q8a_quant) s.q8a_quant = set->q8a_quant;
+    if (set->q8k_quant) s.q8k_quant = set->q8k_quant;
     if (set->dot_f32) s.dot_f32 = set->dot_f32;
     s.attn = set->attn ? set->attn : simd_attn_ref;
     s.silu_mul = set->silu_mul ? set->silu_mul : simd_silu_mul_ref;

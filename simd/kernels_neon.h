@@ -178,7 +178,7 @@ NB_FDOT(nb_dot_w_f32, SIMD_F32)
 NB_FDOT(nb_dot_w_f16, SIMD_F16)
 NB_FDOT(nb_dot_w_bf16, SIMD_BF16)
 
-/* ---- activation quantization (q8a), byte for byte simd_q8a_quant_ref ---- */
+/* ---- activation quantization (q8a, q8k), byte for byte the references ---- */
 
 /* x with NaN lanes replaced by +0 (a NaN is the one value unequal to
  * itself). */
@@ -187,40 +187,72 @@ NB_INLINE float32x4_t nb_nan_to_zero(float32x4_t x)
     return vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(x), vceqq_f32(x, x)));
 }
 
+/* m with |x| folded in: the reference's fmaxf skips NaN inputs, so they
+ * become +0 first, after which max is order-free (every value is >= +0). */
+NB_INLINE float32x4_t nb_absmax(float32x4_t m, float32x4_t x) { return vmaxq_f32(m, nb_nan_to_zero(vabsq_f32(x))); }
+
+/* 32 values xv times id, made total (NaN -> 0, clamped to +-127) and
+ * rounded to nearest, ties to even (lrintf): the codes to qs, the sums of
+ * codes 0-15 and 16-31 to s[0] and s[1]. */
+NB_INLINE void nb_quant32(const float32x4_t xv[8], float32x4_t vid, int8_t *qs, int32_t s[2])
+{
+    const float32x4_t lo = vdupq_n_f32(-127.0f), hi = vdupq_n_f32(127.0f);
+    int32x4_t q[8];
+    for (int j = 0; j < 8; j++) {
+        float32x4_t t = nb_nan_to_zero(vmulq_f32(xv[j], vid));
+        t = vminq_f32(vmaxq_f32(t, lo), hi);
+        q[j] = vcvtnq_s32_f32(t);
+    }
+    s[0] = vaddvq_s32(vaddq_s32(vaddq_s32(q[0], q[1]), vaddq_s32(q[2], q[3])));
+    s[1] = vaddvq_s32(vaddq_s32(vaddq_s32(q[4], q[5]), vaddq_s32(q[6], q[7])));
+    /* |q| <= 127: plain narrowing keeps every value */
+    for (int h = 0; h < 2; h++) {
+        const int32x4_t *p = q + 4 * h;
+        int16x8_t a = vcombine_s16(vmovn_s32(p[0]), vmovn_s32(p[1]));
+        int16x8_t b = vcombine_s16(vmovn_s32(p[2]), vmovn_s32(p[3]));
+        vst1q_s8(qs + 16 * h, vcombine_s8(vmovn_s16(a), vmovn_s16(b)));
+    }
+}
+
 static void nb_q8a_quant(const float *x, void *dst, size_t n)
 {
     simd_block_q8a *out = dst;
-    const float32x4_t lo = vdupq_n_f32(-127.0f), hi = vdupq_n_f32(127.0f);
     for (size_t i = 0; i < n / SIMD_QK; i++) {
         const float *v = x + i * SIMD_QK;
-        float32x4_t xv[8];
-        /* the reference's fmaxf skips NaN inputs: zero them first, after
-         * which max is order-free (every value is >= +0) */
-        float32x4_t m = vdupq_n_f32(0.0f);
+        float32x4_t xv[8], m = vdupq_n_f32(0.0f);
         for (int j = 0; j < 8; j++) {
             xv[j] = vld1q_f32(v + 4 * j);
-            m = vmaxq_f32(m, nb_nan_to_zero(vabsq_f32(xv[j])));
+            m = nb_absmax(m, xv[j]);
         }
         float amax = vmaxvq_f32(m);
         float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        int32_t s[2];
+        nb_quant32(xv, vdupq_n_f32(id), out[i].qs, s);
+        out[i].d = d;
+        out[i].sum = s[0] + s[1];
+    }
+}
+
+static void nb_q8k_quant(const float *x, void *dst, size_t n)
+{
+    simd_block_q8k *out = dst;
+    for (size_t i = 0; i < n / SIMD_QKK; i++, x += SIMD_QKK) {
+        float32x4_t m[4] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+        for (int j = 0; j < SIMD_QKK / 4; j++)
+            m[j & 3] = nb_absmax(m[j & 3], vld1q_f32(x + 4 * j));
+        float amax = vmaxvq_f32(vmaxq_f32(vmaxq_f32(m[0], m[1]), vmaxq_f32(m[2], m[3])));
+        float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
         const float32x4_t vid = vdupq_n_f32(id);
-        int32x4_t q[8];
-        for (int j = 0; j < 8; j++) {
-            float32x4_t t = nb_nan_to_zero(vmulq_f32(xv[j], vid));
-            t = vminq_f32(vmaxq_f32(t, lo), hi);
-            q[j] = vcvtnq_s32_f32(t); /* nearest, ties to even: lrintf */
-        }
-        int32x4_t s = vaddq_s32(vaddq_s32(vaddq_s32(q[0], q[1]), vaddq_s32(q[2], q[3])),
-                                vaddq_s32(vaddq_s32(q[4], q[5]), vaddq_s32(q[6], q[7])));
-        /* |q| <= 127: plain narrowing keeps every value */
-        for (int h = 0; h < 2; h++) {
-            const int32x4_t *p = q + 4 * h;
-            int16x8_t a = vcombine_s16(vmovn_s32(p[0]), vmovn_s32(p[1]));
-            int16x8_t b = vcombine_s16(vmovn_s32(p[2]), vmovn_s32(p[3]));
-            vst1q_s8(out[i].qs + 16 * h, vcombine_s8(vmovn_s16(a), vmovn_s16(b)));
+        for (int k = 0; k < SIMD_QKK / SIMD_QK; k++) {
+            float32x4_t xv[8];
+            for (int j = 0; j < 8; j++)
+                xv[j] = vld1q_f32(x + SIMD_QK * k + 4 * j);
+            int32_t s[2];
+            nb_quant32(xv, vid, out[i].qs + SIMD_QK * k, s);
+            out[i].bsums[2 * k] = (int16_t)s[0];
+            out[i].bsums[2 * k + 1] = (int16_t)s[1];
         }
         out[i].d = d;
-        out[i].sum = vaddvq_s32(s);
     }
 }
 
@@ -411,6 +443,7 @@ NB_QDOT(nb_dot_q5_1, SIMD_Q5_1)
 void NB_SET_FN(simd_kernel_set *s)
 {
     s->q8a_quant = nb_q8a_quant;
+    s->q8k_quant = nb_q8k_quant;
     s->dot_f32 = nb_dot_f32;
 #define NB_PUT(T, F)   \
     s->dot[T] = F;     \

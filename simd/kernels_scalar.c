@@ -131,6 +131,7 @@ static float dot_q5_1(size_t n, const void *w, const void *a)
 void simd_set_scalar(simd_kernel_set *s)
 {
     s->q8a_quant = simd_q8a_quant_ref;
+    s->q8k_quant = simd_q8k_quant_ref;
     s->dot_f32 = dot_f32;
     s->dot[SIMD_F32] = dot_w_f32;
     s->dot[SIMD_F16] = dot_w_f16;

@@ -149,48 +149,88 @@ NB_FDOT(nb_dot_w_f32, SIMD_F32)
 NB_FDOT(nb_dot_w_f16, SIMD_F16)
 NB_FDOT(nb_dot_w_bf16, SIMD_BF16)
 
-/* ---- activation quantization (q8a), byte for byte simd_q8a_quant_ref ---- */
+/* ---- activation quantization (q8a, q8k), byte for byte the references ---- */
+
+/* Largest |x| of the values in m's lanes seen so far, m starting at +0:
+ * max_ps(a, b) returns b when either is NaN, so with the running max as
+ * b a NaN input is skipped, as fmaxf skips it. */
+NB_INLINE __m256 nb_absmax(__m256 m, __m256 x) { return _mm256_max_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x), m); }
+
+/* The largest lane of m (no NaN left, so the order is free). */
+NB_INLINE float nb_hmax(__m256 m)
+{
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
+/* 32 values xv times id, made total (NaN -> 0, clamped to +-127) and
+ * rounded half to even (vector converts round as lrintf does): the codes
+ * to qs, the sums of codes 0-15 and 16-31 to s[0] and s[1]. */
+NB_INLINE void nb_quant32(const __m256 xv[4], __m256 vid, int8_t *qs, int32_t s[2])
+{
+    const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+    __m256i q[4];
+    for (int j = 0; j < 4; j++) {
+        __m256 t = _mm256_mul_ps(xv[j], vid);
+        t = _mm256_and_ps(t, _mm256_cmp_ps(t, t, _CMP_ORD_Q)); /* NaN -> 0 */
+        t = _mm256_min_ps(_mm256_max_ps(t, lo), hi);
+        q[j] = _mm256_cvtps_epi32(t);
+    }
+    /* dwords 0, 1 of h: the two halves' sums (pairs within 128-bit lanes,
+     * then the lanes) */
+    __m256i h = _mm256_hadd_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+    h = _mm256_hadd_epi32(h, h);
+    __m128i h4 = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    s[0] = _mm_cvtsi128_si32(h4);
+    s[1] = _mm_extract_epi32(h4, 1);
+    /* packs work within 128-bit lanes: the dwords come out as
+     * q0[0:4] q1[0:4] q2[0:4] q3[0:4] | q0[4:8] q1[4:8] q2[4:8] q3[4:8] */
+    __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256((__m256i *)qs, p);
+}
 
 static void nb_q8a_quant(const float *x, void *dst, size_t n)
 {
     simd_block_q8a *out = dst;
-    const __m256 sign = _mm256_set1_ps(-0.0f);
-    const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
     for (size_t i = 0; i < n / SIMD_QK; i++) {
         const float *v = x + i * SIMD_QK;
-        __m256 xv[4];
-        for (int j = 0; j < 4; j++)
-            xv[j] = _mm256_loadu_ps(v + 8 * j);
-        /* max_ps(a, b) returns b when either is NaN: with the running max
-         * as b, a NaN input is skipped, as fmaxf skips it */
-        __m256 m = _mm256_setzero_ps();
-        for (int j = 0; j < 4; j++)
-            m = _mm256_max_ps(_mm256_andnot_ps(sign, xv[j]), m);
-        /* no NaN is left, so the order of the horizontal max is free */
-        __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-        h = _mm_max_ss(h, _mm_movehdup_ps(h));
-        float amax = _mm_cvtss_f32(h);
-        float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
-        __m256 vid = _mm256_set1_ps(id);
-        __m256i q[4];
+        __m256 xv[4], m = _mm256_setzero_ps();
         for (int j = 0; j < 4; j++) {
-            __m256 t = _mm256_mul_ps(xv[j], vid);
-            t = _mm256_and_ps(t, _mm256_cmp_ps(t, t, _CMP_ORD_Q)); /* NaN -> 0 */
-            t = _mm256_min_ps(_mm256_max_ps(t, lo), hi);
-            q[j] = _mm256_cvtps_epi32(t); /* round half to even, as lrintf */
+            xv[j] = _mm256_loadu_ps(v + 8 * j);
+            m = nb_absmax(m, xv[j]);
         }
-        __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
-        /* packs work within 128-bit lanes: the dwords come out as
-         * q0[0:4] q1[0:4] q2[0:4] q3[0:4] | q0[4:8] q1[4:8] q2[4:8] q3[4:8] */
-        __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
-        p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        _mm256_storeu_si256((__m256i *)out[i].qs, p);
+        float amax = nb_hmax(m);
+        float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        int32_t s[2];
+        nb_quant32(xv, _mm256_set1_ps(id), out[i].qs, s);
         out[i].d = d;
-        out[i].sum = _mm_cvtsi128_si32(s4);
+        out[i].sum = s[0] + s[1];
+    }
+}
+
+static void nb_q8k_quant(const float *x, void *dst, size_t n)
+{
+    simd_block_q8k *out = dst;
+    for (size_t i = 0; i < n / SIMD_QKK; i++, x += SIMD_QKK) {
+        __m256 m[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        for (int j = 0; j < SIMD_QKK / 8; j++)
+            m[j & 3] = nb_absmax(m[j & 3], _mm256_loadu_ps(x + 8 * j));
+        float amax = nb_hmax(_mm256_max_ps(_mm256_max_ps(m[0], m[1]), _mm256_max_ps(m[2], m[3])));
+        float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        const __m256 vid = _mm256_set1_ps(id);
+        for (int k = 0; k < SIMD_QKK / SIMD_QK; k++) {
+            __m256 xv[4];
+            for (int j = 0; j < 4; j++)
+                xv[j] = _mm256_loadu_ps(x + SIMD_QK * k + 8 * j);
+            int32_t s[2];
+            nb_quant32(xv, vid, out[i].qs + SIMD_QK * k, s);
+            out[i].bsums[2 * k] = (int16_t)s[0];
+            out[i].bsums[2 * k + 1] = (int16_t)s[1];
+        }
+        out[i].d = d;
     }
 }
 

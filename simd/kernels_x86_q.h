@@ -186,6 +186,7 @@ NB_QDOT(nb_dot_q5_1, SIMD_Q5_1)
 void NB_SET_FN(simd_kernel_set *s)
 {
     s->q8a_quant = nb_q8a_quant;
+    s->q8k_quant = nb_q8k_quant;
     s->dot_f32 = nb_dot_f32;
 #define NB_PUT(T, F)             \
     s->dot[T] = F;               \

@@ -279,7 +279,7 @@ void simd_act_quant(enum simd_act act, const float *x, void *dst, size_t n)
     switch (act) {
     case SIMD_ACT_F32: memcpy(dst, x, n * sizeof(float)); break;
     case SIMD_ACT_Q8: simd_active.q8a_quant(x, dst, n); break;
-    case SIMD_ACT_Q8K: simd_q8k_quant_ref(x, dst, n); break;
+    case SIMD_ACT_Q8K: simd_active.q8k_quant(x, dst, n); break;
     default: break;
     }
 }

@@ -8,6 +8,7 @@
 /* One kernel set: entries left NULL fall back to the scalar ones. */
 typedef struct simd_kernel_set {
     void (*q8a_quant)(const float *x, void *dst, size_t n);
+    void (*q8k_quant)(const float *x, void *dst, size_t n); /* optional; else simd_q8k_quant_ref */
     float (*dot_f32)(size_t n, const float *a, const float *b);
     simd_dot_fn dot[SIMD_TYPE_COUNT];
     simd_dot_batch_fn dot_batch[SIMD_TYPE_COUNT];
@@ -22,6 +23,7 @@ extern simd_traits simd_table[SIMD_TYPE_COUNT];
 extern simd_kernel_set simd_active;
 
 void simd_q8a_quant_ref(const float *x, void *dst, size_t n);
+void simd_q8k_quant_ref(const float *x, void *dst, size_t n);
 void simd_set_scalar(simd_kernel_set *s);
 /* x86 sets (each in its own file, built with its own ISA flags; only
  * present when the compiler targets x86-64). They fill only what they

@@ -401,6 +401,30 @@ static void check_set(const char *name, const simd_kernel_set *ks, const simd_ke
             ks->q8a_quant(xs, abuf2, n);
             CHECKF(memcmp(wbuf, abuf2, bytes) == 0, "%s q8a_quant n=%zu mode %d differs", name, n, mode);
         }
+    /* q8k_quant: same bytes, also with whole 256-blocks scaled into the
+     * extreme ranges (its scale is per 256 values, not per 32) */
+    CHECKF(ks->q8k_quant != NULL, "%s has no q8k_quant", name);
+    for (int mode = ACT_PLAIN; ks->q8k_quant && mode <= ACT_NONFINITE + 1; mode++)
+        for (size_t li = 0; li < sizeof qlens / sizeof qlens[0]; li++) {
+            size_t n = qlens[li] / 256 * 256;
+            if (!n)
+                continue;
+            make_act(xs, n, mode > ACT_NONFINITE ? ACT_PLAIN : mode);
+            if (mode > ACT_NONFINITE) {
+                static const float scale[] = {1.0f, 0.0f, 1e-39f, 1e-44f, 1e37f, 3e38f};
+                for (size_t b = 0; b < n / 256; b++) {
+                    float f = scale[rndn(sizeof scale / sizeof scale[0])];
+                    for (size_t j = 0; j < 256; j++)
+                        xs[256 * b + j] *= f;
+                }
+            }
+            size_t bytes = simd_act_row_bytes(SIMD_ACT_Q8K, n);
+            memset(wbuf, 0xa5, bytes);
+            memset(abuf2, 0x5a, bytes);
+            ref->q8k_quant(xs, wbuf, n);
+            ks->q8k_quant(xs, abuf2, n);
+            CHECKF(memcmp(wbuf, abuf2, bytes) == 0, "%s q8k_quant n=%zu mode %d differs", name, n, mode);
+        }
     /* dot_f32 */
     for (size_t li = 0; li < sizeof flens / sizeof flens[0]; li++)
         for (int mode = ACT_PLAIN; mode <= ACT_EXTREME; mode++) {
@@ -510,7 +534,7 @@ int main(void)
         simd_kernel_set e;
         memset(&e, 0, sizeof e);
         simd_set_avxvnniint8_emul(&e);
-        CHECK(e.q8a_quant && e.dot_f32);
+        CHECK(e.q8a_quant && e.q8k_quant && e.dot_f32);
         for (int ti = 0; ti < NTYPES; ti++)
             CHECK(e.dot[types[ti]] && e.dot_batch[types[ti]]);
         if (!tu_failures)
