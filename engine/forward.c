@@ -61,7 +61,8 @@ typedef struct mm_part {
 typedef struct mm_job {
     mm_part p[3];
     int np;
-    uint32_t nt, total;
+    uint32_t nt, total; /* tokens; rows of all parts */
+    uint64_t bytes;     /* weight bytes of all parts */
 } mm_job;
 
 /* A part boundary inside a packed weight moves up to a whole group; every
@@ -73,11 +74,31 @@ static uint32_t group_edge(uint32_t r, uint32_t rows)
     return up < rows ? up : rows;
 }
 
+/* First row (counted over the job's weights in order) of part k of nth:
+ * the parts get equal shares of the weight bytes, not of the rows, as
+ * their time is the time to stream those bytes and the weights of one
+ * job may differ in type (q4_k_m files mix q4_k, q6_k, q5_0 and q8_0). */
+static uint32_t mm_edge(const mm_job *j, int k, int nth)
+{
+    if (k >= nth)
+        return j->total;
+    uint64_t target = j->bytes * (uint64_t)k / (uint64_t)nth, bbase = 0;
+    uint32_t base = 0;
+    for (int i = 0; i < j->np; i++) {
+        const eng_weight *w = j->p[i].w;
+        uint64_t wb = (uint64_t)w->rows * w->row_bytes;
+        if (target < bbase + wb)
+            return base + (uint32_t)((target - bbase) / w->row_bytes);
+        bbase += wb;
+        base += w->rows;
+    }
+    return j->total;
+}
+
 static void mm_worker(void *arg, int ith, int nth)
 {
     const mm_job *j = arg;
-    uint32_t lo = (uint32_t)((uint64_t)j->total * (uint64_t)ith / (uint64_t)nth);
-    uint32_t hi = (uint32_t)((uint64_t)j->total * (uint64_t)(ith + 1) / (uint64_t)nth);
+    uint32_t lo = mm_edge(j, ith, nth), hi = mm_edge(j, ith + 1, nth);
     uint32_t base = 0;
     for (int i = 0; i < j->np; i++) {
         const mm_part *p = &j->p[i];
@@ -139,12 +160,10 @@ static void matmul(eng_ctx *c, const float *x, uint32_t nt, int np, const eng_we
             j.p[i].packed_rows = atomic_load_explicit(&w[i]->packed_rows, memory_order_acquire);
         }
         j.total += w[i]->rows;
+        j.bytes += (uint64_t)w[i]->rows * w[i]->row_bytes;
     }
     /* A small product costs less than waking the workers: run it here. */
-    size_t bytes = 0;
-    for (int i = 0; i < np; i++)
-        bytes += (size_t)w[i]->rows * w[i]->row_bytes;
-    if (bytes * nt < SMALL_MATMUL_BYTES)
+    if (j.bytes * nt < SMALL_MATMUL_BYTES)
         mm_worker(&j, 0, 1);
     else
         /* one contiguous part per thread: each part start costs the
