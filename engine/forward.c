@@ -19,6 +19,8 @@
 /* Below this many weight bytes (times tokens) a matmul runs on the calling
  * thread alone: waking and joining the workers costs a few microseconds. */
 #define SMALL_MATMUL_BYTES (192u * 1024u)
+/* The least weight bytes a thread takes at once from a shared matmul. */
+#define MM_CHUNK_BYTES (64u * 1024u)
 
 struct eng_ctx {
     eng_model *m;
@@ -74,15 +76,16 @@ static uint32_t group_edge(uint32_t r, uint32_t rows)
     return up < rows ? up : rows;
 }
 
-/* First row (counted over the job's weights in order) of part k of nth:
- * the parts get equal shares of the weight bytes, not of the rows, as
- * their time is the time to stream those bytes and the weights of one
- * job may differ in type (q4_k_m files mix q4_k, q6_k, q5_0 and q8_0). */
-static uint32_t mm_edge(const mm_job *j, int k, int nth)
+/* The pool cuts a job into ranges of units 0..total-1; unit u begins at
+ * this row (counted over the job's weights in order), so that units are
+ * equal shares of the weight bytes rather than rows: a range's time is
+ * the time to stream its bytes, and the weights of one job may differ in
+ * type (q4_k_m files mix q4_k, q6_k, q5_0 and q8_0). */
+static uint32_t mm_edge(const mm_job *j, uint32_t u)
 {
-    if (k >= nth)
+    if (u >= j->total)
         return j->total;
-    uint64_t target = j->bytes * (uint64_t)k / (uint64_t)nth, bbase = 0;
+    uint64_t target = j->bytes * (uint64_t)u / (uint64_t)j->total, bbase = 0;
     uint32_t base = 0;
     for (int i = 0; i < j->np; i++) {
         const eng_weight *w = j->p[i].w;
@@ -95,10 +98,11 @@ static uint32_t mm_edge(const mm_job *j, int k, int nth)
     return j->total;
 }
 
-static void mm_worker(void *arg, int ith, int nth)
+/* Units [u0, u1) of the job. */
+static void mm_range(void *arg, uint32_t u0, uint32_t u1)
 {
     const mm_job *j = arg;
-    uint32_t lo = mm_edge(j, ith, nth), hi = mm_edge(j, ith + 1, nth);
+    uint32_t lo = mm_edge(j, u0), hi = mm_edge(j, u1);
     uint32_t base = 0;
     for (int i = 0; i < j->np; i++) {
         const mm_part *p = &j->p[i];
@@ -164,14 +168,16 @@ static void matmul(eng_ctx *c, const float *x, uint32_t nt, int np, const eng_we
     }
     /* A small product costs less than waking the workers: run it here. */
     if (j.bytes * nt < SMALL_MATMUL_BYTES)
-        mm_worker(&j, 0, 1);
+        mm_range(&j, 0, j.total);
     else
-        /* one contiguous part per thread: each part start costs the
-         * kernel's prefetch ramp (about a microsecond), and interleaved
-         * small parts also prefetch into each other's rows. Two parts
-         * instead of eight made a 2-thread decode of qwen05 q4_0 10-15%
-         * faster (alternated runs of `nibble bench -t 2 -p 0 -n 128`). */
-        eng_pool_run(c->pool, mm_worker, &j);
+        /* each thread streams one contiguous share of the rows, then
+         * helps with what is left of the other's in pieces of at least
+         * MM_CHUNK_BYTES: every fresh start costs the kernel its prefetch
+         * ramp (about a microsecond), so small interleaved parts cost more
+         * than the imbalance they remove (eight equal parts for two
+         * threads: 10-15% slower decode of qwen05 q4_0). */
+        eng_pool_run_range(c->pool, mm_range, &j, j.total,
+                           (uint32_t)((uint64_t)MM_CHUNK_BYTES * j.total / j.bytes + 1));
 }
 
 static void matmul1(eng_ctx *c, const float *x, uint32_t nt, const eng_weight *w, float *out)

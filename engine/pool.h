@@ -1,13 +1,15 @@
 /* Worker pool: n threads (the caller counts as one) run one job at a
- * time, split into n parts that the participants claim one by one (the
- * caller runs any part no worker has taken, so a descheduled worker does
- * not stall it). Built for many small jobs per token: workers spin
+ * time, split into parts or ranges that the participants take as they go
+ * (the caller runs any part no worker has taken, so a descheduled worker
+ * does not stall it). Built for many small jobs per token: workers spin
  * briefly on a generation counter before sleeping, so a matmul costs
  * little more than its arithmetic. When a worker that lost its core holds
  * up a job, the caller runs the following jobs alone for a while (see
  * pool.c), so a busy machine does not make more threads slower than one. */
 #ifndef NIBBLE_ENG_POOL_H
 #define NIBBLE_ENG_POOL_H
+
+#include <stdint.h>
 
 typedef struct eng_pool eng_pool;
 
@@ -27,6 +29,15 @@ void eng_pool_run(eng_pool *p, eng_pool_fn fn, void *arg);
  * whose parts share no per-thread state: smaller parts balance better
  * when a thread loses its core for a while. */
 void eng_pool_run_parts(eng_pool *p, eng_pool_fn fn, void *arg, int nth);
+/* fn(arg, begin, end) on ranges of units that together cover 0..n-1 once
+ * (n at most ENG_POOL_MAX_UNITS; more is cut to that): each participant
+ * streams through its own contiguous share first, taking bigger pieces
+ * first and at least `chunk` units at a time (0 counts as 1), then helps
+ * with the others' leftovers. For a job whose cost is spread evenly over
+ * the units and that gains from contiguous work (a matmul's rows). */
+#define ENG_POOL_MAX_UNITS 4000000u
+typedef void (*eng_pool_range_fn)(void *arg, uint32_t begin, uint32_t end);
+void eng_pool_run_range(eng_pool *p, eng_pool_range_fn fn, void *arg, uint32_t n, uint32_t chunk);
 /* Jobs so far where the caller waited for a descheduled worker. */
 unsigned long long eng_pool_stalls(const eng_pool *p);
 

@@ -1,10 +1,12 @@
-/* The worker pool: every part of every job runs exactly once whatever the
- * thread and part counts, jobs see each other's results in order, and a
+/* The worker pool: every part of every job (and every unit of a range
+ * job) runs exactly once whatever the thread, part, unit and chunk
+ * counts, jobs see each other's results in order, and a
  * worker that stops inside a part it claimed turns the caller to running
  * jobs alone instead of waiting on every job. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <time.h>
 
 #include "pool.h"
@@ -77,6 +79,65 @@ static void check_counts(int threads)
     eng_pool_free(p);
 }
 
+/* Range jobs: units in [0, n) each covered once, in ranges of at least
+ * `chunk` units (the last piece of a slice may be shorter), the whole
+ * range on one thread being fine too. */
+#define MAXU 5000
+
+typedef struct range_job {
+    atomic_int runs[MAXU];
+    uint32_t n;
+    atomic_int bad;   /* empty or out-of-range ranges */
+    atomic_int calls;
+} range_job;
+
+static void range_fn(void *arg, uint32_t b, uint32_t e)
+{
+    range_job *j = arg;
+    atomic_fetch_add(&j->calls, 1);
+    if (b >= e || e > j->n) {
+        atomic_fetch_add(&j->bad, 1);
+        return;
+    }
+    for (uint32_t u = b; u < e; u++)
+        atomic_fetch_add(&j->runs[u], 1);
+}
+
+static void check_ranges(int threads)
+{
+    eng_pool *p = eng_pool_new(threads);
+    CHECKF(p != NULL, "pool of %d", threads);
+    if (!p)
+        return;
+    static range_job j;
+    const uint32_t ns[] = {1, 2, 3, 7, 64, 1000, MAXU};
+    const uint32_t chunks[] = {0, 1, 3, 16, 10000};
+    for (int round = 0; round < 40; round++)
+        for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+            for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+                memset(&j, 0, sizeof j);
+                j.n = ns[a];
+                eng_pool_run_range(p, range_fn, &j, ns[a], chunks[c]);
+                CHECKF(atomic_load(&j.bad) == 0, "threads %d, n %u, chunk %u: %d bad ranges", threads, ns[a],
+                       chunks[c], atomic_load(&j.bad));
+                for (uint32_t u = 0; u < ns[a]; u++)
+                    if (atomic_load(&j.runs[u]) != 1) {
+                        CHECKF(0, "threads %d, n %u, chunk %u: unit %u ran %d times", threads, ns[a], chunks[c], u,
+                               atomic_load(&j.runs[u]));
+                        return;
+                    }
+                /* pieces shrink by halves to the chunk: a few per thread */
+                if (chunks[c] >= 16 && ns[a] <= 64)
+                    CHECKF(atomic_load(&j.calls) <= 4 * threads, "threads %d, n %u, chunk %u: %d calls", threads,
+                           ns[a], chunks[c], atomic_load(&j.calls));
+            }
+    /* nothing to do is no call */
+    memset(&j, 0, sizeof j);
+    eng_pool_run_range(p, range_fn, &j, 0, 1);
+    CHECK(atomic_load(&j.calls) == 0);
+    eng_pool_free(p);
+}
+
 /* A worker that sleeps inside its part, as if it had lost its core. */
 typedef struct stall_job {
     pthread_t caller;
@@ -134,8 +195,10 @@ static void check_stall(void)
 
 int main(void)
 {
-    for (int t = 1; t <= 4; t++)
+    for (int t = 1; t <= 4; t++) {
         check_counts(t);
+        check_ranges(t);
+    }
     check_stall();
     return tu_result("test_pool");
 }
