@@ -322,9 +322,73 @@ NBK_INLINE void nkp_meta_q6(const unsigned char *blk, nkp_meta6 *m)
 /* sumi = sum_j sc_j * (codes . a)_j - 32 * sum_j sc_j * bsum_j, which is
  * sum_j sc_j * ((q - 32) . a)_j. Bounds: a sub-block dot <= 16*63*127,
  * times 128, times 16 < 2^31, and the bias is smaller. */
+#if defined(__AVX512F__)
+/* A few tokens (decode) on AVX-512: each ql and qh chunk is loaded once
+ * and gives the codes of all four k (the loop below loads qh four times
+ * and ql twice), and vpternlogd merges a code's two parts in one step:
+ * with qh pre-masked to the pairs that are not shifted into a code's bits
+ * 6-7, (lo & 0x0f) | (hi & ~0x0f) is the code, whatever the shifts bring
+ * into the bits that the select takes from the other operand. The sums
+ * are the same integers, so the bits are the same. */
+#define NKP6_FEW 2
+NBK_INLINE nkp_v nkp_sel0f(nkp_v lo, nkp_v hi) /* bits 0-3 from lo, 4-7 from hi */
+{
+    return _mm512_ternarylogic_epi32(_mm512_set1_epi8(0x0f), lo, hi, 0xca); /* a ? b : c, bitwise */
+}
+NBK_INLINE void nkp_block6_few(const unsigned char *blk, const nkp_meta6 *m, const simd_block_q8k *const *y, int nt,
+                               float *const *acc)
+{
+    const unsigned char *ql = blk, *qh = blk + 2048;
+    const nkp_v m33 = nkp_set8(0x33), mcc = nkp_set8((char)0xcc);
+    nkp_v sumi[NKP6_FEW];
+    for (int t = 0; t < nt; t++)
+        sumi[t] = nkp_zero();
+    for (int h = 0; h < 2; h++)
+        for (int s = 0; s < 2; s++) {
+            nkp_v dj[4][NKP6_FEW];
+            for (int k = 0; k < 4; k++)
+                for (int t = 0; t < nt; t++)
+                    dj[k][t] = nkp_zero();
+            for (int i = 4 * s; i < 4 * s + 4; i++) {
+                nkp_v a = nkp_load(ql + 64 * (16 * h + i)), b = nkp_load(ql + 64 * (16 * h + 8 + i));
+                nkp_v hb = nkp_load(qh + 64 * (8 * h + i));
+                /* bits 0-1 and 4-5 (k = 0, 2), bits 2-3 and 6-7 (k = 1, 3) */
+                nkp_v h02 = nkp_and(hb, m33), h13 = nkp_and(hb, mcc);
+                nkp_v c[4];
+                c[0] = nkp_sel0f(a, nkp_sll16(h02, 4));
+                c[1] = nkp_sel0f(b, nkp_sll16(h13, 2));
+                c[2] = nkp_sel0f(nkp_srl16(a, 4), h02);
+                c[3] = nkp_sel0f(nkp_srl16(b, 4), nkp_srl16(h13, 2));
+                for (int k = 0; k < 4; k++)
+                    for (int t = 0; t < nt; t++)
+                        dj[k][t] = nkp_dot(dj[k][t], c[k], nkp_a4(y[t]->qs + 128 * h + 32 * k + 4 * i));
+            }
+            for (int k = 0; k < 4; k++)
+                for (int t = 0; t < nt; t++)
+                    sumi[t] = nkp_add(sumi[t], nkp_mul(dj[k][t], m->sc[8 * h + 2 * k + s]));
+        }
+    for (int t = 0; t < nt; t++) {
+        nkp_v bias = nkp_zero();
+        for (int k = 0; k < 8; k++) {
+            int32_t p2;
+            memcpy(&p2, y[t]->bsums + 2 * k, 4);
+            bias = nkp_dotw(bias, m->sp[k], p2);
+        }
+        nkp_v sv = nkp_sub(sumi[t], nkp_sll32(bias, 5));
+        nkp_float_step(m->d, NULL, &sv, NULL, y[t]->d, acc[t]);
+    }
+}
+#endif
+
 NBK_INLINE void nkp_block6(const unsigned char *blk, const nkp_meta6 *m, const simd_block_q8k *const *y, int nt,
                            float *const *acc)
 {
+#if defined(__AVX512F__)
+    if (nt <= NKP6_FEW) {
+        nkp_block6_few(blk, m, y, nt, acc);
+        return;
+    }
+#endif
     const unsigned char *ql = blk, *qh = blk + 2048;
     const nkp_v lo4 = nkp_set8(0x0f), top = nkp_set8(0x30);
     nkp_v sumi[NKP_T];
