@@ -28,6 +28,10 @@
 
 #define NKP_R SIMD_PACK_ROWS /* rows (lanes) per group */
 #define NKP_TCHUNK 16        /* tokens whose accumulators are kept at once */
+/* Software prefetch distance in bytes (0: off), as pack_x86.h's NBP_PF. */
+#ifndef NKP_PF
+#define NKP_PF 8192
+#endif
 
 /* ---- 16 int32 / float lanes: one zmm, or a pair of ymm ---- */
 
@@ -456,12 +460,13 @@ NBK_INLINE void nkp_packed(int type, size_t n, const void *p, size_t ng, const v
                     nkp_fstore(acc[t][l], nkp_fzero());
             for (size_t b = 0; b < nb; b++) {
                 const unsigned char *blk = gp + b * bb;
-#ifndef NKP_PF_BLOCKS
-#define NKP_PF_BLOCKS 2
-#endif
-                if (NKP_PF_BLOCKS > 0 && b + NKP_PF_BLOCKS < nb)
+                /* NKP_PF bytes ahead, across the end of the group: the
+                 * next group follows it in memory, so the stream does not
+                 * restart cold at each group (a prefetch past the end of
+                 * the matrix reads nothing and cannot fault) */
+                if (NKP_PF > 0)
                     for (size_t o = 0; o < bb; o += 64)
-                        _mm_prefetch((const char *)blk + NKP_PF_BLOCKS * bb + o, _MM_HINT_T0);
+                        _mm_prefetch((const char *)blk + NKP_PF + o, _MM_HINT_T0);
                 union {
                     nkp_meta45 m45;
                     nkp_meta6 m6;
