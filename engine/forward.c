@@ -352,8 +352,11 @@ static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
         memcpy(c->vc + at, c->v + (size_t)t * nkvd, nkvd * sizeof(float));
     }
     att_job aj = {c, l, nt, c->pos, 1};
-    /* attention reads the cache: split it only when that is big enough */
-    if ((size_t)(c->pos + nt) * nkvd * 2 * sizeof(float) * nt < SMALL_MATMUL_BYTES) {
+    /* attention reads the cache once per kv head for all the query heads
+     * that share it, and its arithmetic grows with those heads: split it
+     * when the cache bytes times the query heads per kv head are worth
+     * waking the workers for */
+    if ((size_t)(c->pos + nt) * nkvd * 2 * sizeof(float) * nt * (L->n_heads / L->n_kv_heads) < SMALL_MATMUL_BYTES) {
         att_worker(&aj, 0, 1);
     } else {
         uint32_t nth = (uint32_t)eng_pool_threads(c->pool);
