@@ -76,7 +76,6 @@ struct eng_pool {
      * its take, when the caller may already be writing the next job's
      * (that take then fails on the job number) */
     _Atomic uint32_t chunk;
-    uint32_t job;         /* caller only: number of the current job */
     atomic_uint done;     /* units of the current job finished */
     atomic_uint gen;      /* bumped for each job: what sleeping workers wait on */
     atomic_int quit;
