@@ -326,6 +326,23 @@ NBK_INLINE void nkp_meta_q6(const unsigned char *blk, nkp_meta6 *m)
 /* sumi = sum_j sc_j * (codes . a)_j - 32 * sum_j sc_j * bsum_j, which is
  * sum_j sc_j * ((q - 32) . a)_j. Bounds: a sub-block dot <= 16*63*127,
  * times 128, times 16 < 2^31, and the bias is smaller. */
+/* A block's sums for nt tokens made into float terms: minus 32 times
+ * sum_j sc_j * bsum_j (the codes' offset), then the reference's float step. */
+NBK_INLINE void nkp_finish6(const nkp_meta6 *m, const simd_block_q8k *const *y, int nt, const nkp_v *sumi,
+                            float *const *acc)
+{
+    for (int t = 0; t < nt; t++) {
+        nkp_v bias = nkp_zero();
+        for (int k = 0; k < 8; k++) {
+            int32_t p2;
+            memcpy(&p2, y[t]->bsums + 2 * k, 4);
+            bias = nkp_dotw(bias, m->sp[k], p2);
+        }
+        nkp_v s = nkp_sub(sumi[t], nkp_sll32(bias, 5));
+        nkp_float_step(m->d, NULL, &s, NULL, y[t]->d, acc[t]);
+    }
+}
+
 #if defined(__AVX512F__)
 /* A few tokens (decode) on AVX-512: each ql and qh chunk is loaded once
  * and gives the codes of all four k (the loop below loads qh four times
@@ -371,16 +388,7 @@ NBK_INLINE void nkp_block6_few(const unsigned char *blk, const nkp_meta6 *m, con
                 for (int t = 0; t < nt; t++)
                     sumi[t] = nkp_add(sumi[t], nkp_mul(dj[k][t], m->sc[8 * h + 2 * k + s]));
         }
-    for (int t = 0; t < nt; t++) {
-        nkp_v bias = nkp_zero();
-        for (int k = 0; k < 8; k++) {
-            int32_t p2;
-            memcpy(&p2, y[t]->bsums + 2 * k, 4);
-            bias = nkp_dotw(bias, m->sp[k], p2);
-        }
-        nkp_v sv = nkp_sub(sumi[t], nkp_sll32(bias, 5));
-        nkp_float_step(m->d, NULL, &sv, NULL, y[t]->d, acc[t]);
-    }
+    nkp_finish6(m, y, nt, sumi, acc);
 }
 #endif
 
@@ -418,16 +426,7 @@ NBK_INLINE void nkp_block6(const unsigned char *blk, const nkp_meta6 *m, const s
                 for (int t = 0; t < nt; t++)
                     sumi[t] = nkp_add(sumi[t], nkp_mul(dj[t], m->sc[8 * h + 2 * k + s]));
             }
-    for (int t = 0; t < nt; t++) {
-        nkp_v bias = nkp_zero();
-        for (int k = 0; k < 8; k++) {
-            int32_t p2;
-            memcpy(&p2, y[t]->bsums + 2 * k, 4);
-            bias = nkp_dotw(bias, m->sp[k], p2);
-        }
-        nkp_v s = nkp_sub(sumi[t], nkp_sll32(bias, 5));
-        nkp_float_step(m->d, NULL, &s, NULL, y[t]->d, acc[t]);
-    }
+    nkp_finish6(m, y, nt, sumi, acc);
 }
 
 /* ---- driver ---- */

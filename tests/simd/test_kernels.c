@@ -386,20 +386,28 @@ static void check_rows(const char *name, const simd_kernel_set *ks, const simd_k
 
 /* ---- one set against the scalar one ---- */
 
+/* An activation quantizer of the set against the reference on xs[0..n):
+ * the same bytes (both outputs start from different fill patterns). */
+static void same_quant(const char *set, const char *what, enum simd_act act,
+                       void (*ref)(const float *, void *, size_t), void (*got)(const float *, void *, size_t),
+                       size_t n, int mode)
+{
+    size_t bytes = simd_act_row_bytes(act, n);
+    memset(wbuf, 0xa5, bytes);
+    memset(abuf2, 0x5a, bytes);
+    ref(xs, wbuf, n);
+    got(xs, abuf2, n);
+    CHECKF(memcmp(wbuf, abuf2, bytes) == 0, "%s %s n=%zu mode %d differs", set, what, n, mode);
+}
+
 static void check_set(const char *name, const simd_kernel_set *ks, const simd_kernel_set *ref)
 {
     int fails_before = tu_failures;
     /* q8a_quant: same bytes */
     for (int mode = ACT_PLAIN; mode <= ACT_NONFINITE; mode++)
         for (size_t li = 0; li < sizeof qlens / sizeof qlens[0]; li++) {
-            size_t n = qlens[li];
-            make_act(xs, n, mode);
-            size_t bytes = simd_act_row_bytes(SIMD_ACT_Q8, n);
-            memset(wbuf, 0xa5, bytes);
-            memset(abuf2, 0x5a, bytes);
-            ref->q8a_quant(xs, wbuf, n);
-            ks->q8a_quant(xs, abuf2, n);
-            CHECKF(memcmp(wbuf, abuf2, bytes) == 0, "%s q8a_quant n=%zu mode %d differs", name, n, mode);
+            make_act(xs, qlens[li], mode);
+            same_quant(name, "q8a_quant", SIMD_ACT_Q8, ref->q8a_quant, ks->q8a_quant, qlens[li], mode);
         }
     /* q8k_quant: same bytes, also with whole 256-blocks scaled into the
      * extreme ranges (its scale is per 256 values, not per 32) */
@@ -418,12 +426,7 @@ static void check_set(const char *name, const simd_kernel_set *ks, const simd_ke
                         xs[256 * b + j] *= f;
                 }
             }
-            size_t bytes = simd_act_row_bytes(SIMD_ACT_Q8K, n);
-            memset(wbuf, 0xa5, bytes);
-            memset(abuf2, 0x5a, bytes);
-            ref->q8k_quant(xs, wbuf, n);
-            ks->q8k_quant(xs, abuf2, n);
-            CHECKF(memcmp(wbuf, abuf2, bytes) == 0, "%s q8k_quant n=%zu mode %d differs", name, n, mode);
+            same_quant(name, "q8k_quant", SIMD_ACT_Q8K, ref->q8k_quant, ks->q8k_quant, n, mode);
         }
     /* dot_f32 */
     for (size_t li = 0; li < sizeof flens / sizeof flens[0]; li++)
