@@ -230,16 +230,23 @@ static void draw_header(tui *t)
     attroff(pair(t, C_METER) | A_BOLD);
     uint32_t used = ch->stats.ctx_used, size = ch->stats.ctx_size ? ch->stats.ctx_size : ch->st.ctx_size;
     double f = size ? (double)used / size : 0;
-    bar(t, 1, x + 4, 26, f, f >= 0.8);
+    /* a narrow terminal (80 columns) gets a shorter gauge and the speeds
+     * without padding, so that all three figures stay on the screen */
+    int gw = t->W >= 110 ? 26 : 12;
+    bar(t, 1, x + 4, gw, f, f >= 0.8);
     snprintf(buf, sizeof buf, "%u/%u%s", used, size, f >= 0.8 ? " !" : "");
     if (f >= 0.8)
         attron(pair(t, C_WARN) | A_BOLD);
-    putz(1, x + 31, 14, buf);
+    putz(1, x + gw + 5, 14, buf);
     if (f >= 0.8)
         attroff(pair(t, C_WARN) | A_BOLD);
+    int sx = x + gw + 20, room = t->W - sx - 1;
     snprintf(buf, sizeof buf, "Decode %7.1f tok/s   Prefill %7.1f tok/s   TTFT %6.0f ms", ch->decode_tps,
              ch->prefill_tps, ch->ttft_ms);
-    putz(1, x + 46, t->W - x - 47, buf);
+    if ((int)strlen(buf) > room) /* tenths only below 100 tok/s, where they tell something */
+        snprintf(buf, sizeof buf, "Decode %.*f  Prefill %.*f tok/s  TTFT %.0f ms", ch->decode_tps < 100 ? 1 : 0,
+                 ch->decode_tps, ch->prefill_tps < 100 ? 1 : 0, ch->prefill_tps, ch->ttft_ms);
+    putz(1, sx, room, buf);
 
     /* row 2: progress, or sparkline + memory */
     if (ch->prog_active) {
@@ -627,8 +634,9 @@ static void draw_input(tui *t, int top, int rows, int *cy, int *cx)
     if (!ui_editor_len(t->ed)) {
         attron(pair(t, C_DIM));
         putz(top, 2, t->W - 3,
-             t->ch->busy ? "(Esc stops the reply; sliders apply at once)"
-                         : "Type a message; Enter sends, Alt+Enter or Ctrl+J adds a line, /help lists commands");
+             t->ch->busy  ? "(Esc stops the reply; sliders apply at once)"
+             : t->W >= 86 ? "Type a message; Enter sends, Alt+Enter or Ctrl+J adds a line, /help lists commands"
+                          : "Enter sends, Alt+Enter or Ctrl+J adds a line, /help lists commands");
         attroff(pair(t, C_DIM));
     }
     *cy = top + r - first;
@@ -649,9 +657,11 @@ static void draw_fkeys(tui *t)
         attroff(pair(t, C_FKEY) | (t->color ? 0 : A_BOLD));
         x += (int)strlen(keys[i][0]);
         attron(pair(t, C_FLABEL) | (t->color ? 0 : A_REVERSE));
-        mvprintw(y, x, "%-7s", keys[i][1]);
+        /* at least one blank after a label: "F4Sampler" must not run into "F5" */
+        int lw = (int)strlen(keys[i][1]) + 1 > 7 ? (int)strlen(keys[i][1]) + 1 : 7;
+        mvprintw(y, x, "%-*s", lw, keys[i][1]);
         attroff(pair(t, C_FLABEL) | (t->color ? 0 : A_REVERSE));
-        x += 7;
+        x += lw;
     }
 }
 

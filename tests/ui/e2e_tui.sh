@@ -195,6 +195,10 @@ resize)
         echo "$a" | grep -q "Once upon a time" || fail "conversation lost at $size"
         w=$(echo "$a" | wc -L)
         [ "$w" -le "$1" ] || fail "a line wider than $1 at $size"
+        # every meter fits, even at 80 columns, and key labels stay apart
+        echo "$a" | sed -n 2p | grep -Eq "Decode +[0-9.]+ .*Prefill +[0-9.]+ .*TTFT +[0-9]+ ms" ||
+            fail "speed meters cut at $size"
+        echo "$a" | tail -1 | grep -q "F4Sampler F5" || fail "key labels run together at $size"
     done
     tm resize-window -t s -x 70 -y 20
     wait_for "needs at least 80x24" 10 || fail "no small-terminal message"
