@@ -82,6 +82,7 @@ typedef struct tui {
     enum menu_kind menu;
     mitem *items;
     int nitems, sel, mtop;
+    int help_top; /* first line of the help shown; the help scrolls on small screens */
     char menu_err[512];
     int threads_sel;
     ui_editor *path_ed;
@@ -698,13 +699,25 @@ static void draw_help(tui *t)
         "  F1 help F2 models F3 kernel+threads F5 regenerate F6 save F9 stop F10 quit\n\n";
     int w = t->W - 8 > 84 ? 84 : t->W - 8, h = t->H - 4;
     int y = 2, x = (t->W - w) / 2;
-    box_at(t, y, x, h, w, " Help  (any key closes) ");
     char all[4096];
     snprintf(all, sizeof all, "%s%s", keys, ui_chat_help());
-    ui_line ls[80];
-    size_t n = ui_wrap(all, strlen(all), w - 4, 1, ls, 80);
-    for (size_t i = 0; i < n && i < 80 && (int)i < h - 2; i++)
-        put(y + 1 + (int)i, x + 2, w - 4, all + ls[i].start, ls[i].end - ls[i].start);
+    ui_line ls[120];
+    int n = (int)ui_wrap(all, strlen(all), w - 4, 1, ls, 120), rows = h - 2;
+    if (n > 120)
+        n = 120;
+    /* longer than the box (80x24 is): it scrolls, and says so */
+    int last = n > rows ? n - rows : 0;
+    t->help_top = t->help_top < 0 ? 0 : t->help_top > last ? last : t->help_top;
+    box_at(t, y, x, h, w, last ? " Help  (\u2191\u2193 PgUp PgDn scroll, other keys close) " : " Help  (any key closes) ");
+    for (int i = 0; i < rows && t->help_top + i < n; i++) {
+        const ui_line *l = &ls[t->help_top + i];
+        put(y + 1 + i, x + 2, w - 4, all + l->start, l->end - l->start);
+    }
+    if (last) {
+        char pos[48];
+        snprintf(pos, sizeof pos, " %d-%d of %d ", t->help_top + 1, t->help_top + rows < n ? t->help_top + rows : n, n);
+        putz(y + h - 1, x + w - 2 - (int)strlen(pos), (int)strlen(pos), pos);
+    }
 }
 
 static void draw_menu(tui *t)
@@ -1013,8 +1026,10 @@ static void send_input(tui *t)
     free(line);
     if (a == UI_ACT_QUIT)
         t->quit = 1;
-    else if (a == UI_ACT_HELP)
+    else if (a == UI_ACT_HELP) {
         t->focus = F_HELP;
+        t->help_top = 0;
+    }
 }
 
 static void ask_quit(tui *t)
@@ -1040,7 +1055,7 @@ static int key_common(tui *t, int fn, uint32_t c)
     if (!fn)
         return 0;
     switch (c) {
-    case KEY_F(1): t->focus = F_HELP; return 1;
+    case KEY_F(1): t->focus = F_HELP; t->help_top = 0; return 1;
     case KEY_F(2): t->menu_err[0] = 0; open_models(t); return 1;
     case KEY_F(3): open_kernels(t); menu_refresh_threads(t); return 1;
     case KEY_F(4): t->focus = t->focus == F_SLIDERS ? F_INPUT : F_SLIDERS; return 1;
@@ -1282,9 +1297,16 @@ static void handle_key(tui *t, int fn, uint32_t c, int alt)
         return;
     }
     switch (t->focus) {
-    case F_HELP:
-        t->focus = F_INPUT;
+    case F_HELP: {
+        /* arrows and pages scroll (draw_help clamps), any other key closes */
+        int page = t->H - 8 > 1 ? t->H - 8 : 1;
+        int d = !fn ? 0 : c == KEY_DOWN ? 1 : c == KEY_UP ? -1 : c == KEY_NPAGE ? page : c == KEY_PPAGE ? -page : 0;
+        if (d)
+            t->help_top += d;
+        else
+            t->focus = F_INPUT;
         return;
+    }
     case F_CONFIRM:
         if (!fn && (c == 'y' || c == 'Y'))
             t->quit = 1;

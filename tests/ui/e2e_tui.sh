@@ -204,6 +204,17 @@ resize)
     wait_for "needs at least 80x24" 10 || fail "no small-terminal message"
     tm resize-window -t s -x 100 -y 30
     wait_for "F10Quit" 10 || fail "did not come back after growing"
+    # the help is longer than an 80x24 screen: it scrolls to its last line
+    tm resize-window -t s -x 80 -y 24
+    wait_for "F10Quit" 10 || fail "no redraw at 80x24"
+    keys F1
+    wait_for "Help  \(.*scroll" 10 || fail "help does not say it scrolls at 80x24"
+    screen | grep -q "/quit" && fail "help fits at 80x24: this check needs a longer help"
+    keys NPage NPage
+    wait_for "/quit +leave" 10 || fail "help's last line not reached by PgDn"
+    keys x
+    sleep 0.3
+    screen | grep -q "Help  (" && fail "a key other than scrolling did not close the help"
     ;;
 wide)
     # wide characters line up: the side panel's border stays in one column
