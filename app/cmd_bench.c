@@ -90,16 +90,7 @@ int cmd_bench(int argc, char **argv)
         return 2;
     }
     simd_init();
-    double bw[MAXLIST];
-    for (int i = 0; i < nt; i++) {
-        bw[i] = eng_bench_membw(threads[i], (size_t)1 << 30);
-        if (membw_only || !json)
-            fprintf(membw_only ? stdout : stderr, "memory read bandwidth, %d thread%s: %.1f GB/s\n", threads[i],
-                    threads[i] > 1 ? "s" : "", bw[i]);
-    }
-    if (membw_only)
-        return 0;
-    /* the kernel sets to measure */
+    /* the kernel sets to measure, checked before the bandwidth run */
     int ks[SIMD_K_COUNT], nk = 0;
     if (!kernels) {
         ks[nk++] = simd_kernel_current();
@@ -116,14 +107,28 @@ int cmd_bench(int argc, char **argv)
             int k = simd_kernel_find(tok);
             const char *why = NULL;
             if (k < 0 || !simd_kernel_supported((enum simd_kernel)k, &why)) {
-                fprintf(stderr, "nibble bench: kernel set '%s' %s%s\n", tok, k < 0 ? "does not exist" : "cannot run here: ",
-                        k < 0 ? "" : why);
+                if (k < 0) {
+                    fprintf(stderr, "nibble bench: kernel set '%s' does not exist; the sets are all", tok);
+                    for (int j = 0; j < SIMD_K_COUNT; j++)
+                        fprintf(stderr, ", %s", simd_kernel_name((enum simd_kernel)j));
+                    fputc('\n', stderr);
+                } else
+                    fprintf(stderr, "nibble bench: kernel set '%s' cannot run here: %s\n", tok, why);
                 return 1;
             }
             if (nk < SIMD_K_COUNT)
                 ks[nk++] = k;
         }
     }
+    double bw[MAXLIST];
+    for (int i = 0; i < nt; i++) {
+        bw[i] = eng_bench_membw(threads[i], (size_t)1 << 30);
+        if (membw_only || !json)
+            fprintf(membw_only ? stdout : stderr, "memory read bandwidth, %d thread%s: %.1f GB/s\n", threads[i],
+                    threads[i] > 1 ? "s" : "", bw[i]);
+    }
+    if (membw_only)
+        return 0;
     app_opts o;
     memset(&o, 0, sizeof o);
     o.model = model;
@@ -159,6 +164,10 @@ int cmd_bench(int argc, char **argv)
                "|---|---:|---:|---|---|---:|---|---:|---:|---:|---:|\n");
     for (int ki = 0; ki < nk && !status; ki++) {
         simd_kernel_select((enum simd_kernel)ks[ki]);
+        /* a set without packed kernels gets the file's layout alone (not
+         * both copies resident), one with them a packed model */
+        eng_model_kernel_changed(m);
+        eng_model_pack_wait(m);
         for (int ti = 0; ti < nt && !status; ti++) {
             eng_bench_stat pp, tg;
             eng_bench_mem mem;

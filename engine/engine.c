@@ -352,6 +352,7 @@ static int apply_now(run *r, eng_cmd *c, int mid_reply)
             emit_text(r, ENG_EV_ERROR, c->type, "%s", e.msg);
             break;
         }
+        eng_model_kernel_changed(r->m); /* packed copies follow the set */
         snprintf(what, sizeof what, "kernel %s", c->name);
         break;
     case ENG_CMD_SET_DELAY:

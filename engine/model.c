@@ -558,7 +558,8 @@ int eng_model_open_opts(const char *path, const eng_model_opts *o, eng_model **o
     prefetch_weights(m);
     /* out of memory for the packed copies: the file's layout still
      * works, only slower */
-    if (!(o && o->no_pack))
+    m->no_pack = o && o->no_pack;
+    if (!m->no_pack)
         (void)eng_model_pack_start(m, 1, NULL);
     eng_str name;
     if (eng_gguf_get_str(m->gguf, "general.name", &name, NULL) == 0 && name.len) {

@@ -54,6 +54,12 @@ void eng_model_close(eng_model *m);
  * are usable all along; this is for measurements that want the packed
  * speed). Returns at once when nothing is being packed. */
 void eng_model_pack_wait(eng_model *m);
+/* After a switch of kernel set (simd_kernel_select, between tokens): the
+ * packed copies are freed if the new set reads none of them (its decode
+ * would read the file, and the model would be resident twice), and made
+ * anew, in the background, if it reads them and there are none (unless
+ * the model was opened with no_pack). */
+void eng_model_kernel_changed(eng_model *m);
 const eng_model_info *eng_model_get_info(const eng_model *m);
 const eng_tok *eng_model_tok(const eng_model *m);
 const eng_gguf *eng_model_gguf(const eng_model *m);

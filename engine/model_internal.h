@@ -59,6 +59,7 @@ struct eng_model {
     void *progress_user;
     uint32_t n_load_quant; /* matrices converted by it */
     struct eng_packer *packer; /* the packed copies and their thread (wpack.c) */
+    int no_pack;               /* eng_model_opts.no_pack */
 };
 
 /* An observer of the forward pass: called on the calling thread before

@@ -225,3 +225,41 @@ void eng_model_pack_free(eng_model *m)
     free(pk);
     m->packer = NULL;
 }
+
+/* Every matrix that may have a packed copy, in the forward pass's order. */
+static size_t all_matrices(eng_model *m, eng_weight **ws)
+{
+    size_t n = 0;
+    for (uint32_t l = 0; l < m->info.n_layers; l++) {
+        eng_layer *L = &m->layers[l];
+        eng_weight *lw[WEIGHTS_PER_LAYER] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (int i = 0; i < WEIGHTS_PER_LAYER; i++)
+            ws[n++] = lw[i];
+    }
+    ws[n++] = &m->output;
+    return n;
+}
+
+void eng_model_kernel_changed(eng_model *m)
+{
+    if (!m)
+        return;
+    size_t cap = (size_t)m->info.n_layers * WEIGHTS_PER_LAYER + 1, n;
+    eng_weight **ws = malloc(cap * sizeof *ws);
+    if (!ws)
+        return; /* the copies stay: slower or larger, never wrong */
+    n = all_matrices(m, ws);
+    int reads = 0;
+    for (size_t i = 0; i < n; i++)
+        reads |= ws[i]->packed != NULL && simd_type_traits(ws[i]->type)->dot_packed != NULL;
+    if (m->packer && !reads) {
+        eng_model_pack_free(m);
+        for (size_t i = 0; i < n; i++) {
+            ws[i]->packed = NULL;
+            atomic_store_explicit(&ws[i]->packed_rows, 0, memory_order_release);
+        }
+    } else if (!m->packer && !m->no_pack) {
+        (void)eng_model_pack_start(m, 1, NULL); /* packs nothing if the set reads no packed rows */
+    }
+    free(ws);
+}

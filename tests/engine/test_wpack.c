@@ -170,7 +170,33 @@ static void check_type(const char *dir, const char *tname, int tied)
                 free(c);
             }
         }
+        /* told of the switch, the model drops the copies the scalar set
+         * cannot read (else the file's pages come back beside them), and
+         * packs anew when a set that reads them returns */
+        eng_model_kernel_changed(mp);
+        int left = mp->output.packed != NULL;
+        for (uint32_t l = 0; l < mp->info.n_layers; l++)
+            left += mp->layers[l].wq.packed != NULL || mp->layers[l].w_down.packed != NULL;
+        CHECKF(left == 0 && mp->packer == NULL, "%s: %d packed copies kept under the scalar set", tname, left);
+        if (a && b) {
+            memset(b, 0xff, nl * sizeof *b);
+            if (run(mp, 2, toks, b, nv) == 0)
+                CHECKF(memcmp(a, b, nl * sizeof *a) == 0, "%s: logits differ after the copies were dropped", tname);
+        }
         simd_kernel_select(best);
+        ensure_packed_kernel(main_type);
+        eng_model_kernel_changed(mp);
+        eng_model_pack_wait(mp);
+        int again = 0;
+        for (uint32_t l = 0; l < mp->info.n_layers; l++)
+            again += mp->layers[l].w_down.packed != NULL &&
+                     atomic_load(&mp->layers[l].w_down.packed_rows) == mp->layers[l].w_down.rows;
+        CHECKF(again > 0, "%s: nothing packed again after the switch back", tname);
+        if (a && b) {
+            memset(b, 0xff, nl * sizeof *b);
+            if (run(mp, 2, toks, b, nv) == 0)
+                CHECKF(memcmp(a, b, nl * sizeof *a) == 0, "%s: logits differ after packing again", tname);
+        }
         free(a);
         free(b);
         printf("%-7s %2d matrices packed, output %s%s, %s kernel: same logits\n", tname, packed,
