@@ -1,6 +1,6 @@
 /* The forward pass of the decoder families: pre-norm blocks (RMSNorm, or
  * LayerNorm with bias for gpt2), RoPE (or learned positions for gpt2),
- * grouped-query attention over a float KV cache, SwiGLU (or GELU for
+ * grouped-query attention over an f16 KV cache, SwiGLU (or GELU for
  * gpt2). Head counts and FFN sizes may differ per layer.
  *
  * Tokens run in batches of up to BATCH: every matmul reads each weight row
@@ -26,7 +26,7 @@ struct eng_ctx {
     eng_model *m;
     uint32_t n_ctx, pos;
     eng_pool *pool;
-    float *kc, *vc;        /* per layer l: [n_ctx][n_kv(l)*head_dim] at kv_off[l] */
+    simd_f16 *kc, *vc;     /* per layer l: [n_ctx][n_kv(l)*head_dim] at kv_off[l] */
     size_t *kv_off;        /* [n_layers] */
     float *x, *xb, *xb2;   /* [BATCH][dim] */
     float *q, *k, *v;      /* [BATCH][n_heads*hd], [BATCH][n_kv*hd] x2 */
@@ -260,7 +260,7 @@ static void att_worker(void *arg, int ith, int nth)
     size_t nkvd = (size_t)nkv * hd, row = (size_t)hd + 2;
     float *scratch = c->scores + (size_t)ith * c->scores_per_thread;
     float *tparts = scratch + (size_t)c->grp_max * SIMD_ATTN_CHUNK; /* [chunk][head of the group][row] */
-    const float *kl = c->kc + c->kv_off[j->layer], *vl = c->vc + c->kv_off[j->layer];
+    const simd_f16 *kl = c->kc + c->kv_off[j->layer], *vl = c->vc + c->kv_off[j->layer];
     simd_attn_args a = {.hd = hd, .nq = grp, .qstride = hd, .kvstride = nkvd, .scale = 1.0f / sqrtf((float)hd),
                         .scratch = scratch};
     uint32_t per_tok = nkv * j->split;
@@ -348,15 +348,18 @@ static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
             rope(c->k + (size_t)t * nkvd, L->n_kv_heads, hd, in->rope_dims, in->rope_neox, cs, sn);
         }
         size_t at = c->kv_off[l] + (size_t)(c->pos + t) * nkvd;
-        memcpy(c->kc + at, c->k + (size_t)t * nkvd, nkvd * sizeof(float));
-        memcpy(c->vc + at, c->v + (size_t)t * nkvd, nkvd * sizeof(float));
+        /* the cache holds halves, as llama.cpp's does by default: half
+         * the bytes for attention to read, and within f16's range and
+         * precision for keys and values */
+        simd_f32_to_f16_row(c->k + (size_t)t * nkvd, c->kc + at, nkvd);
+        simd_f32_to_f16_row(c->v + (size_t)t * nkvd, c->vc + at, nkvd);
     }
     att_job aj = {c, l, nt, c->pos, 1};
     /* attention reads the cache once per kv head for all the query heads
      * that share it, and its arithmetic grows with those heads: split it
      * when the cache bytes times the query heads per kv head are worth
      * waking the workers for */
-    if ((size_t)(c->pos + nt) * nkvd * 2 * sizeof(float) * nt * (L->n_heads / L->n_kv_heads) < SMALL_MATMUL_BYTES) {
+    if ((size_t)(c->pos + nt) * nkvd * 2 * sizeof(simd_f16) * nt * (L->n_heads / L->n_kv_heads) < SMALL_MATMUL_BYTES) {
         att_worker(&aj, 0, 1);
     } else {
         uint32_t nth = (uint32_t)eng_pool_threads(c->pool);
@@ -513,7 +516,7 @@ int eng_ctx_set_threads(eng_ctx *c, int n_threads)
 
 int eng_ctx_threads(const eng_ctx *c) { return eng_pool_threads(c->pool); }
 
-size_t eng_ctx_kv_bytes(const eng_ctx *c) { return 2 * c->m->kv_floats * c->n_ctx * sizeof(float); }
+size_t eng_ctx_kv_bytes(const eng_ctx *c) { return 2 * c->m->kv_floats * c->n_ctx * sizeof(simd_f16); }
 
 int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_err *e)
 {
@@ -549,8 +552,8 @@ int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_
         c->kv_off[l] = (size_t)off * n_ctx;
         off += m->layers[l].n_kv_heads * in->head_dim;
     }
-    c->kc = malloc(kv * sizeof(float) + 1);
-    c->vc = malloc(kv * sizeof(float) + 1);
+    c->kc = malloc(kv * sizeof(simd_f16) + 1);
+    c->vc = malloc(kv * sizeof(simd_f16) + 1);
     c->x = malloc(BATCH * dim * sizeof(float));
     c->xb = malloc(BATCH * maxc * sizeof(float));
     c->xb2 = malloc(BATCH * dim * sizeof(float));
@@ -570,7 +573,7 @@ int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_
         !c->act || !c->act_k || !c->inv_freq || !c->rcos || !c->rsin || !c->kv_off || !c->apart) {
         eng_ctx_free(c);
         return eng_errf(e, ENG_ENOMEM, "out of memory for a context of %u tokens (KV cache %.1f MB)", n_ctx,
-                        2.0 * kv * sizeof(float) / 1e6);
+                        2.0 * kv * sizeof(simd_f16) / 1e6);
     }
     for (uint32_t i = 0; i < in->rope_dims / 2; i++) {
         c->inv_freq[i] = pow((double)in->rope_base, -2.0 * i / in->rope_dims);

@@ -51,7 +51,7 @@ struct eng_model {
     const float *rope_freqs; /* rope_dims/2 frequency divisors (Llama 3), or NULL */
     eng_layer *layers;
     uint32_t max_q, max_kv, max_ffn; /* widest layer: n_heads*hd, n_kv*hd, ffn */
-    size_t kv_floats;      /* K (or V) cache floats per position, all layers */
+    size_t kv_floats;      /* K (or V) cache values per position, all layers */
     void **owned;          /* buffers converted at load */
     size_t n_owned;
     int load_quant;        /* eng_model_opts.quantize_type (0: none) */

@@ -16,10 +16,10 @@ void simd_attn_ref(const simd_attn_args *a)
         float *s = a->scratch + h * n, *row = a->part + h * a->pstride, *o = row + 2;
         float mx = -INFINITY;
         for (size_t p = 0; p < n; p++) {
-            const float *k = a->k + p * a->kvstride;
+            const simd_f16 *k = a->k + p * a->kvstride;
             float acc[8] = {0};
             for (size_t i = 0; i < hd; i++)
-                acc[i & 7] += q[i] * k[i];
+                acc[i & 7] += q[i] * simd_f16_to_f32(k[i]);
             s[p] = simd_reduce8(acc) * a->scale;
             if (s[p] > mx)
                 mx = s[p];
@@ -34,9 +34,9 @@ void simd_attn_ref(const simd_attn_args *a)
         for (size_t d = 0; d < hd; d++)
             o[d] = 0.0f;
         for (size_t p = 0; p < n; p++) {
-            const float *v = a->v + p * a->kvstride;
+            const simd_f16 *v = a->v + p * a->kvstride;
             for (size_t d = 0; d < hd; d++)
-                o[d] += s[p] * v[d];
+                o[d] += s[p] * simd_f16_to_f32(v[d]);
         }
     }
 }

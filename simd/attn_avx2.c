@@ -18,6 +18,8 @@
 
 AI __m256 set1(float f) { return _mm256_set1_ps(f); }
 AI __m256 madd(__m256 acc, __m256 a, __m256 b) { return _mm256_add_ps(acc, _mm256_mul_ps(a, b)); }
+/* eight cache halves as floats (exact, as simd_f16_to_f32) */
+AI __m256 ldh(const simd_f16 *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 
 /* attn_exp, eight lanes at a time */
 AI __m256 exp8(__m256 x)
@@ -64,14 +66,14 @@ AI __m256 reduce8x8(const __m256 a[8])
 AI void attn_scores(const simd_attn_args *a, const float *q, size_t p, int m, float *s)
 {
     __m256 acc[8];
-    const float *k = a->k + p * a->kvstride;
+    const simd_f16 *k = a->k + p * a->kvstride;
     for (int j = 0; j < 8; j++)
         acc[j] = _mm256_setzero_ps();
     for (size_t d = 0; d < a->hd; d += 8) {
         __m256 qv = _mm256_loadu_ps(q + d);
         for (int j = 0; j < 8; j++)
             if (j < m)
-                acc[j] = madd(acc[j], qv, _mm256_loadu_ps(k + j * a->kvstride + d));
+                acc[j] = madd(acc[j], qv, ldh(k + j * a->kvstride + d));
     }
     __m256 sv = _mm256_mul_ps(reduce8x8(acc), set1(a->scale));
     if (m == 8) {
@@ -135,9 +137,9 @@ AI void attn_vsum(const simd_attn_args *a, const float *const *e, int nh, int wi
     for (int i = 0; i < nh; i++)
         for (int c = 0; c < nv; c++)
             acc[i][c] = p0 ? _mm256_loadu_ps(o[i] + d0 + 8 * c) : _mm256_setzero_ps();
-    const float *v = a->v + p0 * a->kvstride + d0;
+    const simd_f16 *v = a->v + p0 * a->kvstride + d0;
     for (size_t p = p0; p < p1; p++, v += a->kvstride) {
-        __m256 v0 = _mm256_loadu_ps(v), v1 = nv > 1 ? _mm256_loadu_ps(v + 8) : v0;
+        __m256 v0 = ldh(v), v1 = nv > 1 ? ldh(v + 8) : v0;
         for (int i = 0; i < nh; i++) {
             __m256 w = _mm256_broadcast_ss(e[i] + p);
             acc[i][0] = madd(acc[i][0], w, v0);

@@ -20,6 +20,8 @@
 
 AI float32x4_t set1(float f) { return vdupq_n_f32(f); }
 AI float32x4_t madd(float32x4_t acc, float32x4_t a, float32x4_t b) { return vaddq_f32(acc, vmulq_f32(a, b)); }
+/* four cache halves as floats (fcvtl: exact, as simd_f16_to_f32) */
+AI float32x4_t ldh(const simd_f16 *p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
 
 /* attn_exp, four lanes at a time */
 AI float32x4_t exp4(float32x4_t x)
@@ -47,15 +49,15 @@ AI float32x4_t exp4(float32x4_t x)
 AI void attn_scores(const simd_attn_args *a, const float *q, size_t p, int m, float *s)
 {
     float32x4_t lo[4], hi[4];
-    const float *k = a->k + p * a->kvstride;
+    const simd_f16 *k = a->k + p * a->kvstride;
     for (int j = 0; j < 4; j++)
         lo[j] = hi[j] = vdupq_n_f32(0.0f);
     for (size_t d = 0; d < a->hd; d += 8) {
         float32x4_t q0 = vld1q_f32(q + d), q1 = vld1q_f32(q + d + 4);
         for (int j = 0; j < 4; j++)
             if (j < m) {
-                lo[j] = madd(lo[j], q0, vld1q_f32(k + j * a->kvstride + d));
-                hi[j] = madd(hi[j], q1, vld1q_f32(k + j * a->kvstride + d + 4));
+                lo[j] = madd(lo[j], q0, ldh(k + j * a->kvstride + d));
+                hi[j] = madd(hi[j], q1, ldh(k + j * a->kvstride + d + 4));
             }
     }
     for (int j = 0; j < m; j++) {
@@ -126,11 +128,11 @@ AI void attn_vsum(const simd_attn_args *a, const float *const *e, int nh, int wi
     for (int i = 0; i < nh; i++)
         for (int c = 0; c < nv; c++)
             acc[i][c] = p0 ? vld1q_f32(o[i] + d0 + 4 * c) : vdupq_n_f32(0.0f);
-    const float *v = a->v + p0 * a->kvstride + d0;
+    const simd_f16 *v = a->v + p0 * a->kvstride + d0;
     for (size_t p = p0; p < p1; p++, v += a->kvstride) {
         float32x4_t vv[4];
         for (int c = 0; c < nv; c++)
-            vv[c] = vld1q_f32(v + 4 * c);
+            vv[c] = ldh(v + 4 * c);
         for (int i = 0; i < nh; i++) {
             float32x4_t w = vld1q_dup_f32(e[i] + p);
             for (int c = 0; c < nv; c++)

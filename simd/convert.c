@@ -49,6 +49,12 @@ simd_f16 simd_f32_to_f16(float f)
     return (simd_f16)(sign | ((r - 0x38000000u) >> 13));
 }
 
+void simd_f32_to_f16_row(const float *src, simd_f16 *dst, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = simd_f32_to_f16(src[i]);
+}
+
 float simd_bf16_to_f32(simd_bf16 h) { return bits_f32((uint32_t)h << 16); }
 
 simd_bf16 simd_f32_to_bf16(float f)

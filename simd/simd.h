@@ -277,6 +277,8 @@ void simd_cpu_describe(char *buf, size_t n);
 
 float simd_f16_to_f32(simd_f16 h);
 simd_f16 simd_f32_to_f16(float f);
+/* dst[i] = simd_f32_to_f16(src[i]), i < n */
+void simd_f32_to_f16_row(const float *src, simd_f16 *dst, size_t n);
 float simd_bf16_to_f32(simd_bf16 h);
 simd_bf16 simd_f32_to_bf16(float f);
 
@@ -288,7 +290,8 @@ float simd_dot_f32(size_t n, const float *a, const float *b);
 /* ---- attention (simd/attn.c) ----
  * Causal attention of one query token for the query heads that share one
  * key/value head (grouped-query attention), over positions 0..n-1 of a
- * float cache, in a fixed order every kernel set follows, so the output
+ * cache of f16 rows (converted to float exactly as they are read), in a
+ * fixed order every kernel set follows, so the output
  * is bit-identical across sets. Positions go in chunks of
  * SIMD_ATTN_CHUNK (chunk c = positions 64c .. 64c+63), so that one
  * token's attention can be split over threads without changing a bit.
@@ -311,7 +314,7 @@ typedef struct simd_attn_args {
     size_t hd, nq, n;    /* head size, query heads, positions (1..SIMD_ATTN_CHUNK) */
     const float *q;      /* nq rows of hd, qstride floats apart */
     size_t qstride;
-    const float *k, *v;  /* n rows of hd (the chunk's first position first), kvstride floats apart */
+    const simd_f16 *k, *v; /* n rows of hd (the chunk's first position first), kvstride halves apart */
     size_t kvstride;
     float scale;
     float *part;         /* nq rows of hd+2 floats, pstride apart: m, sum, acc */

@@ -7,6 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* x rounded to the nearest IEEE half (ties to even): 11 significant bits,
+ * a step of 2^-24 below the smallest normal 2^-14, infinity from 65520 */
+static double round_half(double x)
+{
+    if (x == 0 || !isfinite(x))
+        return x;
+    int e;
+    frexp(x, &e); /* |x| = m * 2^e, 0.5 <= m < 1: the leading bit is 2^(e-1) */
+    int lead = e - 1 < -14 ? -14 : e - 1;
+    double step = ldexp(1.0, lead - 10);
+    double r = nearbyint(x / step) * step; /* the default rounding mode: to nearest even */
+    return fabs(r) > 65504 ? copysign(INFINITY, x) : r;
+}
+
 /* out = rmsnorm(x) * w over n values (out may be x) */
 static void rmsnorm(double *out, const double *x, const float *w, int n, double eps)
 {
@@ -206,6 +220,10 @@ int ref_llama_forward_margins(const ref_llama_cfg *c, const ref_llama_weights *w
                     rmsnorm(kt + hh * hd, kt + hh * hd, L->k_norm, hd, c->norm_eps);
                 ref_llama_rope_freqs(kt + hh * hd, c->rope_dims, c->rope_neox, t, c->rope_base, c->rope_factor,
                                      c->rope_freqs);
+            }
+            for (int i = 0; i < kvdim && c->kv_f16; i++) {
+                kt[i] = round_half(kt[i]);
+                vt[i] = round_half(vt[i]);
             }
         }
 

@@ -37,6 +37,10 @@ typedef struct ref_llama_cfg {
      * rounded, per block of 32, to a multiple of amax/127 (amax: the
      * block's largest |value|; ties to even). 0: exact inputs. */
     int act_q8;
+    /* 1: K and V round to IEEE halves (to nearest, ties to even; beyond
+     * the largest half to infinity) before attention reads them, as the
+     * engine's f16 cache holds them. 0: exact. */
+    int kv_f16;
     /* Per-layer sizes, each n_layers long, or NULL: n_heads, n_kv_heads,
      * ffn in every layer. A layer with 0 heads has no attention block (its
      * kv heads must be 0 too), one with 0 ffn no feed-forward block. */

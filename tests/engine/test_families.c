@@ -20,10 +20,14 @@
  *
  * Error measure, per position: max_v |logit - ref| / max_v |ref|; the
  * worst position counts. Bounds (measured in brackets, as of writing):
- *  - f32, f16 vs the reference of the weights as stored: F_BOUND 1e-4
- *    [<= 1.2e-6].
+ *  - f32, f16 vs the reference of the weights as stored: F_BOUND 1e-3
+ *    [<= 1e-4; 1.2e-6 with a float KV cache]: both round K and V to f16
+ *    (the engine's cache), and a value the engine has in float may round
+ *    to the neighbouring half of the double one (test_forward.c).
  *  - q8_0 vs the reference that rounds matmul inputs to int8 blocks as the
- *    engine does (ref_llama_cfg.act_q8): Q8A_BOUND 1e-4 [<= 3e-7], on a
+ *    engine does (ref_llama_cfg.act_q8): Q8A_BOUND 1e-2 [<= 1.3e-3, after
+ *    such an f16 flip moved a later int8 input across a tie; 3e-7 with a
+ *    float cache], on a
  *    model with no int8 input near a rounding tie (see run_case: float
  *    and double may round such an input differently, a real but harmless
  *    difference, ~1e-2 on these models, that test_forward.c's looser
@@ -51,8 +55,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define F_BOUND 1e-4
-#define Q8A_BOUND 1e-4
+#define F_BOUND 1e-3
+#define Q8A_BOUND 1e-2
 #define Q_BOUND 1e-1     /* q8_0 vs the exact reference */
 #define TIE_MARGIN 2e-5  /* int8 steps: closer to a tie, float may round the other way */
 #define MAX_SEEDS 40     /* q8_0 models tried for one without near-ties */
@@ -217,6 +221,7 @@ static void tm_build(tmodel *tm, const fcase *fc, int wtype, uint64_t seed)
     }
 
     ref_llama_cfg *c = &tm->cfg;
+    c->kv_f16 = 1; /* the engine's cache holds halves */
     c->n_vocab = N_VOCAB;
     c->dim = DIM;
     c->n_layers = fc->n_layers;

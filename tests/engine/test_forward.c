@@ -19,9 +19,14 @@
  * test prints the worst of each type over cases, threads and positions.
  *
  * Bounds and why (measured values as of writing in brackets):
- *  - f32, f16, bf16 vs the reference: F_BOUND = 1e-4 [<= 9e-7]. These
+ *  - f32, f16, bf16 vs the reference: F_BOUND = 1e-3 [<= 1.3e-4]. These
  *    weights meet float activations, so only float rounding separates the
- *    engine from the double reference.
+ *    engine from the double reference, and the KV cache's halves: both
+ *    round K and V to f16 (ref_llama_cfg.kv_f16), but a value the engine
+ *    has in float can land on the other side of a half-way point than the
+ *    double one, and then moves by one f16 step (2^-11 of it); thousands
+ *    of K and V values make a few such flips likely on every model (9e-7
+ *    with a float cache).
  *  - q8_0, q4_0: the engine rounds each matmul input to int8 in blocks of
  *    32 (step amax/127), which is a real difference from the plain
  *    reference, not float noise: up to half a step on every input of
@@ -30,10 +35,13 @@
  *    inputs the same way, so against the plain reference the bound is
  *    Q_BOUND = 1e-1 [q8_0 4.8e-2, q4_0 3.6e-2]. That is loose, so:
  *  - q8_0, q4_0 vs the reference that rounds matmul inputs to int8 as the
- *    engine does (ref_llama_cfg.act_q8): Q8A_BOUND = 2e-3 [q4_0 3e-7,
- *    q8_0 1.9e-4]. Not float-tight, because a value the engine computes
+ *    engine does (ref_llama_cfg.act_q8): Q8A_BOUND = 3e-2 [q4_0 1.6e-2,
+ *    q8_0 2e-6]. Not float-tight, because a value the engine computes
  *    in float can land on the other side of a rounding tie than the
- *    double one and move one int8 by a step; that is the 1.9e-4 seen.
+ *    double one and move one int8 by a step, and an f16 flip in the KV
+ *    cache (above) moves the next layer's inputs, which then may cross
+ *    int8 ties of their own: that cascade is the 1.6e-2 seen (2e-3 with a
+ *    float cache).
  *  - q4_0 must also sit much closer (Q4_RATIO) to the reference of its
  *    dequantized weights than the unquantized model is [ratio <= 0.075]: the
  *    q4_0 rounding of the weights is a far larger change than int8
@@ -59,10 +67,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#define F_BOUND 1e-4      /* f32/f16/bf16 vs reference */
+#define F_BOUND 1e-3      /* f32/f16/bf16 vs reference */
 #define Q_BOUND 1e-1      /* q8_0/q4_0 vs reference of the dequantized weights */
 #define SAME_BOUND 1e-5   /* batch vs token by token etc., float weights */
-#define Q8A_BOUND 2e-3    /* q8_0/q4_0 vs the reference with int8 activations */
+#define Q8A_BOUND 3e-2    /* q8_0/q4_0 vs the reference with int8 activations */
 #define Q_SAME_BOUND 2e-3 /* the same for q8_0/q4_0 */
 #define Q4_RATIO 0.25     /* q4_0: engine error / (unquantized model's distance) */
 
@@ -140,6 +148,7 @@ static void tm_build(tmodel *tm, const mcase *mc, int wtype, uint64_t seed)
     rng_s = seed;
     int qdim = mc->n_heads * HEAD_DIM, kvdim = mc->n_kv * HEAD_DIM;
     ref_llama_cfg *c = &tm->cfg;
+    c->kv_f16 = 1; /* the engine's cache holds halves */
     c->n_vocab = N_VOCAB;
     c->dim = DIM;
     c->n_layers = N_LAYERS;

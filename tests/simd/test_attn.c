@@ -52,10 +52,18 @@ static void fill(float *x, size_t n, float mul)
         x[i] = frand() * mul;
 }
 
+/* The cache's halves: random in (-mul, mul), and with sub (variant 1)
+ * every 37th a subnormal half, which every set must convert exactly. */
+static void fillh(simd_f16 *x, size_t n, float mul, int sub)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = sub && i % 37 == 5 ? (simd_f16)((i & 0x8000) | (1 + i % 1000)) : simd_f32_to_f16(frand() * mul);
+}
+
 /* Attention over n positions the way the engine does it: chunk by chunk
  * (the reference's or the active set's), then one merge per head. part
  * gets every chunk row: chunk c, head h at part + (c*nq + h)*(hd+2). */
-static void attend(int ref, size_t hd, size_t nq, size_t n, const float *q, const float *k, const float *v,
+static void attend(int ref, size_t hd, size_t nq, size_t n, const float *q, const simd_f16 *k, const simd_f16 *v,
                    size_t kvstride, float *scratch, float *part, float *out)
 {
     size_t row = hd + 2, nch = (n + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK;
@@ -73,7 +81,8 @@ static void attend(int ref, size_t hd, size_t nq, size_t n, const float *q, cons
 }
 
 /* the reference against a softmax in double */
-static void check_ref(const shape *s, const float *q, const float *k, const float *v, float *scratch, float *out)
+static void check_ref(const shape *s, const float *q, const simd_f16 *k, const simd_f16 *v, float *scratch,
+                      float *out)
 {
     float *part = malloc(s->nq * (s->hd + 2) * ((s->n + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK) * sizeof *part);
     attend(1, s->hd, s->nq, s->n, q, k, v, s->kvstride, scratch, part, out);
@@ -85,7 +94,7 @@ static void check_ref(const shape *s, const float *q, const float *k, const floa
         for (size_t p = 0; p < s->n; p++) {
             double d = 0;
             for (size_t i = 0; i < s->hd; i++)
-                d += (double)q[h * s->hd + i] * k[p * s->kvstride + i];
+                d += (double)q[h * s->hd + i] * simd_f16_to_f32(k[p * s->kvstride + i]);
             w[p] = d * scale;
             mx = w[p] > mx ? w[p] : mx;
         }
@@ -94,8 +103,9 @@ static void check_ref(const shape *s, const float *q, const float *k, const floa
         for (size_t d = 0; d < s->hd; d++) {
             double o = 0, mag = 0;
             for (size_t p = 0; p < s->n; p++) {
-                o += w[p] / sum * v[p * s->kvstride + d];
-                mag += w[p] / sum * fabs(v[p * s->kvstride + d]);
+                double vd = simd_f16_to_f32(v[p * s->kvstride + d]);
+                o += w[p] / sum * vd;
+                mag += w[p] / sum * fabs(vd);
             }
             CHECKF(fabs(out[h * s->hd + d] - o) <= 1e-5 * mag + 1e-30, "ref hd=%zu n=%zu h=%zu d=%zu: %g vs %g",
                    s->hd, s->n, h, d, out[h * s->hd + d], o);
@@ -215,8 +225,8 @@ int main(void)
     size_t part_floats = MAXNQ * (MAXHD + 2) * ((MAXN + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK);
     float *part = malloc(part_floats * sizeof *part), *part2 = malloc(part_floats * sizeof *part2);
     float *q = malloc(MAXNQ * MAXHD * sizeof *q);
-    float *k = malloc(MAXN * (3 * MAXHD + STRIDE_EXTRA) * sizeof *k);
-    float *v = malloc(MAXN * (3 * MAXHD + STRIDE_EXTRA) * sizeof *v);
+    simd_f16 *k = malloc(MAXN * (3 * MAXHD + STRIDE_EXTRA) * sizeof *k);
+    simd_f16 *v = malloc(MAXN * (3 * MAXHD + STRIDE_EXTRA) * sizeof *v);
     float *sc = malloc(MAXNQ * MAXN * sizeof *sc), *sc2 = malloc(MAXNQ * MAXN * sizeof *sc2);
     float *ref = malloc(MAXNQ * MAXHD * sizeof *ref), *got = malloc(MAXNQ * MAXHD * sizeof *got);
     if (!q || !k || !v || !sc || !sc2 || !ref || !got || !part || !part2)
@@ -226,8 +236,8 @@ int main(void)
         for (size_t n = 50; n < 300; n += 200) {
             shape s = {hds[i], 3, n, hds[i] * 2 + 8, 4.0f};
             fill(q, s.nq * s.hd, s.spread);
-            fill(k, s.n * s.kvstride, 1.0f);
-            fill(v, s.n * s.kvstride, 1.0f);
+            fillh(k, s.n * s.kvstride, 1.0f, 0);
+            fillh(v, s.n * s.kvstride, 1.0f, 0);
             check_ref(&s, q, k, v, sc, ref);
         }
     /* every set against it */
@@ -250,9 +260,9 @@ int main(void)
                         shape s = {hd, nqs[j], ns[l], variant ? 3 * hd + STRIDE_EXTRA : hd,
                                    variant ? 40.0f : 1.0f};
                         fill(q, s.nq * hd, s.spread);
-                        fill(k, s.n * s.kvstride, 1.0f);
-                        fill(v, s.n * s.kvstride, 1.0f);
-                        const float *kk = k + (variant ? hd : 0), *vv = v + (variant ? 2 * hd : 0);
+                        fillh(k, s.n * s.kvstride, 1.0f, variant);
+                        fillh(v, s.n * s.kvstride, 1.0f, variant);
+                        const simd_f16 *kk = k + (variant ? hd : 0), *vv = v + (variant ? 2 * hd : 0);
                         size_t np = s.nq * (hd + 2) * ((s.n + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK);
                         attend(1, hd, s.nq, s.n, q, kk, vv, s.kvstride, sc, part, ref);
                         memset(got, 0xff, s.nq * hd * sizeof *got);
