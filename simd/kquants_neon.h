@@ -5,6 +5,8 @@
  * the dot product (__ARM_FEATURE_DOTPROD, the neon-dotprod file), else
  * smull/smlal into int16 and a pairwise widening add.
  *
+ * The row driver is kquants_rows.h, shared with the x86 sets.
+ *
  * Bit-identity with kquants.c, as in kquants_x86.h: integer sums exact
  * (codes are made signed: q4_k/q5_k 0..31, q6_k q-32 in -32..31, so the
  * int16 pairs stay within 2*32*127), and per super-block the reference's
@@ -42,6 +44,12 @@ NBK_INLINE float nbk_h2f(simd_f16 h)
 {
     return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
 }
+
+/* A super-block's codes, 16 per vector: q4_k/q5_k values 16h .. 16h+15
+ * of sub-block j in v[2j + h], q6_k sub-block i (16 values) in v[i]. */
+typedef struct {
+    int8x16_t v[16];
+} nbk_codes;
 
 /* ---- q4_k / q5_k ---- */
 
@@ -85,15 +93,30 @@ NBK_INLINE void nbk_expand_q45(int five, const uint8_t *qs, const uint8_t *qh, i
         }
 }
 
-/* sumi and summ of one token (bounds as in kquants_x86.h). */
-NBK_INLINE void nbk_sums_q45(const int8x16_t w[16], const uint8_t sc[8], int16x8_t m16, const simd_block_q8k *y,
-                             int32_t *sumi, int32_t *summ)
+typedef struct {
+    uint8_t sc[8];
+    int16x8_t m16; /* the mins */
+} nbk_q45_scales;
+
+NBK_INLINE void nbk_q45_prep(int five, const uint8_t scales[12], const uint8_t *qs, const uint8_t *qh, nbk_codes *w,
+                             nbk_q45_scales *s)
 {
+    uint8_t m[8];
+    nbk_scales_mins(scales, s->sc, m);
+    s->m16 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(m)));
+    nbk_expand_q45(five, qs, qh, w->v);
+}
+
+/* sumi and summ of one token (bounds as in kquants_x86.h). */
+NBK_INLINE void nbk_q45_sums(const nbk_codes *w, const nbk_q45_scales *sc, const simd_block_q8k *y, int32_t *sumi,
+                             int32_t *summ)
+{
+    const int16x8_t m16 = sc->m16;
     int32x4_t acc = vdupq_n_s32(0);
     for (int j = 0; j < 8; j++) {
-        int32x4_t d = nbk_dot16(vdupq_n_s32(0), w[2 * j], vld1q_s8(y->qs + 32 * j));
-        d = nbk_dot16(d, w[2 * j + 1], vld1q_s8(y->qs + 32 * j + 16));
-        acc = vmlaq_n_s32(acc, d, (int32_t)sc[j]);
+        int32x4_t d = nbk_dot16(vdupq_n_s32(0), w->v[2 * j], vld1q_s8(y->qs + 32 * j));
+        d = nbk_dot16(d, w->v[2 * j + 1], vld1q_s8(y->qs + 32 * j + 16));
+        acc = vmlaq_n_s32(acc, d, (int32_t)sc->sc[j]);
     }
     *sumi = vaddvq_s32(acc);
     /* the 16 bsums paired into the 8 sub-block sums (|.| <= 32*127) */
@@ -126,117 +149,29 @@ NBK_INLINE void nbk_expand_q6(const simd_block_q6_k *x, int8x16_t w[16])
         }
 }
 
-NBK_INLINE int32_t nbk_sums_q6(const int8x16_t w[16], const int8_t sc[16], const simd_block_q8k *y)
+typedef struct {
+    const int8_t *sc; /* the block's own 16 scales */
+} nbk_q6_scales;
+
+NBK_INLINE void nbk_q6_prep(const simd_block_q6_k *x, nbk_codes *w, nbk_q6_scales *s)
+{
+    nbk_expand_q6(x, w->v);
+    s->sc = x->scales;
+}
+
+NBK_INLINE int32_t nbk_q6_sum(const nbk_codes *w, const nbk_q6_scales *sc, const simd_block_q8k *y)
 {
     int32x4_t acc = vdupq_n_s32(0);
     for (int j = 0; j < 16; j++)
-        acc = vmlaq_n_s32(acc, nbk_dot16(vdupq_n_s32(0), w[j], vld1q_s8(y->qs + 16 * j)), (int32_t)sc[j]);
+        acc = vmlaq_n_s32(acc, nbk_dot16(vdupq_n_s32(0), w->v[j], vld1q_s8(y->qs + 16 * j)), (int32_t)sc->sc[j]);
     return vaddvq_s32(acc);
 }
 
-/* ---- rows (as kquants_x86.h) ---- */
-
-NBK_INLINE void nbk_row(int type, size_t nb, const void *wrow, const char *a, size_t as, int nt, float *out,
-                        size_t os)
-{
-    float acc[NBK_MAXT][8];
-    memset(acc, 0, sizeof acc);
-    for (size_t b = 0; b < nb; b++) {
-        const simd_block_q8k *y[NBK_MAXT];
-        for (int t = 0; t < nt; t++)
-            y[t] = (const simd_block_q8k *)(a + t * as) + b;
-        int8x16_t w[16];
-        if (type == SIMD_Q6_K) {
-            const simd_block_q6_k *x = (const simd_block_q6_k *)wrow + b;
-            nbk_expand_q6(x, w);
-            float d = nbk_h2f(x->d);
-            for (int t = 0; t < nt; t++) {
-                int32_t sumi = nbk_sums_q6(w, x->scales, y[t]);
-                acc[t][b & 7] += (d * y[t]->d) * (float)sumi;
-            }
-        } else {
-            const uint8_t *scales, *qs, *qh = NULL;
-            simd_f16 d16, m16;
-            if (type == SIMD_Q4_K) {
-                const simd_block_q4_k *x = (const simd_block_q4_k *)wrow + b;
-                scales = x->scales, qs = x->qs, d16 = x->d, m16 = x->dmin;
-            } else {
-                const simd_block_q5_k *x = (const simd_block_q5_k *)wrow + b;
-                scales = x->scales, qs = x->qs, qh = x->qh, d16 = x->d, m16 = x->dmin;
-            }
-            uint8_t sc[8], m[8];
-            nbk_scales_mins(scales, sc, m);
-            int16x8_t mv = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(m)));
-            nbk_expand_q45(type == SIMD_Q5_K, qs, qh, w);
-            float d = nbk_h2f(d16), dmin = nbk_h2f(m16);
-            for (int t = 0; t < nt; t++) {
-                int32_t sumi, summ;
-                nbk_sums_q45(w, sc, mv, y[t], &sumi, &summ);
-                acc[t][b & 7] += (d * y[t]->d) * (float)sumi - (dmin * y[t]->d) * (float)summ;
-            }
-        }
-    }
-    for (int t = 0; t < nt; t++)
-        out[t * os] = simd_reduce8(acc[t]);
-}
-
-NBK_INLINE void nbk_rows(int type, size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as,
-                         size_t nt, float *out, size_t os)
-{
-    const size_t nb = n / SIMD_QKK;
-    const size_t tile = nt > NBK_MAXT ? NBK_ROW_TILE : nr;
-    for (size_t r0 = 0; r0 < nr; r0 += tile) {
-        size_t rn = nr - r0 < tile ? nr - r0 : tile;
-        for (size_t t0 = 0; t0 < nt; t0 += NBK_MAXT) {
-            const char *at = (const char *)a + t0 * as;
-            size_t k = nt - t0 < NBK_MAXT ? nt - t0 : NBK_MAXT;
-            for (size_t r = r0; r < r0 + rn; r++) {
-                const char *wr = (const char *)w + r * ws;
-                float *o = out + t0 * os + r;
-                switch (k) {
-                case 1: nbk_row(type, nb, wr, at, as, 1, o, os); break;
-                case 2: nbk_row(type, nb, wr, at, as, 2, o, os); break;
-                case 3: nbk_row(type, nb, wr, at, as, 3, o, os); break;
-                default: nbk_row(type, nb, wr, at, as, NBK_MAXT, o, os); break;
-                }
-            }
-        }
-    }
-}
-
-#define NBK_KDOT(NAME, TYPE)                                                                          \
-    static void NAME##_rows(size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as,  \
-                            size_t nt, float *out, size_t os)                                         \
-    {                                                                                                 \
-        nbk_rows(TYPE, n, w, ws, nr, a, as, nt, out, os);                                             \
-    }                                                                                                 \
-    static float NAME(size_t n, const void *w, const void *a)                                         \
-    {                                                                                                 \
-        float r;                                                                                      \
-        nbk_row(TYPE, n / SIMD_QKK, w, a, 0, 1, &r, 0);                                               \
-        return r;                                                                                     \
-    }                                                                                                 \
-    static void NAME##_batch(size_t n, const void *w, const void *a, size_t as, size_t nt, float *out, \
-                             size_t os)                                                               \
-    {                                                                                                 \
-        nbk_rows(TYPE, n, w, 0, 1, a, as, nt, out, os);                                               \
-    }
-NBK_KDOT(nbk_dot_q4_k, SIMD_Q4_K)
-NBK_KDOT(nbk_dot_q5_k, SIMD_Q5_K)
-NBK_KDOT(nbk_dot_q6_k, SIMD_Q6_K)
-#undef NBK_KDOT
+#include "kquants_rows.h"
 
 void NBK_SET_FN(simd_kernel_set *s)
 {
-    s->dot[SIMD_Q4_K] = nbk_dot_q4_k;
-    s->dot_batch[SIMD_Q4_K] = nbk_dot_q4_k_batch;
-    s->dot_rows[SIMD_Q4_K] = nbk_dot_q4_k_rows;
-    s->dot[SIMD_Q5_K] = nbk_dot_q5_k;
-    s->dot_batch[SIMD_Q5_K] = nbk_dot_q5_k_batch;
-    s->dot_rows[SIMD_Q5_K] = nbk_dot_q5_k_rows;
-    s->dot[SIMD_Q6_K] = nbk_dot_q6_k;
-    s->dot_batch[SIMD_Q6_K] = nbk_dot_q6_k_batch;
-    s->dot_rows[SIMD_Q6_K] = nbk_dot_q6_k_rows;
+    nbk_set_dots(s);
 }
 
 #endif

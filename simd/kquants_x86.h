@@ -16,6 +16,9 @@
  * products of bytes 4i..4i+3, so a 128-bit half holds the sum of its
  * 16 values (q6_k's 16-value sub-blocks rely on that).
  *
+ * The row driver (kquants_rows.h) is shared with the Arm sets; this file
+ * gives it the block expansion and integer sums.
+ *
  * Bit-identity with kquants.c: every integer sum is exact (the bounds are
  * noted where they are formed), and the float work per super-block is the
  * reference's expression, written the same way in plain scalar C,
@@ -80,6 +83,12 @@ NBK_INLINE __m256i nbk_fold8(const __m256i v[8])
 
 NBK_INLINE __m256i nbk_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
+/* A super-block's codes, 32 per vector: q4_k/q5_k sub-block j in v[j],
+ * q6_k values 32g .. 32g+31 in v[g]. */
+typedef struct {
+    __m256i v[8];
+} nbk_codes;
+
 /* ---- q4_k / q5_k: 8 sub-blocks of 32, six-bit scales and mins ---- */
 
 /* The packed scales (see simd_block_q4_k) as sc[0..7] in the int32 lanes
@@ -119,17 +128,28 @@ NBK_INLINE void nbk_expand_q45(int five, const uint8_t *qs, const uint8_t *qh, _
     }
 }
 
+typedef struct {
+    __m256i sc, mm; /* as nbk_scales_mins leaves them */
+} nbk_q45_scales;
+
+NBK_INLINE void nbk_q45_prep(int five, const uint8_t scales[12], const uint8_t *qs, const uint8_t *qh, nbk_codes *w,
+                             nbk_q45_scales *s)
+{
+    nbk_scales_mins(scales, &s->sc, &s->mm);
+    nbk_expand_q45(five, qs, qh, w->v);
+}
+
 /* sumi = sum_j sc_j * (codes_j . a_j) and summ = sum_j m_j * (a's sum over
  * sub-block j) for one token. Bounds: a sub-block's dot is at most
  * 32*31*127 = 125984, times 63, times 8 < 2^31; summ <= 8*63*32*127. */
-NBK_INLINE void nbk_sums_q45(const __m256i w[8], __m256i sc, __m256i mm, const simd_block_q8k *y, int32_t *sumi,
+NBK_INLINE void nbk_q45_sums(const nbk_codes *w, const nbk_q45_scales *sc, const simd_block_q8k *y, int32_t *sumi,
                              int32_t *summ)
 {
     __m256i v[8];
     for (int j = 0; j < 8; j++)
-        v[j] = nbk_dot(w[j], nbk_load(y->qs + 32 * j));
-    __m256i s = _mm256_mullo_epi32(nbk_fold8(v), sc);
-    __m256i m = _mm256_madd_epi16(nbk_load(y->bsums), mm);
+        v[j] = nbk_dot(w->v[j], nbk_load(y->qs + 32 * j));
+    __m256i s = _mm256_mullo_epi32(nbk_fold8(v), sc->sc);
+    __m256i m = _mm256_madd_epi16(nbk_load(y->bsums), sc->mm);
     nbk_hsum2(s, m, sumi, summ);
 }
 
@@ -168,131 +188,39 @@ NBK_INLINE void nbk_scales_q6(const int8_t scales[16], __m256i *sx, __m256i *sy,
     *s16 = _mm256_cvtepi8_epi16(s);
 }
 
+typedef struct {
+    __m256i sx, sy, s16; /* as nbk_scales_q6 leaves them */
+} nbk_q6_scales;
+
+NBK_INLINE void nbk_q6_prep(const simd_block_q6_k *x, nbk_codes *w, nbk_q6_scales *s)
+{
+    nbk_expand_q6(x, w->v);
+    nbk_scales_q6(x->scales, &s->sx, &s->sy, &s->s16);
+}
+
 /* sumi = sum_j sc_j * sum((q-32) * a) over sub-block j, as
  * sum_j sc_j * (q . a)_j - 32 * sum_j sc_j * bsum_j. Bounds: (q . a)_j <=
  * 16*63*127, times 128, times 16 < 2^31, and so is the bias. */
-NBK_INLINE int32_t nbk_sums_q6(const __m256i w[8], __m256i sx, __m256i sy, __m256i s16, const simd_block_q8k *y)
+NBK_INLINE int32_t nbk_q6_sum(const nbk_codes *w, const nbk_q6_scales *sc, const simd_block_q8k *y)
 {
     __m256i v[8];
     for (int g = 0; g < 8; g++)
-        v[g] = nbk_dot(w[g], nbk_load(y->qs + 32 * g));
-    __m256i s = _mm256_add_epi32(_mm256_mullo_epi32(nbk_fold4(v[0], v[1], v[2], v[3]), sx),
-                                 _mm256_mullo_epi32(nbk_fold4(v[4], v[5], v[6], v[7]), sy));
-    __m256i bias = _mm256_madd_epi16(nbk_load(y->bsums), s16);
+        v[g] = nbk_dot(w->v[g], nbk_load(y->qs + 32 * g));
+    __m256i s = _mm256_add_epi32(_mm256_mullo_epi32(nbk_fold4(v[0], v[1], v[2], v[3]), sc->sx),
+                                 _mm256_mullo_epi32(nbk_fold4(v[4], v[5], v[6], v[7]), sc->sy));
+    __m256i bias = _mm256_madd_epi16(nbk_load(y->bsums), sc->s16);
     int32_t a, b;
     nbk_hsum2(s, bias, &a, &b);
     return a - 32 * b;
 }
 
-/* ---- rows ---- */
-
-/* One weight row of nb super-blocks (type q4_k, q5_k or q6_k) against nt
- * (1..NBK_MAXT, a constant after inlining) token rows at a + t*as; result
- * of token t to out[t*os]. */
-NBK_INLINE void nbk_row(int type, size_t nb, const void *wrow, const char *a, size_t as, int nt, float *out,
-                        size_t os)
-{
-    float acc[NBK_MAXT][8];
-    memset(acc, 0, sizeof acc);
-    for (size_t b = 0; b < nb; b++) {
-        const simd_block_q8k *y[NBK_MAXT];
-        for (int t = 0; t < nt; t++)
-            y[t] = (const simd_block_q8k *)(a + t * as) + b;
-        __m256i w[8];
-        if (type == SIMD_Q6_K) {
-            const simd_block_q6_k *x = (const simd_block_q6_k *)wrow + b;
-            __m256i sx, sy, s16;
-            nbk_expand_q6(x, w);
-            nbk_scales_q6(x->scales, &sx, &sy, &s16);
-            float d = nbk_h2f(x->d);
-            for (int t = 0; t < nt; t++) {
-                int32_t sumi = nbk_sums_q6(w, sx, sy, s16, y[t]);
-                acc[t][b & 7] += (d * y[t]->d) * (float)sumi;
-            }
-        } else {
-            const uint8_t *scales, *qs, *qh = NULL;
-            simd_f16 d16, m16;
-            if (type == SIMD_Q4_K) {
-                const simd_block_q4_k *x = (const simd_block_q4_k *)wrow + b;
-                scales = x->scales, qs = x->qs, d16 = x->d, m16 = x->dmin;
-            } else {
-                const simd_block_q5_k *x = (const simd_block_q5_k *)wrow + b;
-                scales = x->scales, qs = x->qs, qh = x->qh, d16 = x->d, m16 = x->dmin;
-            }
-            __m256i sc, mm;
-            nbk_scales_mins(scales, &sc, &mm);
-            nbk_expand_q45(type == SIMD_Q5_K, qs, qh, w);
-            float d = nbk_h2f(d16), dmin = nbk_h2f(m16);
-            for (int t = 0; t < nt; t++) {
-                int32_t sumi, summ;
-                nbk_sums_q45(w, sc, mm, y[t], &sumi, &summ);
-                acc[t][b & 7] += (d * y[t]->d) * (float)sumi - (dmin * y[t]->d) * (float)summ;
-            }
-        }
-    }
-    for (int t = 0; t < nt; t++)
-        out[t * os] = simd_reduce8(acc[t]);
-}
-
-NBK_INLINE void nbk_rows(int type, size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as,
-                         size_t nt, float *out, size_t os)
-{
-    const size_t nb = n / SIMD_QKK;
-    const size_t tile = nt > NBK_MAXT ? NBK_ROW_TILE : nr;
-    for (size_t r0 = 0; r0 < nr; r0 += tile) {
-        size_t rn = nr - r0 < tile ? nr - r0 : tile;
-        for (size_t t0 = 0; t0 < nt; t0 += NBK_MAXT) {
-            const char *at = (const char *)a + t0 * as;
-            size_t k = nt - t0 < NBK_MAXT ? nt - t0 : NBK_MAXT;
-            for (size_t r = r0; r < r0 + rn; r++) {
-                const char *wr = (const char *)w + r * ws;
-                float *o = out + t0 * os + r;
-                switch (k) {
-                case 1: nbk_row(type, nb, wr, at, as, 1, o, os); break;
-                case 2: nbk_row(type, nb, wr, at, as, 2, o, os); break;
-                case 3: nbk_row(type, nb, wr, at, as, 3, o, os); break;
-                default: nbk_row(type, nb, wr, at, as, NBK_MAXT, o, os); break;
-                }
-            }
-        }
-    }
-}
-
-#define NBK_KDOT(NAME, TYPE)                                                                          \
-    static void NAME##_rows(size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as,  \
-                            size_t nt, float *out, size_t os)                                         \
-    {                                                                                                 \
-        nbk_rows(TYPE, n, w, ws, nr, a, as, nt, out, os);                                             \
-    }                                                                                                 \
-    static float NAME(size_t n, const void *w, const void *a)                                         \
-    {                                                                                                 \
-        float r;                                                                                      \
-        nbk_row(TYPE, n / SIMD_QKK, w, a, 0, 1, &r, 0);                                               \
-        return r;                                                                                     \
-    }                                                                                                 \
-    static void NAME##_batch(size_t n, const void *w, const void *a, size_t as, size_t nt, float *out, \
-                             size_t os)                                                               \
-    {                                                                                                 \
-        nbk_rows(TYPE, n, w, 0, 1, a, as, nt, out, os);                                               \
-    }
-NBK_KDOT(nbk_dot_q4_k, SIMD_Q4_K)
-NBK_KDOT(nbk_dot_q5_k, SIMD_Q5_K)
-NBK_KDOT(nbk_dot_q6_k, SIMD_Q6_K)
-#undef NBK_KDOT
+#include "kquants_rows.h"
 
 #include "kquants_packed_x86.h"
 
 void NBK_SET_FN(simd_kernel_set *s)
 {
-    s->dot[SIMD_Q4_K] = nbk_dot_q4_k;
-    s->dot_batch[SIMD_Q4_K] = nbk_dot_q4_k_batch;
-    s->dot_rows[SIMD_Q4_K] = nbk_dot_q4_k_rows;
-    s->dot[SIMD_Q5_K] = nbk_dot_q5_k;
-    s->dot_batch[SIMD_Q5_K] = nbk_dot_q5_k_batch;
-    s->dot_rows[SIMD_Q5_K] = nbk_dot_q5_k_rows;
-    s->dot[SIMD_Q6_K] = nbk_dot_q6_k;
-    s->dot_batch[SIMD_Q6_K] = nbk_dot_q6_k_batch;
-    s->dot_rows[SIMD_Q6_K] = nbk_dot_q6_k_rows;
+    nbk_set_dots(s);
     s->dot_packed[SIMD_Q4_K] = nkp_packed_q4_k;
     s->dot_packed[SIMD_Q5_K] = nkp_packed_q5_k;
     s->dot_packed[SIMD_Q6_K] = nkp_packed_q6_k;
