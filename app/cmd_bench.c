@@ -8,6 +8,7 @@
 #include "bench.h"
 #include "model.h"
 #include "simd.h"
+#include "sys.h"
 
 static const char usage[] =
     "usage: nibble bench [-m MODEL] [-p N] [-n N] [-d N] [-t LIST] [-r N] [--kernel all|LIST] [--json] [--no-load] [--no-pack]\n"

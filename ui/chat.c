@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "simd.h"
+#include "catalog.h"
 
 #define SAVE_EVERY_MS 500
 #define EXT ".nbj"
@@ -569,12 +569,11 @@ static void list_kernels(ui_chat *ch)
 {
     char buf[1024];
     size_t u = 0;
-    for (int k = 0; k < SIMD_K_COUNT && u < sizeof buf; k++) {
-        const char *why = NULL;
-        int ok = simd_kernel_supported((enum simd_kernel)k, &why);
-        const char *name = simd_kernel_name((enum simd_kernel)k);
-        u += (size_t)snprintf(buf + u, sizeof buf - u, "\n  %s %-13s %s", !strcmp(name, ch->st.kernel) ? "*" : " ",
-                              name, ok ? "usable" : (why ? why : "not on this CPU"));
+    for (int k = 0; k < eng_kernel_count() && u < sizeof buf; k++) {
+        eng_kernel_desc kd;
+        eng_kernel_describe(k, &kd);
+        u += (size_t)snprintf(buf + u, sizeof buf - u, "\n  %s %-13s %s", !strcmp(kd.name, ch->st.kernel) ? "*" : " ",
+                              kd.name, kd.usable ? "usable" : kd.why);
     }
     ui_chat_notice(ch, "kernel sets (* in use):%s", buf);
 }

@@ -30,8 +30,7 @@
 #include <curses.h>
 
 #include "editor.h"
-#include "gguf.h"
-#include "simd.h"
+#include "catalog.h"
 #include "term.h"
 #include "text.h"
 #include "ui.h"
@@ -838,38 +837,6 @@ static void menu_add(tui *t, const char *text, const char *note, const char *pat
     it->kernel = kernel;
 }
 
-/* What a model file is, read from its header: size, arch, weight type. */
-static void describe_model(const char *path, char *note, size_t n)
-{
-    struct stat sb;
-    char size[32] = "?";
-    if (!stat(path, &sb))
-        human((double)sb.st_size, size, sizeof size);
-    eng_gguf *g;
-    eng_err e = {{0}};
-    if (eng_gguf_open(path, &g, &e)) {
-        snprintf(note, n, "%s  unreadable: %.150s", size, e.msg);
-        return;
-    }
-    eng_str arch = {0};
-    eng_err ig;
-    eng_gguf_get_str(g, "general.architecture", &arch, &ig);
-    /* weight type: the one holding the most bytes */
-    uint64_t by[SIMD_TYPE_COUNT] = {0};
-    for (uint64_t i = 0; i < eng_gguf_n_tensors(g); i++) {
-        const eng_gguf_tensor *tt = eng_gguf_tensor_at(g, i);
-        if (tt->type >= 0 && tt->type < SIMD_TYPE_COUNT)
-            by[tt->type] += tt->size;
-    }
-    int best = 0;
-    for (int k = 1; k < SIMD_TYPE_COUNT; k++)
-        if (by[k] > by[best])
-            best = k;
-    snprintf(note, n, "%s  %.*s  %s", size, (int)(arch.len < 32 ? arch.len : 32), arch.ptr ? arch.ptr : "?",
-             simd_type_name(best));
-    eng_gguf_close(g);
-}
-
 static int by_path(const void *a, const void *b) { return strcmp(((const mitem *)a)->path, ((const mitem *)b)->path); }
 
 static void open_models(tui *t)
@@ -893,7 +860,7 @@ static void open_models(tui *t)
                 continue;
             char path[2048], note[256];
             snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-            describe_model(path, note, sizeof note);
+            eng_model_file_describe(path, note, sizeof note);
             int cur = !strcmp(path, t->ch->st.model_path);
             char text[600];
             snprintf(text, sizeof text, "%s %s", cur ? "*" : " ", de->d_name);
@@ -919,15 +886,14 @@ static void open_kernels(tui *t)
     t->menu = M_KERNELS;
     t->focus = F_MENU;
     t->menu_err[0] = 0;
-    for (int k = 0; k < SIMD_K_COUNT; k++) {
-        const char *why = NULL;
-        int ok = simd_kernel_supported((enum simd_kernel)k, &why);
-        const char *name = simd_kernel_name((enum simd_kernel)k);
-        int cur = !strcmp(name, t->ch->st.kernel);
+    for (int k = 0; k < eng_kernel_count(); k++) {
+        eng_kernel_desc kd;
+        eng_kernel_describe(k, &kd);
+        int cur = !strcmp(kd.name, t->ch->st.kernel);
         char text[128], note[256];
-        snprintf(text, sizeof text, "%s %-14s", cur ? "*" : " ", name);
-        snprintf(note, sizeof note, "%s", ok ? (cur ? "in use" : "usable") : why ? why : "not on this CPU");
-        menu_add(t, text, note, NULL, ok, k);
+        snprintf(text, sizeof text, "%s %-14s", cur ? "*" : " ", kd.name);
+        snprintf(note, sizeof note, "%s", kd.usable ? (cur ? "in use" : "usable") : kd.why);
+        menu_add(t, text, note, NULL, kd.usable, k);
         if (cur)
             t->sel = t->nitems - 1;
     }
@@ -970,7 +936,11 @@ static void menu_choose(tui *t)
         if (it->kernel == -1)
             ui_chat_set_threads(t->ch, t->threads_sel);
         else
-            ui_chat_set_kernel(t->ch, simd_kernel_name((enum simd_kernel)it->kernel));
+        {
+            eng_kernel_desc kd;
+            if (!eng_kernel_describe(it->kernel, &kd))
+                ui_chat_set_kernel(t->ch, kd.name);
+        }
         t->focus = F_INPUT;
     }
 }

@@ -4,6 +4,7 @@
  *   prompt_ids and continues greedily with llama.cpp's ids;
  * on 1 and 2 threads. */
 #include "jsonl.h"
+#include "model.h"
 #include "session.h"
 #include "testutil.h"
 

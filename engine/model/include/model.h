@@ -90,9 +90,4 @@ size_t eng_ctx_kv_bytes(const eng_ctx *c);
 int eng_ctx_eval(eng_ctx *c, const int32_t *tokens, uint32_t n, float *logits, int all_logits,
                  const volatile int *stop, eng_err *e);
 
-/* Physical cores of this machine (at least 1). */
-int eng_physical_cores(void);
-/* This process's resident set now, in bytes; 0 where it cannot be read. */
-uint64_t eng_rss_bytes(void);
-
 #endif

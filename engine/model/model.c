@@ -464,18 +464,7 @@ static int load_tensors(eng_model *m, const arch_desc *ad, const uint32_t *heads
             m->progress(m->progress_user, (l + 1.0) / in->n_layers);
     }
     /* parameter count, and the weight type most parameters have (for display) */
-    uint64_t per_type[SIMD_TYPE_COUNT] = {0};
-    for (uint64_t i = 0; i < eng_gguf_n_tensors(m->gguf); i++) {
-        const eng_gguf_tensor *t = eng_gguf_tensor_at(m->gguf, i);
-        uint64_t count = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
-        in->n_params += count;
-        if (t->n_dims >= 2)
-            per_type[t->type] += count;
-    }
-    in->main_type = SIMD_F32;
-    for (int t = 0; t < SIMD_TYPE_COUNT; t++)
-        if (per_type[t] > per_type[in->main_type])
-            in->main_type = t;
+    in->main_type = eng_gguf_main_type(m->gguf, &in->n_params);
     if (m->n_load_quant)
         in->main_type = m->load_quant;
     return 0;

@@ -7,6 +7,7 @@
 
 #include "model_internal.h"
 #include "pool.h"
+#include "sys.h"
 
 static double now_s(void)
 {

@@ -1111,3 +1111,22 @@ int eng_gguf_writer_save(eng_gguf_writer *w, const char *path, eng_err *e)
     free(tmp);
     return 0;
 }
+
+int eng_gguf_main_type(const eng_gguf *g, uint64_t *n_params)
+{
+    uint64_t per_type[SIMD_TYPE_COUNT] = {0}, all = 0;
+    for (uint64_t i = 0; i < eng_gguf_n_tensors(g); i++) {
+        const eng_gguf_tensor *t = eng_gguf_tensor_at(g, i);
+        uint64_t count = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+        all += count;
+        if (t->n_dims >= 2 && t->type >= 0 && t->type < SIMD_TYPE_COUNT)
+            per_type[t->type] += count;
+    }
+    int best = SIMD_F32;
+    for (int t = 0; t < SIMD_TYPE_COUNT; t++)
+        if (per_type[t] > per_type[best])
+            best = t;
+    if (n_params)
+        *n_params = all;
+    return best;
+}

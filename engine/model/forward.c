@@ -14,6 +14,7 @@
 
 #include "model_internal.h"
 #include "pool.h"
+#include "sys.h"
 
 #define BATCH 32u
 /* Below this many weight bytes (times tokens) a matmul runs on the calling

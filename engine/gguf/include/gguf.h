@@ -98,6 +98,11 @@ void eng_gguf_kv_format(const eng_gguf *g, uint64_t i, char *buf, size_t n);
 uint64_t eng_gguf_n_tensors(const eng_gguf *g);
 const eng_gguf_tensor *eng_gguf_tensor_at(const eng_gguf *g, uint64_t i);
 const eng_gguf_tensor *eng_gguf_tensor_find(const eng_gguf *g, const char *name);
+/* The weight type (enum simd_type) that most matrix parameters (tensors
+ * of two or more dimensions) have: what "a Q4_0 model" means. F32 when
+ * there is no matrix. *n_params (may be NULL) gets every tensor's
+ * element count. */
+int eng_gguf_main_type(const eng_gguf *g, uint64_t *n_params);
 
 /* ---- writer ----
  * Collects metadata and tensors, then writes a GGUF v3 file with

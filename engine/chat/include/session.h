@@ -4,8 +4,15 @@
 #ifndef NIBBLE_ENG_SESSION_H
 #define NIBBLE_ENG_SESSION_H
 
-#include "model.h"
+#include <stdint.h>
+
+#include "err.h"
 #include "sampler.h"
+
+/* the model and its context (model.h, engine/model), borrowed here; a
+ * front end that makes sessions links the model library itself */
+typedef struct eng_model eng_model;
+typedef struct eng_ctx eng_ctx;
 
 typedef struct eng_session eng_session;
 

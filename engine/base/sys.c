@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "model.h"
+#include "sys.h"
 
 #ifdef _WIN32
 #include <errno.h>

@@ -1,5 +1,7 @@
 #include "session.h"
 
+#include "model.h"
+
 #include <stdlib.h>
 #include <string.h>
 
