@@ -18,6 +18,7 @@
 #include "awq.h"
 #include "quantize.h"
 #include "simd.h"
+#include "files.h"
 
 static const char usage[] =
     "usage: nibble quantize IN.gguf OUT.gguf TYPE [--awq CALIB.txt] [--allow-requantize] [-t N]\n"
@@ -151,8 +152,7 @@ int cmd_quantize(int argc, char **argv)
         }
         o.edits = eng_awq_edits(awq, &o.n_edits);
         o.method = "awq";
-        const char *base = strrchr(calib, '/');
-        o.calib = base ? base + 1 : calib;
+        o.calib = eng_path_base(calib);
         fprintf(stderr, "awq: %s\n", eng_awq_summary(awq));
     }
     eng_quant_report rep;

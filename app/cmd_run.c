@@ -113,7 +113,7 @@ int cmd_run(int argc, char **argv)
     const eng_tok *tk = eng_model_tok(m);
     int status = 0;
     t0 = now_s();
-    if (eng_session_feed_text(s, prompt, !o.no_bos, NULL, &e)) {
+    if (eng_session_feed_text(s, prompt, !o.no_bos, &e)) {
         fprintf(stderr, "nibble: %s\n", e.msg);
         status = 1;
     }

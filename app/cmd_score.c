@@ -72,7 +72,7 @@ int cmd_score(int argc, char **argv)
     uint32_t nv = eng_model_get_info(m)->n_vocab;
     float *logits = malloc(n * nv * sizeof *logits);
     int status = 0;
-    if (!logits || eng_ctx_new(m, (uint32_t)n, threads, &c, &e) || eng_ctx_eval(c, ids, (uint32_t)n, logits, 1, NULL, &e)) {
+    if (!logits || eng_ctx_new(m, (uint32_t)n, threads, &c, &e) || eng_ctx_eval(c, ids, (uint32_t)n, logits, 1, &e)) {
         fprintf(stderr, "nibble: %s\n", logits ? e.msg : "out of memory");
         status = 1;
     }

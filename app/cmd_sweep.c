@@ -17,6 +17,7 @@
 #include "port.h"
 #include "ppl.h"
 #include "quantize.h"
+#include "files.h"
 
 static const char usage[] =
     "usage: nibble quant-sweep [-m MODEL] -f TEXT [--calib CALIB] [-c CTX] [--chunks N]\n"
@@ -65,14 +66,14 @@ static double decode_tps(eng_model *m, int threads)
     for (int i = 0; i < 16; i++)
         p[i] = (int32_t)((i * 31 + 7) % nv);
     double t = 0;
-    if (!eng_ctx_eval(c, p, 16, l, 0, NULL, &e)) {
+    if (!eng_ctx_eval(c, p, 16, l, 0, &e)) {
         double t0 = now_s();
         for (int i = 0; i < 64; i++) {
             int32_t best = 0;
             for (uint32_t j = 1; j < nv; j++)
                 if (l[j] > l[best])
                     best = (int32_t)j;
-            if (eng_ctx_eval(c, &best, 1, l, 0, NULL, &e))
+            if (eng_ctx_eval(c, &best, 1, l, 0, &e))
                 break;
         }
         t = now_s() - t0;
@@ -378,11 +379,8 @@ int cmd_sweep(int argc, char **argv)
     eng_model_close(base);
     if (n) {
         mark_pareto(rows, n);
-        const char *tb = strrchr(o.prompt_file, '/'), *cb = calib ? strrchr(calib, '/') : NULL;
-        const char *mb = strrchr(model, '/');
-        tb = tb ? tb + 1 : o.prompt_file;
-        cb = cb ? cb + 1 : calib;
-        mb = mb ? mb + 1 : model;
+        const char *tb = eng_path_base(o.prompt_file), *cb = calib ? eng_path_base(calib) : NULL;
+        const char *mb = eng_path_base(model);
         char p[1200];
         table(stdout, rows, n, mb, tb, cb, o.n_ctx, (uint32_t)chunks);
         chart(stdout, rows, n);

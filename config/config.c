@@ -1,4 +1,5 @@
 #include "config.h"
+#include "files.h" /* eng_path_base */
 
 #include <errno.h>
 #ifdef NIBBLE_HAVE_INIH
@@ -315,8 +316,7 @@ static void overlay(cfg_values *dst, const cfg_values *src)
 void cfg_for_model(const cfg_config *c, const char *path, cfg_values *out)
 {
     *out = c->v;
-    const char *base = path ? strrchr(path, '/') : NULL;
-    base = base ? base + 1 : path;
+    const char *base = path ? eng_path_base(path) : NULL;
     for (int i = 0; path && i < c->n_models; i++)
         if (!strcmp(c->models[i].name, base) || !strcmp(c->models[i].name, path)) {
             overlay(out, &c->models[i].v);

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "catalog.h"
+#include "files.h"
 
 #define SAVE_EVERY_MS 500
 #define EXT ".nbj"
@@ -313,9 +314,8 @@ static void on_event(ui_chat *ch, eng_event *ev)
         ch->stats.ctx_used = 0;
         ch->stats.ctx_size = ev->state.ctx_size;
         {
-            const char *base = strrchr(ev->state.model_path, '/');
             ui_chat_notice(ch, "loaded %s: %s (%s, %s, %s template, context %u)",
-                           base ? base + 1 : ev->state.model_path, ev->state.model_name, ev->state.arch,
+                           eng_path_base(ev->state.model_path), ev->state.model_name, ev->state.arch,
                            ev->state.weight_type, ev->state.tmpl, ev->state.ctx_size);
         }
         mark_changed(ch, UI_CH_STATE | UI_CH_PROGRESS);

@@ -218,59 +218,6 @@ long eng_journal_unescape(char *s)
 
 /* ---- files ---- */
 
-int eng_mkdirs(const char *path, eng_err *e)
-{
-    char buf[4096];
-    size_t n = strlen(path);
-    if (n == 0 || n >= sizeof buf)
-        return eng_errf(e, ENG_EINVAL, "bad folder name");
-    memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != 0)
-            continue;
-        char c = buf[i];
-        buf[i] = 0;
-        if (nb_mkdir(buf, 0700) && errno != EEXIST)
-            return eng_errf(e, ENG_EIO, "cannot create %s: %s", buf, strerror(errno));
-        buf[i] = c;
-    }
-    return 0;
-}
-
-int eng_write_atomic(const char *path, const char *data, size_t n, eng_err *e)
-{
-    char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return eng_errf(e, ENG_EINVAL, "path too long");
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | NB_O_BINARY, 0600);
-    if (fd < 0)
-        return eng_errf(e, ENG_EIO, "cannot write %s: %s", tmp, strerror(errno));
-    size_t done = 0;
-    while (done < n) {
-        ssize_t w = write(fd, data + done, n - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            int err = errno;
-            close(fd);
-            unlink(tmp);
-            return eng_errf(e, ENG_EIO, "cannot write %s: %s", tmp, strerror(err));
-        }
-        done += (size_t)w;
-    }
-    if (nb_fsync(fd) || close(fd)) {
-        int err = errno;
-        unlink(tmp);
-        return eng_errf(e, ENG_EIO, "cannot write %s: %s", tmp, strerror(err));
-    }
-    if (nb_rename(tmp, path)) {
-        int err = errno;
-        unlink(tmp);
-        return eng_errf(e, ENG_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(err));
-    }
-    return 0;
-}
-
 typedef struct sbuf {
     char *p;
     size_t n, cap;

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "files.h" /* eng_write_atomic, eng_mkdirs: what saving a journal uses */
 
 enum eng_jkind { ENG_J_USER = 1, ENG_J_ASSISTANT, ENG_J_NOTICE };
 
@@ -79,9 +80,5 @@ int eng_journal_load(const char *path, eng_journal **out, eng_err *e);
 char *eng_journal_escape(const char *s, size_t n);
 long eng_journal_unescape(char *s);
 
-/* Create a folder and its parents (mode 0700 for new ones). */
-int eng_mkdirs(const char *path, eng_err *e);
-/* Write data atomically to path (temp + fsync + rename). */
-int eng_write_atomic(const char *path, const char *data, size_t n, eng_err *e);
 
 #endif

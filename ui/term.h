@@ -36,9 +36,6 @@ enum { UI_TERM_KEYS = 1, UI_TERM_TIMEOUT = 2, UI_TERM_HUP = 4 };
  * terminal went away; -1 when waiting failed. */
 int ui_term_wait(eng_engine *en, int ms);
 
-/* The process's resident memory in bytes, 0 if unknown. */
-long long ui_term_rss(void);
-
 /* A temporary file, deleted when closed, to hold stderr while curses owns
  * the screen; NULL if none can be made (stderr is then left alone). */
 FILE *ui_term_tmpfile(void);

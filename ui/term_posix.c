@@ -1,5 +1,5 @@
 /* ui/term.h on POSIX terminals (Linux, macOS; ncursesw): termios, poll()
- * on the terminal and the engine's descriptor together, /proc/self/statm. */
+ * on the terminal and the engine's descriptor together. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -83,18 +83,6 @@ int ui_term_wait(eng_engine *en, int ms)
     if (fds[0].revents & (POLLHUP | POLLERR))
         r |= UI_TERM_HUP;
     return r;
-}
-
-long long ui_term_rss(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    long pages = 0, res = 0;
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &res) != 2)
-            res = 0;
-        fclose(f);
-    }
-    return (long long)res * sysconf(_SC_PAGESIZE);
 }
 
 FILE *ui_term_tmpfile(void) { return tmpfile(); }

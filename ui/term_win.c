@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include <windows.h>
-#include <psapi.h>
 
 #include "term.h"
 
@@ -95,16 +94,6 @@ int ui_term_wait(eng_engine *en, int ms)
         if (w == WAIT_FAILED)
             return UI_TERM_KEYS | UI_TERM_HUP; /* no console to read any more */
     }
-}
-
-long long ui_term_rss(void)
-{
-    PROCESS_MEMORY_COUNTERS pmc;
-    memset(&pmc, 0, sizeof pmc);
-    pmc.cb = sizeof pmc;
-    if (!GetProcessMemoryInfo(GetCurrentProcess(), &pmc, sizeof pmc))
-        return 0;
-    return (long long)pmc.WorkingSetSize; /* resident pages, as statm's second field */
 }
 
 /* tmpfile() of the Windows C runtime creates its file in the root of the

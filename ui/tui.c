@@ -30,6 +30,7 @@
 #include <curses.h>
 
 #include "editor.h"
+#include "sys.h"
 #include "catalog.h"
 #include "term.h"
 #include "text.h"
@@ -294,7 +295,7 @@ static void draw_header(tui *t)
         }
         attroff(pair(t, C_BAR));
         char mem[32];
-        human((double)ui_term_rss(), mem, sizeof mem);
+        human((double)eng_rss_bytes(), mem, sizeof mem);
         snprintf(buf, sizeof buf, "Mem %s   %s", mem,
                  ch->busy ? "replying..." : ch->loading ? "loading..." : "ready");
         putz(2, x + 41, t->W - x - 42, buf);

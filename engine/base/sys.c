@@ -1,5 +1,5 @@
 /* What the machine is: physical core count; what the process uses:
- * resident memory. */
+ * resident memory (sys.h). Also the Windows spellings of port.h. */
 #include <stdio.h>
 #include <string.h>
 
@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <windows.h>
+
+#include <psapi.h>
 
 #include "port.h"
 
@@ -54,7 +56,15 @@ int eng_physical_cores(void)
     GetSystemInfo(&si);
     return si.dwNumberOfProcessors > 0 ? (int)si.dwNumberOfProcessors : 1;
 }
-uint64_t eng_rss_bytes(void) { return 0; } /* would need psapi; bench says n/a */
+uint64_t eng_rss_bytes(void)
+{
+    PROCESS_MEMORY_COUNTERS pmc;
+    memset(&pmc, 0, sizeof pmc);
+    pmc.cb = sizeof pmc;
+    if (!GetProcessMemoryInfo(GetCurrentProcess(), &pmc, sizeof pmc))
+        return 0;
+    return (uint64_t)pmc.WorkingSetSize; /* resident pages, as statm's second field */
+}
 #else
 #include <unistd.h>
 
@@ -107,6 +117,16 @@ uint64_t eng_rss_bytes(void)
     fclose(f);
     long pg = sysconf(_SC_PAGESIZE);
     return n == 2 && pg > 0 ? (uint64_t)res * (uint64_t)pg : 0;
+}
+#elif defined(__APPLE__)
+#include <mach/mach.h>
+uint64_t eng_rss_bytes(void)
+{
+    mach_task_basic_info_data_t info;
+    mach_msg_type_number_t count = MACH_TASK_BASIC_INFO_COUNT;
+    if (task_info(mach_task_self(), MACH_TASK_BASIC_INFO, (task_info_t)&info, &count) != KERN_SUCCESS)
+        return 0;
+    return (uint64_t)info.resident_size;
 }
 #else
 uint64_t eng_rss_bytes(void) { return 0; }

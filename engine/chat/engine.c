@@ -455,7 +455,7 @@ static int sync_kv(run *r, int progress, eng_err *e)
             return eng_errf(e, ENG_ESTOPPED, "stopped");
         }
         size_t n = r->nbuf - common - done < CHUNK ? r->nbuf - common - done : CHUNK;
-        int rc = eng_session_feed(s, r->buf + common + done, (uint32_t)n, NULL, e);
+        int rc = eng_session_feed(s, r->buf + common + done, (uint32_t)n, e);
         if (rc)
             return rc;
         done += n;

@@ -56,12 +56,12 @@ void eng_session_free(eng_session *s)
     free(s);
 }
 
-int eng_session_feed(eng_session *s, const int32_t *tokens, uint32_t n, const volatile int *stop, eng_err *e)
+int eng_session_feed(eng_session *s, const int32_t *tokens, uint32_t n, eng_err *e)
 {
     uint32_t pos = eng_ctx_pos(s->ctx);
     if (n == 0)
         return 0;
-    int r = eng_ctx_eval(s->ctx, tokens, n, s->logits, 0, stop, e);
+    int r = eng_ctx_eval(s->ctx, tokens, n, s->logits, 0, e);
     uint32_t now = eng_ctx_pos(s->ctx);
     memcpy(s->hist + pos, tokens, (now - pos) * sizeof *tokens);
     if (r == ENG_ESTOPPED) {
@@ -75,7 +75,7 @@ int eng_session_feed(eng_session *s, const int32_t *tokens, uint32_t n, const vo
     return r;
 }
 
-int eng_session_feed_text(eng_session *s, const char *text, int add_bos, const volatile int *stop, eng_err *e)
+int eng_session_feed_text(eng_session *s, const char *text, int add_bos, eng_err *e)
 {
     const eng_tok *tk = eng_model_tok(s->m);
     size_t len = strlen(text);
@@ -90,7 +90,7 @@ int eng_session_feed_text(eng_session *s, const char *text, int add_bos, const v
         s->tokcap = (size_t)n;
         n = eng_tok_encode(tk, text, len, add_bos, 0, s->tokbuf, s->tokcap);
     }
-    return eng_session_feed(s, s->tokbuf, (uint32_t)n, stop, e);
+    return eng_session_feed(s, s->tokbuf, (uint32_t)n, e);
 }
 
 int eng_session_next(eng_session *s, int32_t *tok, eng_err *e)
@@ -104,7 +104,7 @@ int eng_session_next(eng_session *s, int32_t *tok, eng_err *e)
         return 1;
     if (pos >= eng_ctx_size(s->ctx))
         return eng_errf(e, ENG_EINVAL, "context full (%u tokens)", pos);
-    return eng_session_feed(s, &t, 1, NULL, e);
+    return eng_session_feed(s, &t, 1, e);
 }
 
 void eng_session_rewind(eng_session *s, uint32_t pos)

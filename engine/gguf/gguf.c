@@ -17,6 +17,7 @@
 #include <unistd.h>
 #endif
 
+#include "files.h"
 #include "mapfile.h"
 #include "mem.h"
 #include "port.h"
@@ -414,15 +415,7 @@ int eng_gguf_open(const char *path, eng_gguf **out, eng_err *e)
     g->base = g->map.data;
     g->size = g->map.size;
     r = finish_open(g, out, e);
-    if (r && e) {
-        /* prefix the path, keeping the reason */
-        char tmp[sizeof e->msg];
-        memcpy(tmp, e->msg, sizeof tmp);
-        int n = snprintf(e->msg, sizeof e->msg, "%.200s: ", path);
-        if (n > 0 && (size_t)n < sizeof e->msg)
-            snprintf(e->msg + n, sizeof e->msg - (size_t)n, "%.300s", tmp);
-    }
-    return r;
+    return r ? eng_err_prefix(e, r, path) : 0;
 }
 
 int eng_gguf_open_memory(const void *data, size_t size, eng_gguf **out, eng_err *e)
@@ -1073,43 +1066,27 @@ int eng_gguf_writer_save(eng_gguf_writer *w, const char *path, eng_err *e)
         free(h.p);
         return eng_errf(e, ENG_ENOMEM, "out of memory while writing %s", path);
     }
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
-    if (!tmp) {
+    eng_afile a;
+    int r = eng_afile_open(&a, path, 0644, e);
+    if (r) {
         free(h.p);
-        return eng_errf(e, ENG_ENOMEM, "out of memory");
+        return r;
     }
-    snprintf(tmp, plen + 16, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        free(h.p);
-        free(tmp);
-        return eng_errf(e, ENG_EIO, "%s: cannot write: %s", path, strerror(errno));
-    }
-    int ok = fwrite(h.p, 1, h.len, f) == h.len;
+    int ok = fwrite(h.p, 1, h.len, a.f) == h.len;
     for (uint64_t i = 0; ok && i < w->n_t; i++) {
         const wtensor *t = &w->t[i];
-        ok = fwrite(t->data, 1, (size_t)t->size, f) == t->size;
+        ok = fwrite(t->data, 1, (size_t)t->size, a.f) == t->size;
         size_t pad = (size_t)((WRITE_ALIGN - t->size % WRITE_ALIGN) % WRITE_ALIGN);
         if (ok && pad)
-            ok = fwrite(zeros, 1, pad, f) == pad;
+            ok = fwrite(zeros, 1, pad, a.f) == pad;
     }
-    ok = ok && fflush(f) == 0;
-#ifndef _WIN32
-    ok = ok && fsync(fileno(f)) == 0;
-#endif
-    int saved = errno;
-    ok = (fclose(f) == 0) && ok;
     free(h.p);
-    if (!ok || nb_rename(tmp, path) != 0) {
-        if (ok)
-            saved = errno;
-        remove(tmp);
-        free(tmp);
-        return eng_errf(e, ENG_EIO, "%s: cannot write: %s", path, strerror(saved));
+    if (!ok) {
+        int err = errno;
+        eng_afile_abort(&a);
+        return eng_errf(e, ENG_EIO, "%s: cannot write: %s", path, strerror(err));
     }
-    free(tmp);
-    return 0;
+    return eng_afile_commit(&a, e);
 }
 
 int eng_gguf_main_type(const eng_gguf *g, uint64_t *n_params)

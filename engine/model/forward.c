@@ -456,8 +456,7 @@ static void logits_rows(eng_ctx *c, uint32_t first, uint32_t count, float *out)
     matmul1(c, c->xb, count, &m->output, out);
 }
 
-int eng_ctx_eval(eng_ctx *c, const int32_t *tokens, uint32_t n, float *logits, int all_logits,
-                 const volatile int *stop, eng_err *e)
+int eng_ctx_eval(eng_ctx *c, const int32_t *tokens, uint32_t n, float *logits, int all_logits, eng_err *e)
 {
     const eng_model_info *in = &c->m->info;
     if (n == 0)
@@ -469,8 +468,6 @@ int eng_ctx_eval(eng_ctx *c, const int32_t *tokens, uint32_t n, float *logits, i
         if (tokens[i] < 0 || (uint32_t)tokens[i] >= in->n_vocab)
             return eng_errf(e, ENG_EINVAL, "token id %d is outside the vocabulary (0..%u)", tokens[i], in->n_vocab - 1);
     for (uint32_t done = 0; done < n;) {
-        if (stop && *stop)
-            return ENG_ESTOPPED;
         uint32_t nt = n - done < BATCH ? n - done : BATCH;
         forward_batch(c, tokens + done, nt);
         c->pos += nt;

@@ -4,6 +4,7 @@
  * converted for it load here. */
 #include "model_internal.h"
 #include "mapfile.h"
+#include "files.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -533,14 +534,7 @@ int eng_model_open_opts(const char *path, const eng_model_opts *o, eng_model **o
     }
     m->info.file_size = eng_gguf_file_size(m->gguf);
     if ((r = load(m, e))) {
-        /* name the file once, keeping the reason */
-        if (e && strncmp(e->msg, path, strlen(path)) != 0) {
-            char tmp[sizeof e->msg];
-            memcpy(tmp, e->msg, sizeof tmp);
-            int n = snprintf(e->msg, sizeof e->msg, "%.200s: ", path);
-            if (n > 0 && (size_t)n < sizeof e->msg)
-                snprintf(e->msg + n, sizeof e->msg - (size_t)n, "%.300s", tmp);
-        }
+        eng_err_prefix(e, r, path); /* name the file once, keeping the reason */
         eng_model_close(m);
         return r;
     }
@@ -556,8 +550,7 @@ int eng_model_open_opts(const char *path, const eng_model_opts *o, eng_model **o
         memcpy(m->info.name, name.ptr, n);
         m->info.name[n] = 0;
     } else {
-        const char *base = strrchr(path, '/');
-        snprintf(m->info.name, sizeof m->info.name, "%s", base ? base + 1 : path);
+        snprintf(m->info.name, sizeof m->info.name, "%s", eng_path_base(path));
     }
     *out = m;
     return 0;

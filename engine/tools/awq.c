@@ -434,7 +434,7 @@ int eng_awq_compute(const char *model_path, const eng_awq_opts *o, eng_awq **out
         if (bos >= 0)
             ids[at] = bos; /* each window starts as a sequence does */
         eng_ctx_truncate(ctx, 0);
-        r = eng_ctx_eval(ctx, ids + at, n, NULL, 0, NULL, e);
+        r = eng_ctx_eval(ctx, ids + at, n, NULL, 0, e);
         ids[at] = save;
         if (r)
             goto done;

@@ -121,7 +121,7 @@ int eng_bench_run(eng_model *m, int n_threads, int n_depth, int n_prompt, int n_
         ids[i] = (int32_t)((s >> 33) % m->info.n_vocab);
     }
     /* the context every run starts from: kept, each run truncates back to it */
-    if (depth && (r = eng_ctx_eval(c, ids, depth, NULL, 0, NULL, e)))
+    if (depth && (r = eng_ctx_eval(c, ids, depth, NULL, 0, e)))
         goto out;
     memset(pp, 0, sizeof *pp);
     memset(tg, 0, sizeof *tg);
@@ -133,7 +133,7 @@ int eng_bench_run(eng_model *m, int n_threads, int n_depth, int n_prompt, int n_
     for (int run = 0; n_prompt > 0 && run <= reps; run++) {
         eng_ctx_truncate(c, depth);
         double t0 = now_s();
-        if ((r = eng_ctx_eval(c, ids + depth, (uint32_t)n_prompt, logits, 0, NULL, e)))
+        if ((r = eng_ctx_eval(c, ids + depth, (uint32_t)n_prompt, logits, 0, e)))
             goto out;
         if (run > 0) /* run 0 warms caches and pages */
             v[run - 1] = n_prompt / (now_s() - t0);
@@ -143,11 +143,11 @@ int eng_bench_run(eng_model *m, int n_threads, int n_depth, int n_prompt, int n_
         stat_of(v, reps, pp);
     for (int run = 0; n_gen > 0 && run <= reps; run++) {
         eng_ctx_truncate(c, depth);
-        if ((r = eng_ctx_eval(c, ids + depth, 1, logits, 0, NULL, e)))
+        if ((r = eng_ctx_eval(c, ids + depth, 1, logits, 0, e)))
             goto out;
         double t0 = now_s();
         for (int i = 1; i <= n_gen; i++)
-            if ((r = eng_ctx_eval(c, ids + depth + i, 1, logits, 0, NULL, e)))
+            if ((r = eng_ctx_eval(c, ids + depth + i, 1, logits, 0, e)))
                 goto out;
         if (run > 0)
             v[run - 1] = n_gen / (now_s() - t0);
@@ -184,7 +184,7 @@ int eng_bench_load_time(const char *path, const eng_model_opts *mo, int n_thread
             int32_t first = eng_tok_bos(eng_model_tok(m));
             if (first < 0)
                 first = 0;
-            if ((r = eng_ctx_eval(c, &first, 1, logits, 0, NULL, e)) == 0) {
+            if ((r = eng_ctx_eval(c, &first, 1, logits, 0, e)) == 0) {
                 double t2 = now_s();
                 if (run == 0 || (t1 - t0) * 1e3 < out->open_ms)
                     out->open_ms = (t1 - t0) * 1e3;

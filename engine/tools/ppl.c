@@ -96,19 +96,15 @@ int eng_ppl_run(eng_model *m, const char *text, size_t len, const eng_ppl_opts *
     uint64_t count = 0, agree = 0;
     double t0 = now_s();
     for (uint32_t i = 0; i < n_chunks; i++) {
-        if (o->stop && *o->stop) {
-            rc = eng_errf(e, ENG_ESTOPPED, "stopped");
-            goto done;
-        }
         memcpy(win, ids + (size_t)i * n_ctx, n_ctx * sizeof *win);
         if (bos >= 0)
             win[0] = bos;
         eng_ctx_truncate(c, 0);
-        if ((rc = eng_ctx_eval(c, win, n_ctx, lg, 1, NULL, e)))
+        if ((rc = eng_ctx_eval(c, win, n_ctx, lg, 1, e)))
             goto done;
         if (cb) {
             eng_ctx_truncate(cb, 0);
-            if ((rc = eng_ctx_eval(cb, win, n_ctx, lb, 1, NULL, e)))
+            if ((rc = eng_ctx_eval(cb, win, n_ctx, lb, 1, e)))
                 goto done;
         }
         for (uint32_t j = first; j + 1 < n_ctx; j++) {

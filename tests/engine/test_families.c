@@ -649,9 +649,9 @@ static void eval_check(eng_model *m, const expect *x, int threads, int one_by_on
     int rc = 0;
     if (one_by_one)
         for (int t = 0; t < N_SEQ && rc == 0; t++)
-            rc = eng_ctx_eval(ctx, x->tokens + t, 1, x->got + (size_t)t * N_VOCAB, 0, NULL, &e);
+            rc = eng_ctx_eval(ctx, x->tokens + t, 1, x->got + (size_t)t * N_VOCAB, 0, &e);
     else
-        rc = eng_ctx_eval(ctx, x->tokens, N_SEQ, x->got, 1, NULL, &e);
+        rc = eng_ctx_eval(ctx, x->tokens, N_SEQ, x->got, 1, &e);
     CHECKF(rc == 0, "%s: %s: eval: %s", x->tag, what, e.msg);
     if (rc == 0) {
         x->cs->ref_err[x->ti] = fmax(x->cs->ref_err[x->ti], vs_ref(x->tag, what, x->got, x->ref, x->n_tight, x->bound));

@@ -474,7 +474,7 @@ static int eval_steps(eng_ctx *ctx, const int32_t *toks, int from, int to, int s
 {
     for (int i = from; i < to; i += step) {
         int n = to - i < step ? to - i : step;
-        int rc = eng_ctx_eval(ctx, toks + i, (uint32_t)n, out + (size_t)i * N_VOCAB, 1, NULL, e);
+        int rc = eng_ctx_eval(ctx, toks + i, (uint32_t)n, out + (size_t)i * N_VOCAB, 1, e);
         if (rc)
             return rc;
     }
@@ -609,7 +609,7 @@ static void run_paths(eng_model *m, int nt, const char *tag, const int32_t *toks
     if (eng_ctx_new(m, N_CTX, nt, &c2, &e) == 0) {
         int rc = 0, n_tok = nt == 1 ? N_SEQ : N_TOK2;
         for (int t = 0; t < n_tok && rc == 0; t++) {
-            rc = eng_ctx_eval(c2, toks + t, 1, lo + (size_t)t * N_VOCAB, 0, NULL, &e);
+            rc = eng_ctx_eval(c2, toks + t, 1, lo + (size_t)t * N_VOCAB, 0, &e);
             CHECKF(rc == 0, "%s: token %d: %s", tag, t, e.msg);
         }
         if (rc == 0)
@@ -621,10 +621,10 @@ static void run_paths(eng_model *m, int nt, const char *tag, const int32_t *toks
      * its last logits, the second for all */
     if (eng_ctx_new(m, N_CTX, nt, &c2, &e) == 0) {
         memset(lo, 0, sizeof(float) * nl);
-        int rc = eng_ctx_eval(c2, toks, SPLIT, lo + (size_t)(SPLIT - 1) * N_VOCAB, 0, NULL, &e);
+        int rc = eng_ctx_eval(c2, toks, SPLIT, lo + (size_t)(SPLIT - 1) * N_VOCAB, 0, &e);
         CHECKF(rc == 0, "%s: chunk 1: %s", tag, e.msg);
         if (rc == 0) {
-            rc = eng_ctx_eval(c2, toks + SPLIT, N_SEQ - SPLIT, lo + (size_t)SPLIT * N_VOCAB, 1, NULL, &e);
+            rc = eng_ctx_eval(c2, toks + SPLIT, N_SEQ - SPLIT, lo + (size_t)SPLIT * N_VOCAB, 1, &e);
             CHECKF(rc == 0, "%s: chunk 2: %s", tag, e.msg);
         }
         CHECK(eng_ctx_pos(c2) == N_SEQ);
@@ -645,7 +645,7 @@ static void run_truncate(eng_ctx *ctx, const char *tag, const int32_t *toks, int
     int32_t other[5] = {3, 100, 270, 5, 42};
     eng_ctx_truncate(ctx, TRUNC);
     CHECK(eng_ctx_pos(ctx) == TRUNC);
-    int rc = eng_ctx_eval(ctx, other, 5, lo, 0, NULL, &e);
+    int rc = eng_ctx_eval(ctx, other, 5, lo, 0, &e);
     CHECKF(rc == 0, "%s: eval after truncate: %s", tag, e.msg);
     CHECK(eng_ctx_pos(ctx) == TRUNC + 5);
     eng_ctx_truncate(ctx, TRUNC);
@@ -663,9 +663,9 @@ static void run_truncate(eng_ctx *ctx, const char *tag, const int32_t *toks, int
 
     int32_t bad = N_VOCAB;
     uint32_t pos = eng_ctx_pos(ctx);
-    CHECKF(eng_ctx_eval(ctx, &bad, 1, lo, 0, NULL, &e) != 0, "%s: token id %d accepted", tag, bad);
+    CHECKF(eng_ctx_eval(ctx, &bad, 1, lo, 0, &e) != 0, "%s: token id %d accepted", tag, bad);
     CHECK(eng_ctx_pos(ctx) == pos);
-    CHECKF(eng_ctx_eval(ctx, toks, N_CTX - pos + 1, lo, 0, NULL, &e) != 0, "%s: overflow accepted", tag);
+    CHECKF(eng_ctx_eval(ctx, toks, N_CTX - pos + 1, lo, 0, &e) != 0, "%s: overflow accepted", tag);
     CHECK(eng_ctx_pos(ctx) == pos);
 }
 

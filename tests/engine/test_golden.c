@@ -27,7 +27,7 @@ static void greedy(eng_model *m, int threads, const int32_t *prompt, int np, int
     eng_session *s;
     eng_err e;
     CHECK(eng_session_new(m, 0, threads, &sp, &s, &e) == 0);
-    CHECK(eng_session_feed(s, prompt, (uint32_t)np, NULL, &e) == 0);
+    CHECK(eng_session_feed(s, prompt, (uint32_t)np, &e) == 0);
     for (int i = 0; i < n; i++) {
         out[i] = -1;
         if (eng_session_next(s, &out[i], &e) != 0)

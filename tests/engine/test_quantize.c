@@ -130,7 +130,7 @@ static float *logits_of(const char *path, const int32_t *ids, uint32_t n, uint32
     }
     *nv = eng_model_get_info(m)->n_vocab;
     float *l = malloc((size_t)n * *nv * sizeof *l);
-    if (eng_ctx_new(m, 64, 1, &c, &e) || eng_ctx_eval(c, ids, n, l, 1, NULL, &e)) {
+    if (eng_ctx_new(m, 64, 1, &c, &e) || eng_ctx_eval(c, ids, n, l, 1, &e)) {
         fprintf(stderr, "%s\n", e.msg);
         free(l);
         l = NULL;

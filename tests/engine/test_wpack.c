@@ -68,9 +68,9 @@ static int run(eng_model *m, int threads, const int32_t *toks, float *logits, si
     CHECKF(rc == 0, "ctx: %s", e.msg);
     if (rc)
         return rc;
-    rc = eng_ctx_eval(c, toks, N_PROMPT, logits, 1, NULL, &e);
+    rc = eng_ctx_eval(c, toks, N_PROMPT, logits, 1, &e);
     for (int t = 0; t < N_STEP && rc == 0; t++)
-        rc = eng_ctx_eval(c, toks + N_PROMPT + t, 1, logits + (size_t)(N_PROMPT + t) * nv, 0, NULL, &e);
+        rc = eng_ctx_eval(c, toks + N_PROMPT + t, 1, logits + (size_t)(N_PROMPT + t) * nv, 0, &e);
     CHECKF(rc == 0, "eval: %s", e.msg);
     eng_ctx_free(c);
     return rc;

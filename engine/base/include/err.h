@@ -32,5 +32,9 @@ enum {
 
 /* Formats into e (if not NULL) and returns code. */
 int eng_errf(eng_err *e, int code, const char *fmt, ...) ENG_PRINTF(3, 4);
+/* Names what failed once: puts "WHAT: " before e's message (a file's
+ * path, usually) unless the message already starts with it. Returns
+ * code; e may be NULL. */
+int eng_err_prefix(eng_err *e, int code, const char *what);
 
 #endif

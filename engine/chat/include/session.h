@@ -24,9 +24,9 @@ void eng_session_free(eng_session *s);
 
 /* Run tokens through the model (prefill), keeping them in the history.
  * Fails with a message if they do not fit in the context. */
-int eng_session_feed(eng_session *s, const int32_t *tokens, uint32_t n, const volatile int *stop, eng_err *e);
+int eng_session_feed(eng_session *s, const int32_t *tokens, uint32_t n, eng_err *e);
 /* Tokenize text (no BOS unless add_bos) and feed it. */
-int eng_session_feed_text(eng_session *s, const char *text, int add_bos, const volatile int *stop, eng_err *e);
+int eng_session_feed_text(eng_session *s, const char *text, int add_bos, eng_err *e);
 /* Sample the next token from the last logits. Returns 1 and *tok if it ends
  * the turn (end-of-generation token, not fed); 0 after feeding it; or a
  * negative code (e.g. the context is full). Needs a prior feed. */

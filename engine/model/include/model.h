@@ -85,9 +85,8 @@ size_t eng_ctx_kv_bytes(const eng_ctx *c);
  * last token's n_vocab logits there; if all_logits, write every token's
  * (n * n_vocab floats). The prompt runs in batches, each weight read once
  * per batch. Fails (nothing changed) if the tokens do not fit or an id is
- * out of range. stop (may be NULL) is polled between batches; when it
- * reads non-zero the call returns ENG_ESTOPPED with the batches done kept. */
-int eng_ctx_eval(eng_ctx *c, const int32_t *tokens, uint32_t n, float *logits, int all_logits,
-                 const volatile int *stop, eng_err *e);
+ * out of range. A caller that must stay responsive (the engine thread)
+ * passes the prompt in pieces and checks for STOP between them. */
+int eng_ctx_eval(eng_ctx *c, const int32_t *tokens, uint32_t n, float *logits, int all_logits, eng_err *e);
 
 #endif

@@ -21,7 +21,6 @@ typedef struct eng_ppl_opts {
     /* called after each window with windows done / total (optional) */
     void (*progress)(void *user, uint32_t done, uint32_t total, double ppl_so_far);
     void *user;
-    const volatile int *stop; /* optional: non-zero stops between windows (ENG_ESTOPPED) */
 } eng_ppl_opts;
 
 typedef struct eng_ppl_result {
@@ -39,7 +38,7 @@ typedef struct eng_ppl_result {
 
 /* Tokenize text with m's tokenizer and measure. Errors: the text is too
  * short for one window (the message says how many tokens it has and
- * needs), the base model's vocabulary differs, out of memory, stopped. */
+ * needs), the base model's vocabulary differs, out of memory. */
 int eng_ppl_run(eng_model *m, const char *text, size_t len, const eng_ppl_opts *o, eng_ppl_result *r, eng_err *e);
 
 #endif
