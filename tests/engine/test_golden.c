@@ -2,7 +2,8 @@
  * - greedy from BOS reproduces stories260K.greedy256.txt token for token;
  * - each prompt of golden/stories260K-greedy.jsonl tokenizes to llama.cpp's
  *   prompt_ids and continues greedily with llama.cpp's ids;
- * on 1 and 2 threads. */
+ * on 1 and 2 threads. Without those files (../shared) it exits 77, skipped,
+ * never 0: a pass means the outputs were compared. */
 #include "jsonl.h"
 #include "model.h"
 #include "session.h"
@@ -90,7 +91,7 @@ static void check_prompts(eng_model *m)
             cases++;
             int32_t mine[256];
             int k = eng_tok_encode(eng_model_tok(m), prompt, strlen(prompt), 1, 0, mine, 256);
-            int same = k == np;
+            int same = k == np && k <= 256;
             for (int i = 0; same && i < k; i++)
                 same = mine[i] == pids[i];
             CHECKF(same, "prompt '%s' tokenizes differently from llama.cpp", prompt);
