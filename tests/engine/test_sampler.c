@@ -135,15 +135,53 @@ static void check_greedy(void)
     eng_sampler_free(s);
 }
 
-static void check_temperature(void)
+/* The knobs that cut the candidate list, and temperature, on L: each row
+ * says which ids remain; the draws must follow softmax(L / temp) over them. */
+#define ALL {0, 1, 2, 3, 4, 5, 6, -1}
+static const struct cut {
+    const char *what;
+    float temp;
+    int32_t top_k;
+    float top_p, min_p;
+    int kept[NV + 1]; /* ended by -1 */
+} cuts[] = {
+    {"temperature 0.5", 0.5f, 0, 1, 0, ALL},
+    {"temperature 1", 1.0f, 0, 1, 0, ALL},
+    {"temperature 2", 2.0f, 0, 1, 0, ALL},
+    {"temperature 5", 5.0f, 0, 1, 0, ALL},
+    {"top-k 1", 1.5f, 1, 1, 0, {1, -1}},
+    {"top-k 3", 1.5f, 3, 1, 0, {1, 3, 4, -1}},
+    {"top-k n_vocab", 1.5f, NV, 1, 0, ALL},
+    {"top-k beyond n_vocab", 1.5f, 1000, 1, 0, ALL},
+    /* top-p: the smallest prefix of the sorted ids holding at least p */
+    {"top-p 0.2", 1.0f, 0, 0.2f, 0, {1, -1}},
+    {"top-p 0.5", 1.0f, 0, 0.5f, 0, {1, 3, -1}},
+    {"top-p 0.6", 1.0f, 0, 0.6f, 0, {1, 3, 4, -1}},
+    {"top-p 0.96", 1.0f, 0, 0.96f, 0, {1, 3, 4, 2, 6, 0, -1}},
+    {"top-p 0.99", 1.0f, 0, 0.99f, 0, ALL},
+    /* the mass is measured at temperature 1: at 2 the two best hold only
+     * 0.43 of the drawn distribution, yet top-p 0.5 still keeps two */
+    {"top-p 0.5 at temperature 2", 2.0f, 0, 0.5f, 0, {1, 3, -1}},
+    /* after top-k the mass is that of the kept head: 0.30 0.25 0.20 of 0.75
+     * is 0.40 0.33 0.27, so 0.7 needs two where it needs three without */
+    {"top-p 0.7", 1.0f, 0, 0.7f, 0, {1, 3, 4, -1}},
+    {"top-k 3 then top-p 0.7", 1.0f, 3, 0.7f, 0, {1, 3, -1}},
+    /* min-p: below min_p * 0.30 goes */
+    {"min-p 0.3", 1.0f, 0, 1, 0.3f, {1, 3, 4, 2, -1}},
+    {"min-p 0.5", 1.0f, 0, 1, 0.5f, {1, 3, 4, -1}},
+    {"min-p 0.9", 1.0f, 0, 1, 0.9f, {1, -1}},
+    {"min-p 0.5 at temperature 3", 3.0f, 0, 1, 0.5f, {1, 3, 4, -1}}, /* at temperature 1 too */
+    {"top-p 0.6 then min-p 0.75", 1.0f, 0, 0.6f, 0.75f, {1, 3, -1}}, /* 0.20 < 0.225 */
+};
+
+static void check_cuts(void)
 {
-    static const int all[] = {0, 1, 2, 3, 4, 5, 6, -1};
-    const float temps[] = {0.5f, 1.0f, 2.0f, 5.0f};
-    for (int t = 0; t < 4; t++) {
-        char what[64];
-        snprintf(what, sizeof what, "temperature %.1f", temps[t]);
-        eng_sampler_params p = plain(temps[t], 100 + (uint64_t)t);
-        check_kept(what, &p, all);
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        eng_sampler_params p = plain(cuts[i].temp, 100 + i);
+        p.top_k = cuts[i].top_k;
+        p.top_p = cuts[i].top_p;
+        p.min_p = cuts[i].min_p;
+        check_kept(cuts[i].what, &p, cuts[i].kept);
     }
 }
 
@@ -190,19 +228,11 @@ static void check_top_k_large(void)
                freq[i]);
 }
 
+/* top-k: ties at the cut keep the lower id, on a small and a large
+ * vocabulary */
 static void check_top_k(void)
 {
-    static const int k1[] = {1, -1}, k3[] = {1, 3, 4, -1}, all[] = {0, 1, 2, 3, 4, 5, 6, -1};
     eng_sampler_params p = plain(1.5f, 200);
-    p.top_k = 1;
-    check_kept("top-k 1", &p, k1);
-    p.top_k = 3;
-    check_kept("top-k 3", &p, k3);
-    p.top_k = NV;
-    check_kept("top-k n_vocab", &p, all);
-    p.top_k = 1000;
-    check_kept("top-k beyond n_vocab", &p, all);
-    /* a tie at the cut keeps the lower id */
     const float tie[5] = {0, 2, 1, 1, 1};
     p.top_k = 2;
     double freq[5];
@@ -210,57 +240,6 @@ static void check_top_k(void)
     CHECKF(freq[1] > 0 && freq[2] > 0 && freq[0] + freq[3] + freq[4] == 0, "top-k tie: %.3f %.3f %.3f %.3f %.3f",
            freq[0], freq[1], freq[2], freq[3], freq[4]);
     check_top_k_large();
-}
-
-static void check_top_p(void)
-{
-    static const int k1[] = {1, -1}, k2[] = {1, 3, -1}, k3[] = {1, 3, 4, -1}, k6[] = {1, 3, 4, 2, 6, 0, -1},
-                     all[] = {0, 1, 2, 3, 4, 5, 6, -1};
-    eng_sampler_params p = plain(1.0f, 300);
-    p.top_p = 0.2f; /* the best alone holds 0.30 */
-    check_kept("top-p 0.2", &p, k1);
-    p.top_p = 0.5f;
-    check_kept("top-p 0.5", &p, k2);
-    p.top_p = 0.6f;
-    check_kept("top-p 0.6", &p, k3);
-    p.top_p = 0.96f;
-    check_kept("top-p 0.96", &p, k6);
-    p.top_p = 0.99f;
-    check_kept("top-p 0.99", &p, all);
-    /* the mass is measured at temperature 1: at 2 the two best hold only
-     * 0.43 of the drawn distribution, yet top-p 0.5 still keeps two */
-    p.temp = 2.0f;
-    p.top_p = 0.5f;
-    check_kept("top-p 0.5 at temperature 2", &p, k2);
-    /* after top-k the mass is that of the kept head: 0.30 0.25 0.20 of 0.75
-     * is 0.40 0.33 0.27, so 0.7 needs two where it needs three without */
-    p.temp = 1.0f;
-    p.top_p = 0.7f;
-    check_kept("top-p 0.7", &p, k3);
-    p.top_k = 3;
-    check_kept("top-k 3 then top-p 0.7", &p, k2);
-}
-
-static void check_min_p(void)
-{
-    static const int k1[] = {1, -1}, k3[] = {1, 3, 4, -1}, k4[] = {1, 3, 4, 2, -1};
-    eng_sampler_params p = plain(1.0f, 400);
-    p.min_p = 0.3f; /* below 0.09: 0.08, 0.05, 0.02 go */
-    check_kept("min-p 0.3", &p, k4);
-    p.min_p = 0.5f; /* below 0.15 */
-    check_kept("min-p 0.5", &p, k3);
-    p.min_p = 0.9f; /* below 0.27: all but the best */
-    check_kept("min-p 0.9", &p, k1);
-    /* measured at temperature 1, like top-p */
-    p.temp = 3.0f;
-    p.min_p = 0.5f;
-    check_kept("min-p 0.5 at temperature 3", &p, k3);
-    /* after top-p: min-p cuts inside what top-p kept */
-    p.temp = 1.0f;
-    p.top_p = 0.6f;
-    p.min_p = 0.75f; /* below 0.225: 0.20 goes */
-    static const int k2[] = {1, 3, -1};
-    check_kept("top-p 0.6 then min-p 0.75", &p, k2);
 }
 
 static void check_penalty(void)
@@ -438,10 +417,8 @@ int main(void)
     for (int i = 0; i < NV; i++)
         L[i] = (float)log(P[i]);
     check_greedy();
-    check_temperature();
+    check_cuts();
     check_top_k();
-    check_top_p();
-    check_min_p();
     check_penalty();
     check_seeds();
     check_params();
