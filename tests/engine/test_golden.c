@@ -37,13 +37,21 @@ static void greedy(eng_model *m, int threads, const int32_t *prompt, int np, int
     eng_session_free(s);
 }
 
-static void check_greedy256(eng_model *m)
+/* A file of ../shared, whole (caller frees); NULL if absent (a skip) or
+ * unreadable (a failure). */
+static char *read_shared(const char *rel)
 {
     char buf[4096];
-    if (!tu_shared("models/stories260K.greedy256.txt", buf))
-        return;
+    if (!tu_shared(rel, buf))
+        return NULL;
     char *txt = tu_read(buf, NULL);
-    CHECK(txt != NULL);
+    CHECKF(txt != NULL, "cannot read %s", buf);
+    return txt;
+}
+
+static void check_greedy256(eng_model *m)
+{
+    char *txt = read_shared("models/stories260K.greedy256.txt");
     if (!txt)
         return;
     /* line 3: comma-separated ids */
@@ -73,11 +81,9 @@ static void check_greedy256(eng_model *m)
 
 static void check_prompts(eng_model *m)
 {
-    char buf[4096];
-    if (!tu_shared("golden/stories260K-greedy.jsonl", buf))
+    char *all = read_shared("golden/stories260K-greedy.jsonl");
+    if (!all)
         return;
-    char *all = tu_read(buf, NULL);
-    CHECK(all != NULL);
     int cases = 0;
     for (char *line = all; line && *line;) {
         char *nl = strchr(line, '\n');
