@@ -46,30 +46,20 @@ static int scan(const uint8_t *s, size_t n, int *have)
     return L;
 }
 
-size_t eng_utf8_complete(const char *str, size_t n)
+/* Bytes of whole characters from the start: up to the first that is cut
+ * off by the end, or, if stop_at_broken, by a byte that starts none. */
+static size_t whole_prefix(const uint8_t *s, size_t n, int stop_at_broken)
 {
-    const uint8_t *s = (const uint8_t *)str;
     size_t i = 0;
     while (i < n) {
         int have, L = scan(s + i, n - i, &have);
-        if (have < L)
-            break; /* incomplete at the end: hold it back */
+        if (have < L || (stop_at_broken && L == 1 && s[i] >= 0x80))
+            break;
         i += (size_t)L;
     }
     return i;
 }
 
-int eng_utf8_valid(const char *str, size_t n)
-{
-    const uint8_t *s = (const uint8_t *)str;
-    size_t i = 0;
-    while (i < n) {
-        int have, L = scan(s + i, n - i, &have);
-        if (L == 1 && s[i] >= 0x80)
-            return 0;
-        if (have < L)
-            return 0;
-        i += (size_t)L;
-    }
-    return 1;
-}
+size_t eng_utf8_complete(const char *str, size_t n) { return whole_prefix((const uint8_t *)str, n, 0); }
+
+int eng_utf8_valid(const char *str, size_t n) { return whole_prefix((const uint8_t *)str, n, 1) == n; }

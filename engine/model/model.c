@@ -573,3 +573,19 @@ void eng_model_close(eng_model *m)
 const eng_model_info *eng_model_get_info(const eng_model *m) { return &m->info; }
 const eng_tok *eng_model_tok(const eng_model *m) { return m->tok; }
 const eng_gguf *eng_model_gguf(const eng_model *m) { return m->gguf; }
+const eng_layer *eng_model_layer(const eng_model *m, uint32_t l) { return &m->layers[l]; }
+enum eng_norm eng_model_norm(const eng_model *m) { return m->norm; }
+enum eng_ffn eng_model_ffn(const eng_model *m) { return m->ffn_kind; }
+
+static uint64_t weight_bytes(const eng_weight *w) { return w->data ? (uint64_t)w->rows * w->row_bytes : 0; }
+
+uint64_t eng_model_bytes_per_token(const eng_model *m)
+{
+    uint64_t b = m->tok_embd.row_bytes + weight_bytes(&m->output);
+    for (uint32_t l = 0; l < m->info.n_layers; l++) {
+        const eng_layer *L = &m->layers[l];
+        b += weight_bytes(&L->wq) + weight_bytes(&L->wk) + weight_bytes(&L->wv) + weight_bytes(&L->wo) +
+             weight_bytes(&L->w_gate) + weight_bytes(&L->w_up) + weight_bytes(&L->w_down);
+    }
+    return b;
+}

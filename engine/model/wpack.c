@@ -115,19 +115,27 @@ static int wants_pack(const eng_weight *w)
     return w->data && w->rows >= SIMD_PACK_ROWS && t && t->dot_packed && simd_pack_has_layout(w->type);
 }
 
-/* The weights to pack, in the order a forward pass reads them. */
-static size_t collect(eng_model *m, eng_weight **ws)
+/* Every matrix that may have a packed copy, in the forward pass's order. */
+static size_t all_matrices(eng_model *m, eng_weight **ws)
 {
     size_t n = 0;
     for (uint32_t l = 0; l < m->info.n_layers; l++) {
         eng_layer *L = &m->layers[l];
         eng_weight *lw[WEIGHTS_PER_LAYER] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
         for (int i = 0; i < WEIGHTS_PER_LAYER; i++)
-            if (wants_pack(lw[i]))
-                ws[n++] = lw[i];
+            ws[n++] = lw[i];
     }
-    if (wants_pack(&m->output))
-        ws[n++] = &m->output;
+    ws[n++] = &m->output;
+    return n;
+}
+
+/* The weights to pack, in the order a forward pass reads them. */
+static size_t collect(eng_model *m, eng_weight **ws)
+{
+    size_t n = 0, all = all_matrices(m, ws);
+    for (size_t i = 0; i < all; i++)
+        if (wants_pack(ws[i]))
+            ws[n++] = ws[i];
     return n;
 }
 
@@ -224,20 +232,6 @@ void eng_model_pack_free(eng_model *m)
     free(pk->items);
     free(pk);
     m->packer = NULL;
-}
-
-/* Every matrix that may have a packed copy, in the forward pass's order. */
-static size_t all_matrices(eng_model *m, eng_weight **ws)
-{
-    size_t n = 0;
-    for (uint32_t l = 0; l < m->info.n_layers; l++) {
-        eng_layer *L = &m->layers[l];
-        eng_weight *lw[WEIGHTS_PER_LAYER] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-        for (int i = 0; i < WEIGHTS_PER_LAYER; i++)
-            ws[n++] = lw[i];
-    }
-    ws[n++] = &m->output;
-    return n;
 }
 
 void eng_model_kernel_changed(eng_model *m)

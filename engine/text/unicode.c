@@ -460,18 +460,6 @@ static int is_falcon_punct(const eng_uni_char *c)
             cp == '`');
 }
 
-static size_t m_ds_letters(const eng_uni_char *c, size_t i, size_t end, size_t *skip)
-{
-    (void)skip;
-    return opt_space_run(c, i, end, is_ds_letter);
-}
-
-static size_t m_ds_punct(const eng_uni_char *c, size_t i, size_t end, size_t *skip)
-{
-    (void)skip;
-    return opt_space_run(c, i, end, is_ds_punct);
-}
-
 /* \s+$ : only the whitespace that reaches the end of the piece; a run
  * that stops early cannot match from any of its positions */
 static size_t m_trailing_space(const eng_uni_char *c, size_t i, size_t end, size_t *skip)
@@ -485,40 +473,10 @@ static size_t m_trailing_space(const eng_uni_char *c, size_t i, size_t end, size
     return 0;
 }
 
-static size_t m_cjk(const eng_uni_char *c, size_t i, size_t end, size_t *skip)
-{
-    (void)skip;
-    return class_run(c, i, end, is_cjk);
-}
-
-static size_t m_numbers(const eng_uni_char *c, size_t i, size_t end, size_t *skip)
-{
-    (void)skip;
-    return class_run(c, i, end, is_number);
-}
-
 static size_t m_number(const eng_uni_char *c, size_t i, size_t end, size_t *skip)
 {
     (void)end, (void)skip;
     return (c[i].cls & NUM) != 0;
-}
-
-static size_t m_letters(const eng_uni_char *c, size_t i, size_t end, size_t *skip)
-{
-    (void)skip;
-    return opt_space_run(c, i, end, is_letter);
-}
-
-static size_t m_puncts(const eng_uni_char *c, size_t i, size_t end, size_t *skip)
-{
-    (void)skip;
-    return opt_space_run(c, i, end, is_punct);
-}
-
-static size_t m_falcon_punct(const eng_uni_char *c, size_t i, size_t end, size_t *skip)
-{
-    (void)skip;
-    return class_run(c, i, end, is_falcon_punct);
 }
 
 /* [0-9][0-9][0-9] */
@@ -533,16 +491,42 @@ static size_t m_three_digits(const eng_uni_char *c, size_t i, size_t end, size_t
     return 3;
 }
 
+/* One pass of a split: a matcher of its own, or (m NULL) a run of the
+ * class in, after an optional whitespace character if opt_space
+ * (\s?X+, else X+). */
+typedef struct pass {
+    matcher m;
+    int opt_space;
+    int (*in)(const eng_uni_char *);
+} pass;
+
+#define CLASS_RUN(in) {NULL, 0, in}
+#define SPACE_CLASS_RUN(in) {NULL, 1, in}
+#define MATCH(m) {m, 0, NULL}
+
+/* The passes of each pre-tokenizer, in order (eng_pretok). */
+static const pass pre_gpt2[] = {MATCH(m_gpt2)};
+static const pass pre_llama3[] = {MATCH(m_llama3)};
+static const pass pre_qwen2[] = {MATCH(m_qwen2)};
+static const pass pre_ds_llm[] = {MATCH(m_newline), SPACE_CLASS_RUN(is_ds_letter), SPACE_CLASS_RUN(is_ds_punct),
+                                  MATCH(m_trailing_space), CLASS_RUN(is_cjk), CLASS_RUN(is_number)};
+static const pass pre_ds_coder[] = {MATCH(m_newline), SPACE_CLASS_RUN(is_letter), SPACE_CLASS_RUN(is_punct),
+                                    CLASS_RUN(is_cjk), MATCH(m_number)};
+static const pass pre_falcon[] = {CLASS_RUN(is_falcon_punct), MATCH(m_gpt2), MATCH(m_three_digits)};
+static const pass pre_starcoder[] = {MATCH(m_number), MATCH(m_gpt2)};
+
 /* One pass of a pattern over every piece of the previous pass: matches
  * and the stretches between them become the new pieces. in and out hold
  * piece ends; returns the new count (never more than characters). */
-static size_t split_pass(matcher m, const eng_uni_char *c, const uint32_t *in, size_t nin, uint32_t *out)
+static size_t split_pass(const pass *ps, const eng_uni_char *c, const uint32_t *in, size_t nin, uint32_t *out)
 {
     size_t nout = 0, start = 0;
     for (size_t p = 0; p < nin; p++) {
         size_t end = in[p], gap = start, i = start;
         while (i < end) {
-            size_t skip = 1, k = m(c, i, end, &skip);
+            size_t skip = 1, k = ps->m           ? ps->m(c, i, end, &skip)
+                                 : ps->opt_space ? opt_space_run(c, i, end, ps->in)
+                                                 : class_run(c, i, end, ps->in);
             if (!k) {
                 i += skip;
                 continue;
@@ -563,44 +547,20 @@ static size_t split_pass(matcher m, const eng_uni_char *c, const uint32_t *in, s
 size_t eng_uni_pretok_split(enum eng_pretok kind, const eng_uni_char *c, size_t n, uint32_t *ends,
                             uint32_t *scratch)
 {
-    matcher passes[6];
-    size_t np = 0;
+    const pass *passes;
+    size_t np;
+#define USE(t) (passes = t, np = N_OF(t))
     switch (kind) {
-    case ENG_PRE_LLAMA3:
-        passes[np++] = m_llama3;
-        break;
-    case ENG_PRE_QWEN2:
-        passes[np++] = m_qwen2;
-        break;
-    case ENG_PRE_DEEPSEEK_LLM:
-        passes[np++] = m_newline;
-        passes[np++] = m_ds_letters;
-        passes[np++] = m_ds_punct;
-        passes[np++] = m_trailing_space;
-        passes[np++] = m_cjk;
-        passes[np++] = m_numbers;
-        break;
-    case ENG_PRE_DEEPSEEK_CODER:
-        passes[np++] = m_newline;
-        passes[np++] = m_letters;
-        passes[np++] = m_puncts;
-        passes[np++] = m_cjk;
-        passes[np++] = m_number;
-        break;
-    case ENG_PRE_FALCON:
-        passes[np++] = m_falcon_punct;
-        passes[np++] = m_gpt2;
-        passes[np++] = m_three_digits;
-        break;
-    case ENG_PRE_STARCODER:
-        passes[np++] = m_number;
-        passes[np++] = m_gpt2;
-        break;
+    case ENG_PRE_LLAMA3: USE(pre_llama3); break;
+    case ENG_PRE_QWEN2: USE(pre_qwen2); break;
+    case ENG_PRE_DEEPSEEK_LLM: USE(pre_ds_llm); break;
+    case ENG_PRE_DEEPSEEK_CODER: USE(pre_ds_coder); break;
+    case ENG_PRE_FALCON: USE(pre_falcon); break;
+    case ENG_PRE_STARCODER: USE(pre_starcoder); break;
     case ENG_PRE_GPT2:
-    default:
-        passes[np++] = m_gpt2;
-        break;
+    default: USE(pre_gpt2); break;
     }
+#undef USE
     if (!n)
         return 0;
     /* ping-pong between the two buffers, starting in whichever one makes
@@ -609,7 +569,7 @@ size_t eng_uni_pretok_split(enum eng_pretok kind, const eng_uni_char *c, size_t 
     cur[0] = (uint32_t)n;
     size_t count = 1;
     for (size_t p = 0; p < np; p++) {
-        count = split_pass(passes[p], c, cur, count, next);
+        count = split_pass(&passes[p], c, cur, count, next);
         uint32_t *t = cur;
         cur = next;
         next = t;

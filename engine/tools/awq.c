@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model_internal.h"
+#include "model_layout.h"
 #include "simd.h"
 
 enum { G_QKV, G_O, G_GU, G_DOWN, G_KINDS };
@@ -156,11 +156,11 @@ typedef struct wq {
 static int search_group(grp *g, const eng_model *m, const eng_qtarget *tg, int grid)
 {
     uint32_t cols = g->cols;
-    const eng_model_info *in = &m->info;
+    const eng_model_info *in = eng_model_get_info(m);
     wq ws[3];
     int nq = 0, rc = 0;
     uint32_t max_rows = 0;
-    int has_output = eng_gguf_tensor_find(m->gguf, "output.weight") != NULL;
+    int has_output = eng_gguf_tensor_find(eng_model_gguf(m), "output.weight") != NULL;
     memset(ws, 0, sizeof ws);
     for (int i = 0; i < g->nw; i++) {
         const eng_weight *w = g->w[i];
@@ -200,7 +200,7 @@ static int search_group(grp *g, const eng_model *m, const eng_qtarget *tg, int g
     if (g->kind == G_O) {
         /* channel (head h, dim d) of the output projection's input comes
          * from v row (h / group, d): heads sharing a kv head share s */
-        const eng_layer *L = &m->layers[g->layer];
+        const eng_layer *L = eng_model_layer(m, g->layer);
         uint32_t hd = in->head_dim, grp_sz = L->n_heads / L->n_kv_heads;
         for (uint32_t kv = 0; kv < L->n_kv_heads; kv++)
             for (uint32_t d = 0; d < hd; d++) {
@@ -312,7 +312,7 @@ static int has_tensor(const eng_model *m, uint32_t l, const char *what)
 {
     char n[96];
     snprintf(n, sizeof n, "blk.%u.%s", l, what);
-    return eng_gguf_tensor_find(m->gguf, n) != NULL;
+    return eng_gguf_tensor_find(eng_model_gguf(m), n) != NULL;
 }
 
 /* Fold a group's scales into the model as edits. */
@@ -333,8 +333,8 @@ static int fold(eng_awq *a, const eng_model *m, const grp *g)
         return edit_mul(a, NAME("ffn_norm.weight"), 0, g->s, g->cols, 1);
     case G_O: {
         /* v row (kv, d) takes 1/s of any head of its group */
-        const eng_layer *L = &m->layers[l];
-        uint32_t hd = m->info.head_dim, grp_sz = L->n_heads / L->n_kv_heads, nkv = L->n_kv_heads * hd;
+        const eng_layer *L = eng_model_layer(m, l);
+        uint32_t hd = eng_model_get_info(m)->head_dim, grp_sz = L->n_heads / L->n_kv_heads, nkv = L->n_kv_heads * hd;
         float *sv = malloc(nkv * sizeof *sv);
         if (!sv)
             return ENG_ENOMEM;
@@ -357,78 +357,79 @@ static int fold(eng_awq *a, const eng_model *m, const grp *g)
     return 0;
 }
 
-int eng_awq_compute(const char *model_path, const eng_awq_opts *o, eng_awq **out, eng_err *e)
+/* The calibration text's tokens (with BOS where the model wants it):
+ * *ids (the caller frees) holds *n_tok of them, at most max_tok. */
+static int calib_tokens(const eng_model *m, const eng_awq_opts *o, uint32_t max_tok, int32_t **ids, uint32_t *n_tok,
+                        eng_err *e)
 {
-    *out = NULL;
-    eng_model *m = NULL;
-    eng_ctx *ctx = NULL;
-    calib c = {0};
-    size_t capg = 0;
     char *text = NULL;
-    int32_t *ids = NULL;
-    eng_awq *a = calloc(1, sizeof *a);
-    int r = a ? 0 : eng_errf(e, ENG_ENOMEM, "out of memory");
-    if (r || (r = eng_model_open(model_path, &m, e)))
-        goto done;
-    const eng_model_info *in = &m->info;
-    if (m->norm != ENG_NORM_RMS || m->ffn_kind != ENG_FFN_SWIGLU) {
-        r = eng_errf(e, ENG_EUNSUP, "AWQ: %s has %s; the scales fold only into RMSNorm + SwiGLU models", model_path,
-                     m->norm != ENG_NORM_RMS ? "LayerNorm" : "a GELU FFN");
-        goto done;
-    }
     size_t len = o->calib_len;
     const char *txt = o->calib_text;
+    int r;
     if (!txt) {
         if ((r = read_text(o->calib_path, &text, &len, e)))
-            goto done;
+            return r;
         txt = text;
     }
-    int need = eng_tok_encode(m->tok, txt, len, 1, 0, NULL, 0);
-    uint32_t n_ctx = o->n_ctx ? o->n_ctx : 256, max_tok = o->max_tokens ? o->max_tokens : 4096;
-    if (n_ctx > in->ctx_train)
-        n_ctx = in->ctx_train;
+    int need = eng_tok_encode(eng_model_tok(m), txt, len, 1, 0, NULL, 0);
     if (need < 16) {
         r = eng_errf(e, ENG_EINVAL, "AWQ: the calibration text has %d tokens; at least 16 are needed", need < 0 ? 0 : need);
-        goto done;
-    }
-    ids = malloc((size_t)need * sizeof *ids);
-    if (!ids) {
+    } else if (!(*ids = malloc((size_t)need * sizeof **ids))) {
         r = eng_errf(e, ENG_ENOMEM, "out of memory");
-        goto done;
+    } else {
+        eng_tok_encode(eng_model_tok(m), txt, len, 1, 0, *ids, (size_t)need);
+        *n_tok = (uint32_t)need < max_tok ? (uint32_t)need : max_tok;
+        r = 0;
     }
-    eng_tok_encode(m->tok, txt, len, 1, 0, ids, (size_t)need);
-    uint32_t n_tok = (uint32_t)need < max_tok ? (uint32_t)need : max_tok;
-    /* sample rows: at most 512 per group, fewer for wide groups (about 256 MB in all) */
+    free(text);
+    return r;
+}
+
+/* One group per scaled input of every layer: q/k/v, o, gate/up, down.
+ * Sample rows: at most 512 per group, fewer for wide groups (about
+ * 256 MB in all); *cap gets the count. */
+static int make_groups(const eng_model *m, calib *c, uint32_t n_tok, uint32_t *cap_out)
+{
+    const eng_model_info *in = eng_model_get_info(m);
     uint64_t sum_cols = 0;
     for (uint32_t l = 0; l < in->n_layers; l++)
-        sum_cols += (uint64_t)2 * in->dim + m->layers[l].n_heads * in->head_dim + m->layers[l].ffn;
+        sum_cols += (uint64_t)2 * in->dim + eng_model_layer(m, l)->n_heads * in->head_dim + eng_model_layer(m, l)->ffn;
     uint64_t cap64 = ((uint64_t)1 << 26) / (sum_cols ? sum_cols : 1);
     uint32_t cap = cap64 > 512 ? 512 : cap64 < 32 ? 32 : (uint32_t)cap64;
-    c.stride = n_tok / cap > 1 ? n_tok / cap : 1;
+    size_t capg = 0;
+    int r = 0;
+    *cap_out = cap;
+    c->stride = n_tok / cap > 1 ? n_tok / cap : 1;
     for (uint32_t l = 0; l < in->n_layers && !r; l++) {
-        eng_layer *L = &m->layers[l];
+        const eng_layer *L = eng_model_layer(m, l);
         if (L->n_heads && has_tensor(m, l, "attn_q.weight")) {
-            r = add_group(&c, &capg, G_QKV, l, 3, &L->wq, "attn_q.weight", &L->wk, "attn_k.weight", &L->wv,
+            r = add_group(c, &capg, G_QKV, l, 3, &L->wq, "attn_q.weight", &L->wk, "attn_k.weight", &L->wv,
                           "attn_v.weight", cap);
             if (!r)
-                r = add_group(&c, &capg, G_O, l, 1, &L->wo, "attn_output.weight", NULL, NULL, NULL, NULL, cap);
+                r = add_group(c, &capg, G_O, l, 1, &L->wo, "attn_output.weight", NULL, NULL, NULL, NULL, cap);
         }
         if (!r && L->ffn && has_tensor(m, l, "ffn_gate.weight")) {
-            r = add_group(&c, &capg, G_GU, l, 2, &L->w_gate, "ffn_gate.weight", &L->w_up, "ffn_up.weight", NULL, NULL,
+            r = add_group(c, &capg, G_GU, l, 2, &L->w_gate, "ffn_gate.weight", &L->w_up, "ffn_up.weight", NULL, NULL,
                           cap);
             if (!r)
-                r = add_group(&c, &capg, G_DOWN, l, 1, &L->w_down, "ffn_down.weight", NULL, NULL, NULL, NULL, cap);
+                r = add_group(c, &capg, G_DOWN, l, 1, &L->w_down, "ffn_down.weight", NULL, NULL, NULL, NULL, cap);
         }
     }
-    if (r) {
-        r = eng_errf(e, ENG_ENOMEM, "out of memory for the calibration statistics");
-        goto done;
-    }
-    if ((r = eng_ctx_new(m, n_ctx, o->threads, &ctx, e)))
-        goto done;
-    eng_ctx_set_observer(ctx, observe, &c);
-    int32_t bos = eng_tok_bos(m->tok);
-    for (uint32_t at = 0; at < n_tok; at += n_ctx) {
+    return r;
+}
+
+/* The calibration pass: n_tok tokens in windows of n_ctx, each started
+ * as a sequence is, with the observer gathering into c. */
+static int calibrate(eng_model *m, const eng_awq_opts *o, calib *c, int32_t *ids, uint32_t n_tok, uint32_t n_ctx,
+                     eng_err *e)
+{
+    eng_ctx *ctx = NULL;
+    int r = eng_ctx_new(m, n_ctx, o->threads, &ctx, e);
+    if (r)
+        return r;
+    eng_ctx_set_observer(ctx, observe, c);
+    int32_t bos = eng_tok_bos(eng_model_tok(m));
+    for (uint32_t at = 0; at < n_tok && !r; at += n_ctx) {
         uint32_t n = n_tok - at < n_ctx ? n_tok - at : n_ctx;
         int32_t save = ids[at];
         if (bos >= 0)
@@ -436,41 +437,74 @@ int eng_awq_compute(const char *model_path, const eng_awq_opts *o, eng_awq **out
         eng_ctx_truncate(ctx, 0);
         r = eng_ctx_eval(ctx, ids + at, n, NULL, 0, e);
         ids[at] = save;
-        if (r)
-            goto done;
-        if (o->progress)
+        if (!r && o->progress)
             o->progress(o->user, 0.3 * (at + n) / n_tok, "calibration");
     }
     eng_ctx_set_observer(ctx, NULL, NULL);
-    int grid = o->grid > 0 ? o->grid : 20;
+    eng_ctx_free(ctx);
+    return r;
+}
+
+/* Search every group, fold the chosen scales into a's edits, and write
+ * the summary. */
+static int search_all(eng_awq *a, const eng_model *m, const eng_awq_opts *o, calib *c, uint32_t n_tok, uint32_t cap,
+                      eng_err *e)
+{
+    int grid = o->grid > 0 ? o->grid : 20, r;
     double sum_alpha = 0, err_rtn = 0, err_awq = 0;
     int searched = 0;
-    for (size_t i = 0; i < c.ng; i++) {
-        if ((r = search_group(&c.g[i], m, o->target, grid))) {
-            r = eng_errf(e, r, "AWQ: out of memory in the search");
-            goto done;
-        }
-        grp *g = &c.g[i];
+    for (size_t i = 0; i < c->ng; i++) {
+        grp *g = &c->g[i];
+        if ((r = search_group(g, m, o->target, grid)))
+            return eng_errf(e, r, "AWQ: out of memory in the search");
         if (g->err_rtn > 0) {
             searched++;
             sum_alpha += g->alpha;
             err_rtn += g->err_rtn / (g->err_rtn + 1e-30);
             err_awq += g->err_best / (g->err_rtn + 1e-30);
         }
-        if (g->s && (r = fold(a, m, g))) {
-            r = eng_errf(e, r, "out of memory");
-            goto done;
-        }
+        if (g->s && (r = fold(a, m, g)))
+            return eng_errf(e, r, "out of memory");
         if (o->progress)
-            o->progress(o->user, 0.3 + 0.7 * (double)(i + 1) / (double)c.ng, g->wname[0]);
+            o->progress(o->user, 0.3 + 0.7 * (double)(i + 1) / (double)c->ng, g->wname[0]);
     }
     snprintf(a->summary, sizeof a->summary,
              "%d of %zu layer groups searched on %u tokens (%u rows each), mean alpha %.2f, "
              "layer output error %.1f%% of RTN's",
-             searched, c.ng, n_tok, cap < n_tok ? cap : n_tok, searched ? sum_alpha / searched : 0.0,
+             searched, c->ng, n_tok, cap < n_tok ? cap : n_tok, searched ? sum_alpha / searched : 0.0,
              searched ? 100 * err_awq / err_rtn : 100.0);
+    return 0;
+}
+
+int eng_awq_compute(const char *model_path, const eng_awq_opts *o, eng_awq **out, eng_err *e)
+{
+    *out = NULL;
+    eng_model *m = NULL;
+    calib c = {0};
+    int32_t *ids = NULL;
+    uint32_t n_tok = 0, cap = 0;
+    eng_awq *a = calloc(1, sizeof *a);
+    int r = a ? 0 : eng_errf(e, ENG_ENOMEM, "out of memory");
+    if (r || (r = eng_model_open(model_path, &m, e)))
+        goto done;
+    const eng_model_info *in = eng_model_get_info(m);
+    if (eng_model_norm(m) != ENG_NORM_RMS || eng_model_ffn(m) != ENG_FFN_SWIGLU) {
+        r = eng_errf(e, ENG_EUNSUP, "AWQ: %s has %s; the scales fold only into RMSNorm + SwiGLU models", model_path,
+                     eng_model_norm(m) != ENG_NORM_RMS ? "LayerNorm" : "a GELU FFN");
+        goto done;
+    }
+    uint32_t n_ctx = o->n_ctx ? o->n_ctx : 256, max_tok = o->max_tokens ? o->max_tokens : 4096;
+    if (n_ctx > in->ctx_train)
+        n_ctx = in->ctx_train;
+    if ((r = calib_tokens(m, o, max_tok, &ids, &n_tok, e)))
+        goto done;
+    if ((r = make_groups(m, &c, n_tok, &cap))) {
+        r = eng_errf(e, ENG_ENOMEM, "out of memory for the calibration statistics");
+        goto done;
+    }
+    if (!(r = calibrate(m, o, &c, ids, n_tok, n_ctx, e)))
+        r = search_all(a, m, o, &c, n_tok, cap, e);
 done:
-    eng_ctx_free(ctx);
     for (size_t i = 0; i < c.ng; i++) {
         free(c.g[i].absum);
         free(c.g[i].rows);
@@ -478,7 +512,6 @@ done:
     }
     free(c.g);
     free(ids);
-    free(text);
     eng_model_close(m);
     if (r) {
         eng_awq_free(a);

@@ -5,7 +5,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "model_internal.h"
 #include "pool.h"
 #include "sys.h"
 
@@ -65,18 +64,7 @@ double eng_bench_membw(int n_threads, size_t bytes)
     return best;
 }
 
-static uint64_t weight_bytes(const eng_weight *w) { return w->data ? (uint64_t)w->rows * w->row_bytes : 0; }
-
-uint64_t eng_bench_bytes_per_token(const eng_model *m)
-{
-    uint64_t b = m->tok_embd.row_bytes + weight_bytes(&m->output);
-    for (uint32_t l = 0; l < m->info.n_layers; l++) {
-        const eng_layer *L = &m->layers[l];
-        b += weight_bytes(&L->wq) + weight_bytes(&L->wk) + weight_bytes(&L->wv) + weight_bytes(&L->wo) +
-             weight_bytes(&L->w_gate) + weight_bytes(&L->w_up) + weight_bytes(&L->w_down);
-    }
-    return b;
-}
+uint64_t eng_bench_bytes_per_token(const eng_model *m) { return eng_model_bytes_per_token(m); }
 
 static void stat_of(const double *v, int n, eng_bench_stat *s)
 {
@@ -102,6 +90,7 @@ static void note_rss(eng_bench_mem *mem)
 int eng_bench_run(eng_model *m, int n_threads, int n_depth, int n_prompt, int n_gen, int reps, eng_bench_stat *pp,
                   eng_bench_stat *tg, eng_bench_mem *mem, eng_err *e)
 {
+    const eng_model_info *in = eng_model_get_info(m);
     uint32_t depth = n_depth > 0 ? (uint32_t)n_depth : 0;
     uint32_t need = depth + (uint32_t)(n_prompt > n_gen + 1 ? n_prompt : n_gen + 1);
     eng_ctx *c;
@@ -109,7 +98,7 @@ int eng_bench_run(eng_model *m, int n_threads, int n_depth, int n_prompt, int n_
     if (r)
         return r;
     int32_t *ids = malloc(need * sizeof *ids);
-    float *logits = malloc(m->info.n_vocab * sizeof *logits);
+    float *logits = malloc(in->n_vocab * sizeof *logits);
     double *v = malloc((size_t)(reps + 1) * sizeof *v);
     if (!ids || !logits || !v) {
         r = eng_errf(e, ENG_ENOMEM, "out of memory");
@@ -118,7 +107,7 @@ int eng_bench_run(eng_model *m, int n_threads, int n_depth, int n_prompt, int n_
     uint64_t s = 12345;
     for (uint32_t i = 0; i < need; i++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
-        ids[i] = (int32_t)((s >> 33) % m->info.n_vocab);
+        ids[i] = (int32_t)((s >> 33) % in->n_vocab);
     }
     /* the context every run starts from: kept, each run truncates back to it */
     if (depth && (r = eng_ctx_eval(c, ids, depth, NULL, 0, e)))
@@ -128,7 +117,7 @@ int eng_bench_run(eng_model *m, int n_threads, int n_depth, int n_prompt, int n_
     if (mem) {
         memset(mem, 0, sizeof *mem);
         mem->kv_bytes = eng_ctx_kv_bytes(c);
-        mem->budget = m->info.file_size + mem->kv_bytes + ((uint64_t)64 << 20);
+        mem->budget = in->file_size + mem->kv_bytes + ((uint64_t)64 << 20);
     }
     for (int run = 0; n_prompt > 0 && run <= reps; run++) {
         eng_ctx_truncate(c, depth);
@@ -174,7 +163,7 @@ int eng_bench_load_time(const char *path, const eng_model_opts *mo, int n_thread
         int r = eng_model_open_opts(path, mo, &m, e);
         if (r)
             return r;
-        float *logits = malloc(m->info.n_vocab * sizeof *logits);
+        float *logits = malloc(eng_model_get_info(m)->n_vocab * sizeof *logits);
         if (!logits) {
             eng_model_close(m);
             return eng_errf(e, ENG_ENOMEM, "out of memory");

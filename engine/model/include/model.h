@@ -63,6 +63,9 @@ void eng_model_kernel_changed(eng_model *m);
 const eng_model_info *eng_model_get_info(const eng_model *m);
 const eng_tok *eng_model_tok(const eng_model *m);
 const eng_gguf *eng_model_gguf(const eng_model *m);
+/* Bytes one decode step reads: every weight matrix once plus one
+ * embedding row (what a bandwidth-bound decode must stream). */
+uint64_t eng_model_bytes_per_token(const eng_model *m);
 
 typedef struct eng_ctx eng_ctx;
 

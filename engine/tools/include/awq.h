@@ -12,7 +12,7 @@
  * The result is a list of tensor edits (quantize.h) the quantizer applies
  * before rounding: a standard GGUF any llama.cpp runs. Activations come
  * from nibble's own forward pass through an observer (eng_ctx_set_observer
- * in model_internal.h). */
+ * in engine/model/layout/model_layout.h). */
 #ifndef NIBBLE_ENG_AWQ_H
 #define NIBBLE_ENG_AWQ_H
 

@@ -17,8 +17,8 @@ typedef struct eng_bench_stat {
  * (bigger than the caches), best of a few passes. <= 0 on failure. */
 double eng_bench_membw(int n_threads, size_t bytes);
 
-/* Bytes one decode step reads: every weight matrix once plus one
- * embedding row (what a bandwidth-bound decode must stream). */
+/* eng_model_bytes_per_token (model.h), under the name app/cmd_bench.c
+ * calls. */
 uint64_t eng_bench_bytes_per_token(const eng_model *m);
 
 /* Memory while the tests ran. */

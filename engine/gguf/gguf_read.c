@@ -1,11 +1,11 @@
-/* GGUF reader and writer. The reader trusts nothing in the file: it walks
- * the header with a bounds-checked cursor, caps every count by what the
- * remaining bytes could hold (so no allocation exceeds a small multiple
- * of the file size), and checks every tensor's shape, type, size and
- * placement before anyone sees it. */
-#include "gguf.h"
+/* GGUF reader. It trusts nothing in the file: it walks the header with
+ * a bounds-checked cursor, caps every count by what the remaining bytes
+ * could hold (so no allocation exceeds a small multiple of the file
+ * size), and checks every tensor's shape, type, size and placement
+ * before anyone sees it. Typed access to the metadata and its printable
+ * form follow. */
+#include "gguf_internal.h"
 
-#include <errno.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -13,12 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef _WIN32
-#include <unistd.h>
-#endif
-
-#include "files.h"
-#include "mapfile.h"
 #include "mem.h"
 #include "port.h"
 #include "simd.h"
@@ -26,26 +20,6 @@
 #define MAX_KEY_LEN 65535u
 #define MAX_NAME_LEN 4096u
 #define MAX_ALIGN 65536u
-
-typedef struct kv {
-    char *key;
-    enum eng_gguf_vtype type;
-    const uint8_t *val;          /* value bytes (for arrays: the elements) */
-    enum eng_gguf_vtype arr_type;
-    uint64_t arr_count;
-    eng_str *strs;               /* string value (1) or string-array elements */
-} kv;
-
-struct eng_gguf {
-    eng_map map;
-    const uint8_t *base;
-    uint64_t size;
-    uint32_t version;
-    uint64_t n_kv, n_tensors;
-    kv *kvs;
-    eng_gguf_tensor *tensors;
-    uint64_t alignment, data_offset;
-};
 
 /* ---- bounds-checked cursor ---- */
 
@@ -101,7 +75,7 @@ static int getstr(cursor *c, eng_str *s, uint64_t maxlen, const char *what)
     return 0;
 }
 
-static const size_t vsize[GGUF_VTYPE_COUNT] = {
+const size_t eng_gguf_vsize[GGUF_VTYPE_COUNT] = {
     [GGUF_U8] = 1, [GGUF_I8] = 1, [GGUF_U16] = 2, [GGUF_I16] = 2, [GGUF_U32] = 4, [GGUF_I32] = 4,
     [GGUF_F32] = 4, [GGUF_BOOL] = 1, [GGUF_U64] = 8, [GGUF_I64] = 8, [GGUF_F64] = 8,
 };
@@ -152,10 +126,10 @@ static int parse_kv(cursor *c, kv *k, uint64_t idx)
     }
     if (t != GGUF_ARRAY) {
         k->val = c->p + c->pos;
-        if ((r = need(c, vsize[t], what))) return r;
+        if ((r = need(c, eng_gguf_vsize[t], what))) return r;
         if (t == GGUF_BOOL && k->val[0] > 1)
             return eng_errf(c->e, ENG_EFORMAT, "metadata key '%s': bool value %u is neither 0 nor 1", kn, k->val[0]);
-        c->pos += vsize[t];
+        c->pos += eng_gguf_vsize[t];
         return 0;
     }
     uint32_t at;
@@ -180,7 +154,7 @@ static int parse_kv(cursor *c, kv *k, uint64_t idx)
             if ((r = getstr(c, &k->strs[j], UINT64_MAX, what))) return r;
         return 0;
     }
-    if (n > left(c) / vsize[at])
+    if (n > left(c) / eng_gguf_vsize[at])
         return eng_errf(c->e, ENG_EFORMAT, "metadata key '%s': array count %llu is larger than the %llu bytes left "
                         "(truncated or corrupt file)", kn, (unsigned long long)n, (unsigned long long)left(c));
     if (at == GGUF_BOOL)
@@ -188,7 +162,7 @@ static int parse_kv(cursor *c, kv *k, uint64_t idx)
             if (k->val[j] > 1)
                 return eng_errf(c->e, ENG_EFORMAT, "metadata key '%s': bool array element %llu is %u, neither 0 nor 1",
                                 kn, (unsigned long long)j, k->val[j]);
-    c->pos += n * vsize[at];
+    c->pos += n * eng_gguf_vsize[at];
     return 0;
 }
 
@@ -209,9 +183,19 @@ static const char *find_dup(const char **names, uint64_t n)
     return NULL;
 }
 
-/* names[] holds n borrowed pointers, freed here. */
-static int check_unique(const char **names, uint64_t n, const char *what, eng_err *e)
+static const char *tensor_name(const eng_gguf *g, uint64_t i) { return g->tensors[i].name; }
+
+/* An error naming the first of the n names (name_of(g, i)) found twice. */
+static int check_unique(const eng_gguf *g, uint64_t n, const char *(*name_of)(const eng_gguf *, uint64_t),
+                        const char *what, eng_err *e)
 {
+    if (n < 2)
+        return 0;
+    const char **names = malloc((size_t)n * sizeof *names);
+    if (!names)
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    for (uint64_t i = 0; i < n; i++)
+        names[i] = name_of(g, i);
     const char *d = find_dup(names, n);
     int r = 0;
     if (d) {
@@ -221,30 +205,6 @@ static int check_unique(const char **names, uint64_t n, const char *what, eng_er
     }
     free(names);
     return r;
-}
-
-static int check_unique_kv(const eng_gguf *g, eng_err *e)
-{
-    if (g->n_kv < 2)
-        return 0;
-    const char **names = malloc((size_t)g->n_kv * sizeof *names);
-    if (!names)
-        return eng_errf(e, ENG_ENOMEM, "out of memory");
-    for (uint64_t i = 0; i < g->n_kv; i++)
-        names[i] = g->kvs[i].key;
-    return check_unique(names, g->n_kv, "metadata key", e);
-}
-
-static int check_unique_tensors(const eng_gguf *g, eng_err *e)
-{
-    if (g->n_tensors < 2)
-        return 0;
-    const char **names = malloc((size_t)g->n_tensors * sizeof *names);
-    if (!names)
-        return eng_errf(e, ENG_ENOMEM, "out of memory");
-    for (uint64_t i = 0; i < g->n_tensors; i++)
-        names[i] = g->tensors[i].name;
-    return check_unique(names, g->n_tensors, "tensor name", e);
 }
 
 static int cmp_off(const void *a, const void *b)
@@ -334,7 +294,7 @@ static int parse(eng_gguf *g, eng_err *e)
     if (g->n_tensors > left(&c) / 33)
         return eng_errf(e, ENG_EFORMAT, "tensor count %llu is larger than the %llu bytes left "
                         "(truncated or corrupt file)", (unsigned long long)g->n_tensors, (unsigned long long)left(&c));
-    if ((r = check_unique_kv(g, e))) return r;
+    if ((r = check_unique(g, g->n_kv, eng_gguf_kv_key, "metadata key", e))) return r;
     g->alignment = ENG_GGUF_DEFAULT_ALIGN;
     int64_t ai = eng_gguf_find(g, "general.alignment");
     if (ai >= 0) {
@@ -348,7 +308,7 @@ static int parse(eng_gguf *g, eng_err *e)
         return eng_errf(e, ENG_ENOMEM, "out of memory");
     for (uint64_t i = 0; i < g->n_tensors; i++)
         if ((r = parse_tensor(g, &c, &g->tensors[i], i))) return r;
-    if ((r = check_unique_tensors(g, e))) return r;
+    if ((r = check_unique(g, g->n_tensors, tensor_name, "tensor name", e))) return r;
     uint64_t off = c.pos;
     off = (off + g->alignment - 1) / g->alignment * g->alignment;
     g->data_offset = off;
@@ -480,17 +440,15 @@ int64_t eng_gguf_find(const eng_gguf *g, const char *key)
 
 /* ---- typed access ---- */
 
-static int is_int(enum eng_gguf_vtype t)
-{
-    return t == GGUF_U8 || t == GGUF_I8 || t == GGUF_U16 || t == GGUF_I16 || t == GGUF_U32 || t == GGUF_I32 ||
-           t == GGUF_U64 || t == GGUF_I64;
-}
+/* sets of value types, as bits */
+#define T(t) (1u << (t))
+#define INT_TYPES (T(GGUF_U8) | T(GGUF_I8) | T(GGUF_U16) | T(GGUF_I16) | T(GGUF_U32) | T(GGUF_I32) | T(GGUF_U64) | T(GGUF_I64))
 
 int64_t eng_gguf_arr_i64(enum eng_gguf_vtype t, const void *data, uint64_t j)
 {
-    if ((unsigned)t >= GGUF_VTYPE_COUNT || !vsize[t])
+    if ((unsigned)t >= GGUF_VTYPE_COUNT || !eng_gguf_vsize[t])
         return 0;
-    const uint8_t *p = (const uint8_t *)data + j * vsize[t];
+    const uint8_t *p = (const uint8_t *)data + j * eng_gguf_vsize[t];
     switch (t) {
     case GGUF_U8: case GGUF_BOOL: return p[0];
     case GGUF_I8: return (int8_t)p[0];
@@ -514,9 +472,9 @@ int64_t eng_gguf_arr_i64(enum eng_gguf_vtype t, const void *data, uint64_t j)
 
 double eng_gguf_arr_f64(enum eng_gguf_vtype t, const void *data, uint64_t j)
 {
-    if ((unsigned)t >= GGUF_VTYPE_COUNT || !vsize[t])
+    if ((unsigned)t >= GGUF_VTYPE_COUNT || !eng_gguf_vsize[t])
         return 0;
-    const uint8_t *p = (const uint8_t *)data + j * vsize[t];
+    const uint8_t *p = (const uint8_t *)data + j * eng_gguf_vsize[t];
     if (t == GGUF_F32) {
         uint32_t u = rd32(p);
         float f;
@@ -551,13 +509,21 @@ static int wrong(eng_err *e, const char *key, const char *want, const kv *k)
                     k->type == GGUF_ARRAY ? " of " : "", k->type == GGUF_ARRAY ? vname[k->arr_type] : "", want);
 }
 
+/* The key's entry in *k if its type is one of the bits in types: 0, or 1
+ * when absent, or the error "expected want". */
+static int find_as(const eng_gguf *g, const char *key, unsigned types, const char *want, const kv **k, eng_err *e)
+{
+    if (lookup(g, key, k))
+        return 1;
+    return (types >> (*k)->type) & 1u ? 0 : wrong(e, key, want, *k);
+}
+
 int eng_gguf_get_i64(const eng_gguf *g, const char *key, int64_t *out, eng_err *e)
 {
     const kv *k;
-    if (lookup(g, key, &k))
-        return 1;
-    if (!is_int(k->type))
-        return wrong(e, key, "an integer", k);
+    int r = find_as(g, key, INT_TYPES, "an integer", &k, e);
+    if (r)
+        return r;
     if (k->type == GGUF_U64 && rd64(k->val) > INT64_MAX)
         return eng_errf(e, ENG_EFORMAT, "metadata key '%s': value too large", key);
     *out = eng_gguf_arr_i64(k->type, k->val, 0);
@@ -567,10 +533,9 @@ int eng_gguf_get_i64(const eng_gguf *g, const char *key, int64_t *out, eng_err *
 int eng_gguf_get_u64(const eng_gguf *g, const char *key, uint64_t *out, eng_err *e)
 {
     const kv *k;
-    if (lookup(g, key, &k))
-        return 1;
-    if (!is_int(k->type))
-        return wrong(e, key, "an integer", k);
+    int r = find_as(g, key, INT_TYPES, "an integer", &k, e);
+    if (r)
+        return r;
     if (k->type == GGUF_U64) {
         *out = rd64(k->val);
         return 0;
@@ -584,7 +549,7 @@ int eng_gguf_get_u64(const eng_gguf *g, const char *key, uint64_t *out, eng_err 
 
 int eng_gguf_get_u32(const eng_gguf *g, const char *key, uint32_t *out, eng_err *e)
 {
-    int64_t v;
+    int64_t v = 0;
     int r = eng_gguf_get_i64(g, key, &v, e);
     if (r)
         return r;
@@ -597,10 +562,9 @@ int eng_gguf_get_u32(const eng_gguf *g, const char *key, uint32_t *out, eng_err 
 int eng_gguf_get_f64(const eng_gguf *g, const char *key, double *out, eng_err *e)
 {
     const kv *k;
-    if (lookup(g, key, &k))
-        return 1;
-    if (k->type != GGUF_F32 && k->type != GGUF_F64 && !is_int(k->type))
-        return wrong(e, key, "a number", k);
+    int r = find_as(g, key, INT_TYPES | T(GGUF_F32) | T(GGUF_F64), "a number", &k, e);
+    if (r)
+        return r;
     double v = eng_gguf_arr_f64(k->type, k->val, 0);
     if (!isfinite(v))
         return eng_errf(e, ENG_EFORMAT, "metadata key '%s': value is not finite", key);
@@ -610,7 +574,7 @@ int eng_gguf_get_f64(const eng_gguf *g, const char *key, double *out, eng_err *e
 
 int eng_gguf_get_f32(const eng_gguf *g, const char *key, float *out, eng_err *e)
 {
-    double v;
+    double v = 0;
     int r = eng_gguf_get_f64(g, key, &v, e);
     if (r)
         return r;
@@ -623,24 +587,19 @@ int eng_gguf_get_f32(const eng_gguf *g, const char *key, float *out, eng_err *e)
 int eng_gguf_get_bool(const eng_gguf *g, const char *key, int *out, eng_err *e)
 {
     const kv *k;
-    if (lookup(g, key, &k))
-        return 1;
-    if (k->type == GGUF_BOOL)
-        *out = k->val[0] != 0;
-    else if (is_int(k->type))
-        *out = eng_gguf_arr_i64(k->type, k->val, 0) != 0;
-    else
-        return wrong(e, key, "bool", k);
+    int r = find_as(g, key, INT_TYPES | T(GGUF_BOOL), "bool", &k, e);
+    if (r)
+        return r;
+    *out = k->type == GGUF_BOOL ? k->val[0] != 0 : eng_gguf_arr_i64(k->type, k->val, 0) != 0;
     return 0;
 }
 
 int eng_gguf_get_str(const eng_gguf *g, const char *key, eng_str *out, eng_err *e)
 {
     const kv *k;
-    if (lookup(g, key, &k))
-        return 1;
-    if (k->type != GGUF_STRING)
-        return wrong(e, key, "string", k);
+    int r = find_as(g, key, T(GGUF_STRING), "string", &k, e);
+    if (r)
+        return r;
     *out = k->strs[0];
     return 0;
 }
@@ -784,7 +743,7 @@ void eng_gguf_kv_format(const eng_gguf *g, uint64_t i, char *buf, size_t n)
             if (k->arr_type == GGUF_STRING)
                 fmt_str(k->strs[j], el, sizeof el, 16);
             else
-                fmt_scalar(k->arr_type, k->val + j * vsize[k->arr_type], el, sizeof el);
+                fmt_scalar(k->arr_type, k->val + j * eng_gguf_vsize[k->arr_type], el, sizeof el);
             size_t len = strlen(el);
             /* separator, element, room for a later ", ..." and the NUL */
             if (used + 2 + len + 5 + 1 > n)
@@ -800,293 +759,6 @@ void eng_gguf_kv_format(const eng_gguf *g, uint64_t i, char *buf, size_t n)
     } else {
         fmt_scalar(k->type, k->val, buf, n);
     }
-}
-
-/* ---- writer ---- */
-
-typedef struct wbuf {
-    uint8_t *p;
-    size_t len, cap;
-    int failed;
-} wbuf;
-
-static void wput(wbuf *b, const void *src, size_t n)
-{
-    if (b->failed || n == 0)
-        return;
-    if (eng_reserve(&b->p, &b->cap, b->len + n, 1, 4096)) {
-        b->failed = 1;
-        return;
-    }
-    memcpy(b->p + b->len, src, n);
-    b->len += n;
-}
-
-static void w32(wbuf *b, uint32_t v)
-{
-    uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
-    wput(b, x, 4);
-}
-
-static void w64(wbuf *b, uint64_t v)
-{
-    w32(b, (uint32_t)v);
-    w32(b, (uint32_t)(v >> 32));
-}
-
-static void wstr(wbuf *b, const char *s, uint64_t n)
-{
-    w64(b, n);
-    wput(b, s, (size_t)n);
-}
-
-typedef struct wtensor {
-    char *name;
-    int type;
-    uint32_t n_dims;
-    uint64_t ne[ENG_GGUF_MAX_DIMS];
-    const void *data;
-    uint64_t size, offset;
-} wtensor;
-
-struct eng_gguf_writer {
-    wbuf kv;
-    uint64_t n_kv;
-    wtensor *t;
-    size_t n_t, cap_t;
-};
-
-eng_gguf_writer *eng_gguf_writer_new(void) { return calloc(1, sizeof(eng_gguf_writer)); }
-
-void eng_gguf_writer_free(eng_gguf_writer *w)
-{
-    if (!w)
-        return;
-    free(w->kv.p);
-    for (uint64_t i = 0; i < w->n_t; i++)
-        free(w->t[i].name);
-    free(w->t);
-    free(w);
-}
-
-/* The writer sets general.alignment itself (to the alignment it pads
- * to); a second copy from the caller would make the file invalid. */
-static int reserved(const char *key) { return strcmp(key, "general.alignment") == 0; }
-
-static int kv_head(eng_gguf_writer *w, const char *key, enum eng_gguf_vtype t)
-{
-    wstr(&w->kv, key, strlen(key));
-    w32(&w->kv, (uint32_t)t);
-    w->n_kv++;
-    return w->kv.failed ? ENG_ENOMEM : 0;
-}
-
-int eng_gguf_writer_u32(eng_gguf_writer *w, const char *key, uint32_t v)
-{
-    if (reserved(key))
-        return 0;
-    kv_head(w, key, GGUF_U32);
-    w32(&w->kv, v);
-    return w->kv.failed ? ENG_ENOMEM : 0;
-}
-
-int eng_gguf_writer_i32(eng_gguf_writer *w, const char *key, int32_t v)
-{
-    if (reserved(key))
-        return 0;
-    kv_head(w, key, GGUF_I32);
-    w32(&w->kv, (uint32_t)v);
-    return w->kv.failed ? ENG_ENOMEM : 0;
-}
-
-int eng_gguf_writer_f32(eng_gguf_writer *w, const char *key, float v)
-{
-    if (reserved(key))
-        return 0;
-    uint32_t u;
-    memcpy(&u, &v, 4);
-    kv_head(w, key, GGUF_F32);
-    w32(&w->kv, u);
-    return w->kv.failed ? ENG_ENOMEM : 0;
-}
-
-int eng_gguf_writer_bool(eng_gguf_writer *w, const char *key, int v)
-{
-    if (reserved(key))
-        return 0;
-    uint8_t b = v ? 1 : 0;
-    kv_head(w, key, GGUF_BOOL);
-    wput(&w->kv, &b, 1);
-    return w->kv.failed ? ENG_ENOMEM : 0;
-}
-
-int eng_gguf_writer_str(eng_gguf_writer *w, const char *key, const char *v)
-{
-    if (reserved(key))
-        return 0;
-    kv_head(w, key, GGUF_STRING);
-    wstr(&w->kv, v, strlen(v));
-    return w->kv.failed ? ENG_ENOMEM : 0;
-}
-
-static void put_elems(wbuf *b, enum eng_gguf_vtype t, const void *data, uint64_t n)
-{
-    /* host values to little-endian, element by element */
-    const uint8_t *p = data;
-    for (uint64_t j = 0; j < n; j++, p += vsize[t]) {
-        switch (vsize[t]) {
-        case 1: wput(b, p, 1); break;
-        case 2: { uint16_t v; memcpy(&v, p, 2); uint8_t x[2] = {(uint8_t)v, (uint8_t)(v >> 8)}; wput(b, x, 2); break; }
-        case 4: { uint32_t v; memcpy(&v, p, 4); w32(b, v); break; }
-        default: { uint64_t v; memcpy(&v, p, 8); w64(b, v); break; }
-        }
-    }
-}
-
-int eng_gguf_writer_scalar(eng_gguf_writer *w, const char *key, enum eng_gguf_vtype t, const void *v)
-{
-    if ((unsigned)t >= GGUF_VTYPE_COUNT || t == GGUF_STRING || t == GGUF_ARRAY)
-        return ENG_EINVAL;
-    if (t == GGUF_BOOL && *(const uint8_t *)v > 1)
-        return ENG_EINVAL;
-    if (reserved(key))
-        return 0;
-    kv_head(w, key, t);
-    put_elems(&w->kv, t, v, 1);
-    return w->kv.failed ? ENG_ENOMEM : 0;
-}
-
-int eng_gguf_writer_arr(eng_gguf_writer *w, const char *key, enum eng_gguf_vtype t, const void *data, uint64_t n)
-{
-    if ((unsigned)t >= GGUF_VTYPE_COUNT || t == GGUF_STRING || t == GGUF_ARRAY)
-        return ENG_EINVAL;
-    if (reserved(key))
-        return 0;
-    kv_head(w, key, GGUF_ARRAY);
-    w32(&w->kv, (uint32_t)t);
-    w64(&w->kv, n);
-    put_elems(&w->kv, t, data, n);
-    return w->kv.failed ? ENG_ENOMEM : 0;
-}
-
-int eng_gguf_writer_arr_str(eng_gguf_writer *w, const char *key, const char *const *v, uint64_t n)
-{
-    if (reserved(key))
-        return 0;
-    kv_head(w, key, GGUF_ARRAY);
-    w32(&w->kv, GGUF_STRING);
-    w64(&w->kv, n);
-    for (uint64_t j = 0; j < n; j++)
-        wstr(&w->kv, v[j], strlen(v[j]));
-    return w->kv.failed ? ENG_ENOMEM : 0;
-}
-
-int eng_gguf_writer_copy_kv(eng_gguf_writer *w, const eng_gguf *g, uint64_t i)
-{
-    if (i >= g->n_kv)
-        return ENG_EINVAL;
-    const kv *k = &g->kvs[i];
-    if (reserved(k->key))
-        return 0;
-    kv_head(w, k->key, k->type);
-    if (k->type == GGUF_STRING) {
-        wstr(&w->kv, k->strs[0].ptr, k->strs[0].len);
-    } else if (k->type == GGUF_ARRAY) {
-        w32(&w->kv, (uint32_t)k->arr_type);
-        w64(&w->kv, k->arr_count);
-        if (k->arr_type == GGUF_STRING)
-            for (uint64_t j = 0; j < k->arr_count; j++)
-                wstr(&w->kv, k->strs[j].ptr, k->strs[j].len);
-        else
-            wput(&w->kv, k->val, (size_t)(k->arr_count * vsize[k->arr_type]));
-    } else {
-        wput(&w->kv, k->val, vsize[k->type]);
-    }
-    return w->kv.failed ? ENG_ENOMEM : 0;
-}
-
-int eng_gguf_writer_tensor(eng_gguf_writer *w, const char *name, int type, uint32_t n_dims, const uint64_t *ne,
-                           const void *data)
-{
-    if (n_dims == 0 || n_dims > ENG_GGUF_MAX_DIMS || !simd_type_traits(type))
-        return ENG_EINVAL;
-    if (eng_reserve(&w->t, &w->cap_t, w->n_t + 1, sizeof *w->t, 16))
-        return ENG_ENOMEM;
-    wtensor *t = &w->t[w->n_t];
-    memset(t, 0, sizeof *t);
-    if (!(t->name = eng_strndup(name, strlen(name))))
-        return ENG_ENOMEM;
-    t->type = type;
-    t->n_dims = n_dims;
-    uint64_t rows = 1;
-    for (uint32_t d = 0; d < ENG_GGUF_MAX_DIMS; d++) {
-        t->ne[d] = d < n_dims ? ne[d] : 1;
-        if (d > 0)
-            rows *= t->ne[d];
-    }
-    size_t rb = simd_row_bytes(type, t->ne[0]);
-    if (!rb) {
-        free(t->name);
-        return ENG_EINVAL;
-    }
-    t->size = rb * rows;
-    t->data = data;
-    w->n_t++;
-    return 0;
-}
-
-#define WRITE_ALIGN 64
-
-int eng_gguf_writer_save(eng_gguf_writer *w, const char *path, eng_err *e)
-{
-    wbuf h = {0};
-    wput(&h, "GGUF", 4);
-    w32(&h, 3);
-    w64(&h, w->n_t);
-    w64(&h, w->n_kv + 1);
-    wstr(&h, "general.alignment", strlen("general.alignment"));
-    w32(&h, GGUF_U32);
-    w32(&h, WRITE_ALIGN);
-    wput(&h, w->kv.p, w->kv.len);
-    uint64_t off = 0;
-    for (uint64_t i = 0; i < w->n_t; i++) {
-        wtensor *t = &w->t[i];
-        wstr(&h, t->name, strlen(t->name));
-        w32(&h, t->n_dims);
-        for (uint32_t d = 0; d < t->n_dims; d++)
-            w64(&h, t->ne[d]);
-        w32(&h, (uint32_t)t->type);
-        t->offset = off;
-        w64(&h, off);
-        off += (t->size + WRITE_ALIGN - 1) / WRITE_ALIGN * WRITE_ALIGN;
-    }
-    static const uint8_t zeros[WRITE_ALIGN];
-    wput(&h, zeros, (WRITE_ALIGN - h.len % WRITE_ALIGN) % WRITE_ALIGN);
-    if (h.failed || w->kv.failed) {
-        free(h.p);
-        return eng_errf(e, ENG_ENOMEM, "out of memory while writing %s", path);
-    }
-    eng_afile a;
-    int r = eng_afile_open(&a, path, 0644, e);
-    if (r) {
-        free(h.p);
-        return r;
-    }
-    int ok = fwrite(h.p, 1, h.len, a.f) == h.len;
-    for (uint64_t i = 0; ok && i < w->n_t; i++) {
-        const wtensor *t = &w->t[i];
-        ok = fwrite(t->data, 1, (size_t)t->size, a.f) == t->size;
-        size_t pad = (size_t)((WRITE_ALIGN - t->size % WRITE_ALIGN) % WRITE_ALIGN);
-        if (ok && pad)
-            ok = fwrite(zeros, 1, pad, a.f) == pad;
-    }
-    free(h.p);
-    if (!ok) {
-        int err = errno;
-        eng_afile_abort(&a);
-        return eng_errf(e, ENG_EIO, "%s: cannot write: %s", path, strerror(err));
-    }
-    return eng_afile_commit(&a, e);
 }
 
 int eng_gguf_main_type(const eng_gguf *g, uint64_t *n_params)
