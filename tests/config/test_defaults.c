@@ -41,7 +41,7 @@ static void check_ini(const char *path, const cfg_config *def)
     if (!text)
         return;
     static const char *const examples[] = {"model", "model_dirs", "system", "kernel", "seed", NULL};
-    size_t cap = strlen(text) + 1, n = 0;
+    size_t cap = strlen(text) + 2, n = 0; /* lines only shrink; the last may gain its newline */
     char *ini = malloc(cap);
     int in_defaults = 1;
     for (char *line = text; line && *line;) {
@@ -59,9 +59,8 @@ static void check_ini(const char *path, const cfg_config *def)
             if (!example)
                 l++;
         }
-        if (l[0] != ';' && l[0]) {
+        if (l[0] != ';' && l[0])
             n += (size_t)snprintf(ini + n, cap - n, "%s\n", l);
-        }
         line = nl ? nl + 1 : NULL;
     }
     ini[n] = 0;
@@ -90,7 +89,7 @@ static void check_ini(const char *path, const cfg_config *def)
     free(text);
 }
 
-/* The "(default X)" of flag's line in help; NAN-free: -1e30 if missing. */
+/* The "(default X)" on flag's line of help; -1e30 if the line has none. */
 static float help_default(const char *help, const char *flag)
 {
     char pat[64];
