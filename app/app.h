@@ -4,6 +4,7 @@
 #define NIBBLE_APP_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "model.h"
 #include "sampler.h"
@@ -15,46 +16,79 @@ typedef struct app_opts {
     const char *prompt_file;/* -f */
     int n_predict;          /* -n; -1: until end of text or context */
     int threads;            /* -t; 0: physical cores */
-    uint32_t n_ctx;         /* -c; 0: model default */
+    int n_ctx;              /* -c; 0: model default */
     const char *kernel;     /* --kernel */
     int no_bos;             /* --no-bos */
     int pieces;             /* --pieces (tokenize) */
     int cpu;                /* --cpu (info) */
     int quiet;              /* --quiet: no stats on stderr */
     int print_ids;          /* --ids (run): token ids instead of text */
-    int seed_set;
+    unsigned given;         /* CFG_* bits (config.h) of the flags given, so they win over the config file */
     eng_sampler_params sp;
     const char *quantize;   /* --quantize TYPE: convert float weights on load */
 } app_opts;
 
-/* Parse argv[first..] into o. Returns 0, or 2 after printing what is wrong.
- * Positional arguments are collected into pos (up to npos). */
-int app_parse(int argc, char **argv, int first, app_opts *o, const char **pos, int *npos, const char *cmd);
+/* How a flag takes its value. */
+enum app_flag_kind {
+    APP_STR,    /* a string: dst is const char ** */
+    APP_OPTSTR, /* a string that may be left out (taken only if the next argument does not start with '-'); "" if so */
+    APP_INT,    /* a whole number in [min, max]: dst is int * */
+    APP_FLOAT,  /* a number: dst is float * */
+    APP_U64,    /* a non-negative integer: dst is uint64_t * */
+    APP_ON,     /* no value: *(int *)dst = 1 */
+    APP_OFF,    /* no value: *(int *)dst = 0 */
+    APP_HELP,   /* no value: print the usage to stdout, as -h does */
+};
 
-/* A command's own flag, taken out of argv before app_parse sees the rest:
- * with `str` it takes a string, with `num` a whole number in [min, max],
- * with `on` no value (sets *on to 1). Lists end with a NULL name. */
+/* One flag of a command. Tables end with a NULL name. */
 typedef struct app_flag {
-    const char *name;
-    const char **str;
-    long *num;
-    long min, max;
-    int *on;
+    const char *name, *alias; /* "-m" and "--model"; alias may be NULL */
+    enum app_flag_kind kind;
+    void *dst;
+    long min, max;            /* APP_INT's range */
+    const char *why;          /* a bad value's message; NULL: what the kind expects */
+    unsigned mark;            /* OR-ed into app_opts.given when the flag is seen */
 } app_flag;
 
-/* Apply the flags of `own` found in argv[first..]; argv[0..first-1] and
- * every other argument go, in order, to *rest (caller frees) for
- * app_parse. Returns 0; -1 after printing `usage` for -h/--help (the
- * command then exits 0); 2 after a message naming a bad value; 1 when out
- * of memory. */
-int app_take_flags(int argc, char **argv, int first, const app_flag *own, const char *usage, const char *cmd,
-                   char ***rest, int *nrest);
+/* A table row: APP_FLAG("-n", "--n-predict", APP_INT, &n, .min = 0, .max = 9)
+ * (the fields after dst by name, as needed); a table ends with
+ * APP_FLAG_END. */
+#define APP_FLAG(NAME, ALIAS, KIND, DST, ...) {.name = NAME, .alias = ALIAS, .kind = KIND, .dst = DST, __VA_ARGS__}
+#define APP_FLAG_END {.name = NULL}
+
+/* A subcommand's command line. */
+typedef struct app_cmd {
+    const char *name;          /* "bench": messages read "nibble bench: ..." */
+    const char *usage;         /* printed for -h / --help */
+    void (*usage_fn)(FILE *f); /* instead of usage, when the text is computed */
+    const app_flag *flags;     /* the command's own flags; NULL for none */
+    int min_pos, max_pos;      /* positional arguments it needs and takes */
+    const char *required;      /* a flag that must be given ("-f"), or NULL */
+} app_cmd;
+
+/* The one flag parser. Parses argv[first..] against cmd->flags and, when
+ * o is not NULL, the model and sampler flags of app_opts (o is reset to
+ * its defaults first; the sampler's values are checked at the end).
+ * Positional arguments go to pos (at most cmd->max_pos), their count to
+ * *npos (may be NULL when max_pos is 0). An unknown flag, a missing or
+ * bad value, or one positional argument too many prints one message
+ * "nibble CMD: FLAG VALUE: WHY (see 'nibble CMD --help')" and returns 2;
+ * fewer than cmd->min_pos prints the usage to stderr and returns 2;
+ * without cmd->required: "nibble CMD: FLAG is required (see ...)", 2.
+ * With o, the kernel set o->kernel is then selected (simd_init first):
+ * 1 after a message if it does not exist or cannot run here.
+ * -h or --help anywhere prints the usage to stdout and returns -1 (the
+ * command then exits 0). Otherwise 0. */
+int app_parse(int argc, char **argv, int first, const app_cmd *cmd, app_opts *o, const char **pos, int *npos);
+/* The exit status for app_parse's result r (nonzero): 0 after help, else r. */
+static inline int app_parse_status(int r) { return r < 0 ? 0 : r; }
+/* The usage error the parser gives, for a command's own checks after it:
+ * prints "nibble CMD: FLAG VALUE: WHY (see 'nibble CMD --help')", returns 2. */
+int app_usage_error(const char *cmd, const char *flag, const char *val, const char *why);
 
 /* Path of the model to use: o->model, else the embedded default found next
  * to the binary. Never NULL. */
 const char *app_model_path(const app_opts *o);
-/* Select o->kernel if set; prints an error and returns 1 if impossible. */
-int app_apply_kernel(const app_opts *o);
 /* The prompt text: -p, or the contents of -f (caller frees *owned). NULL
  * with a message on failure. */
 const char *app_prompt(const app_opts *o, char **owned);

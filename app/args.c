@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "app.h"
+#include "config.h" /* CFG_* marks of the flags that override the config file */
 #include "simd.h"
 
 #ifdef __linux__
@@ -18,20 +19,20 @@
 #include <stdint.h>
 #endif
 
-static int bad(const char *cmd, const char *flag, const char *val, const char *why)
+int app_usage_error(const char *cmd, const char *flag, const char *val, const char *why)
 {
     fprintf(stderr, "nibble %s: %s %s: %s (see 'nibble %s --help')\n", cmd, flag, val ? val : "", why, cmd);
     return 2;
 }
 
-static int to_int(const char *s, long lo, long hi, long *out)
+static int to_int(const char *s, long lo, long hi, int *out)
 {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi)
         return -1;
-    *out = v;
+    *out = (int)v;
     return 0;
 }
 
@@ -46,130 +47,189 @@ static int to_float(const char *s, float *out)
     return 0;
 }
 
-int app_take_flags(int argc, char **argv, int first, const app_flag *own, const char *usage, const char *cmd,
-                   char ***rest, int *nrest)
+static int to_u64(const char *s, uint64_t *out)
 {
-    char **r = malloc((size_t)(argc + 1) * sizeof *r);
-    if (!r)
-        return 1;
-    int n = 0;
-    for (int i = 0; i < first && i < argc; i++)
-        r[n++] = argv[i];
-    for (int i = first; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage, stdout);
-            free(r);
-            return -1;
-        }
-        const app_flag *f = own;
-        while (f->name && strcmp(f->name, a))
-            f++;
-        if (!f->name) {
-            r[n++] = argv[i];
-            continue;
-        }
-        if (f->on) {
-            *f->on = 1;
-            continue;
-        }
-        if (!v) {
-            free(r);
-            return bad(cmd, a, "", "needs a value");
-        }
-        i++;
-        if (f->str) {
-            *f->str = v;
-        } else if (to_int(v, f->min, f->max, f->num)) {
-            char why[96];
-            snprintf(why, sizeof why, "expected a whole number in %ld..%ld", f->min, f->max);
-            free(r);
-            return bad(cmd, a, v, why);
-        }
-    }
-    *rest = r;
-    *nrest = n;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end)
+        return -1;
+    *out = v;
     return 0;
 }
 
-int app_parse(int argc, char **argv, int first, app_opts *o, const char **pos, int *npos, const char *cmd)
+/* The flags of app_opts, with o's fields as destinations. The CFG_* marks
+ * let the chat tell a flag from a config file setting. */
+#define N_COMMON 21 /* entries of common_flags' table, the end included */
+static void common_flags(app_opts *o, app_flag *f)
 {
-    int maxpos = npos ? *npos : 0, np = 0;
-    memset(o, 0, sizeof *o);
-    o->n_predict = -1;
-    o->sp = eng_sampler_defaults();
-    o->sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 20);
+    const app_flag t[] = {
+        APP_FLAG("-m", "--model", APP_STR, &o->model),
+        APP_FLAG("-p", "--prompt", APP_STR, &o->prompt),
+        APP_FLAG("-f", "--file", APP_STR, &o->prompt_file),
+        APP_FLAG("-n", "--n-predict", APP_INT, &o->n_predict, .min = -1, .max = INT_MAX,
+                 .why = "expected a count (-1 for no limit)", .mark = CFG_MAX_TOKENS),
+        APP_FLAG("-t", "--threads", APP_INT, &o->threads, .min = 1, .max = 256,
+                 .why = "expected a thread count in 1..256", .mark = CFG_THREADS),
+        APP_FLAG("-c", "--ctx-size", APP_INT, &o->n_ctx, .min = 0, .max = 1 << 20,
+                 .why = "expected a context size (0 for the model's)", .mark = CFG_CTX),
+        APP_FLAG("--kernel", NULL, APP_STR, &o->kernel, .mark = CFG_KERNEL),
+        APP_FLAG("--quantize", NULL, APP_STR, &o->quantize),
+        APP_FLAG("--temp", NULL, APP_FLOAT, &o->sp.temp, .mark = CFG_TEMP),
+        APP_FLAG("--top-k", NULL, APP_INT, &o->sp.top_k, .min = 0, .max = INT_MAX,
+                 .why = "expected 0 (off) or a count", .mark = CFG_TOP_K),
+        APP_FLAG("--top-p", NULL, APP_FLOAT, &o->sp.top_p, .mark = CFG_TOP_P),
+        APP_FLAG("--min-p", NULL, APP_FLOAT, &o->sp.min_p, .mark = CFG_MIN_P),
+        APP_FLAG("--repeat-penalty", NULL, APP_FLOAT, &o->sp.repeat_penalty, .mark = CFG_REPEAT_PENALTY),
+        APP_FLAG("--repeat-last-n", NULL, APP_INT, &o->sp.repeat_last_n, .min = 0, .max = INT_MAX,
+                 .why = "expected a count", .mark = CFG_REPEAT_LAST_N),
+        APP_FLAG("-s", "--seed", APP_U64, &o->sp.seed, .mark = CFG_SEED),
+        APP_FLAG("--no-bos", NULL, APP_ON, &o->no_bos),
+        APP_FLAG("--pieces", NULL, APP_ON, &o->pieces),
+        APP_FLAG("--cpu", NULL, APP_ON, &o->cpu),
+        APP_FLAG("--ids", NULL, APP_ON, &o->print_ids),
+        APP_FLAG("-q", "--quiet", APP_ON, &o->quiet),
+        APP_FLAG_END,
+    };
+    _Static_assert(sizeof t / sizeof t[0] == N_COMMON, "N_COMMON is the size of the table");
+    memcpy(f, t, sizeof t);
+}
+
+static int is_flag(const app_flag *f, const char *a)
+{
+    return a && (!strcmp(f->name, a) || (f->alias && !strcmp(f->alias, a)));
+}
+
+static const app_flag *find_flag(const app_flag *t, const char *a)
+{
+    for (; t && t->name; t++)
+        if (is_flag(t, a))
+            return t;
+    return NULL;
+}
+
+static void print_usage(const app_cmd *cmd, FILE *f)
+{
+    if (cmd->usage_fn)
+        cmd->usage_fn(f);
+    else
+        fputs(cmd->usage, f);
+}
+
+/* Apply flag f found at argv[*i]; advances *i past a value it takes.
+ * Returns 0, -1 for help, 2 after a message. */
+static int apply(const app_cmd *cmd, const app_flag *f, int argc, char **argv, int *i, app_opts *o)
+{
+    const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (o)
+        o->given |= f->mark;
+    switch (f->kind) {
+    case APP_ON:
+    case APP_OFF:
+        *(int *)f->dst = f->kind == APP_ON;
+        return 0;
+    case APP_HELP:
+        print_usage(cmd, stdout);
+        return -1;
+    case APP_OPTSTR:
+        *(const char **)f->dst = v && v[0] != '-' ? v : "";
+        *i += v && v[0] != '-';
+        return 0;
+    default:
+        break;
+    }
+    if (!v)
+        return app_usage_error(cmd->name, a, "", "needs a value");
+    ++*i;
+    const char *why = f->why;
+    char range[96];
+    switch (f->kind) {
+    case APP_STR:
+        *(const char **)f->dst = v;
+        return 0;
+    case APP_INT:
+        if (!to_int(v, f->min, f->max, f->dst))
+            return 0;
+        snprintf(range, sizeof range, "expected a whole number in %ld..%ld", f->min, f->max);
+        return app_usage_error(cmd->name, a, v, why ? why : range);
+    case APP_FLOAT:
+        return to_float(v, f->dst) ? app_usage_error(cmd->name, a, v, why ? why : "expected a number") : 0;
+    default: /* APP_U64 */
+        return to_u64(v, f->dst) ? app_usage_error(cmd->name, a, v, why ? why : "expected a non-negative integer") : 0;
+    }
+}
+
+/* Select o->kernel if set; prints an error and returns 1 if impossible. */
+static int apply_kernel(const app_opts *o)
+{
+    simd_init();
+    if (!o->kernel)
+        return 0;
+    int k = simd_kernel_find(o->kernel);
+    if (k < 0) {
+        fprintf(stderr, "nibble: unknown kernel set '%s' (one of:", o->kernel);
+        for (int i = 0; i < SIMD_K_COUNT; i++)
+            fprintf(stderr, " %s", simd_kernel_name((enum simd_kernel)i));
+        fprintf(stderr, ")\n");
+        return 1;
+    }
+    const char *why = NULL;
+    if (!simd_kernel_supported((enum simd_kernel)k, &why)) {
+        fprintf(stderr, "nibble: kernel set '%s' cannot run here: %s\n", o->kernel, why ? why : "unsupported");
+        return 1;
+    }
+    simd_kernel_select((enum simd_kernel)k);
+    return 0;
+}
+
+int app_parse(int argc, char **argv, int first, const app_cmd *cmd, app_opts *o, const char **pos, int *npos)
+{
+    /* help wins wherever it stands, even where a value was expected */
+    for (int i = first; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            print_usage(cmd, stdout);
+            return -1;
+        }
+    app_flag common[N_COMMON];
+    if (o) {
+        memset(o, 0, sizeof *o);
+        o->n_predict = -1;
+        o->sp = eng_sampler_defaults();
+        o->sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 20);
+        common_flags(o, common);
+    }
+    int np = 0, required = !cmd->required;
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long n;
-        float f;
-#define NEED() do { if (!v) return bad(cmd, a, "", "needs a value"); i++; } while (0)
-        if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEED(); o->model = v; }
-        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) { NEED(); o->prompt = v; }
-        else if (!strcmp(a, "-f") || !strcmp(a, "--file")) { NEED(); o->prompt_file = v; }
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
-            NEED();
-            if (to_int(v, -1, INT_MAX, &n)) return bad(cmd, a, v, "expected a count (-1 for no limit)");
-            o->n_predict = (int)n;
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            NEED();
-            if (to_int(v, 1, 256, &n)) return bad(cmd, a, v, "expected a thread count in 1..256");
-            o->threads = (int)n;
-        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
-            NEED();
-            if (to_int(v, 0, 1 << 20, &n)) return bad(cmd, a, v, "expected a context size (0 for the model's)");
-            o->n_ctx = (uint32_t)n;
-        } else if (!strcmp(a, "--kernel")) { NEED(); o->kernel = v; }
-        else if (!strcmp(a, "--quantize")) { NEED(); o->quantize = v; }
-        else if (!strcmp(a, "--temp")) {
-            NEED();
-            if (to_float(v, &f)) return bad(cmd, a, v, "expected a number");
-            o->sp.temp = f;
-        } else if (!strcmp(a, "--top-k")) {
-            NEED();
-            if (to_int(v, 0, INT_MAX, &n)) return bad(cmd, a, v, "expected 0 (off) or a count");
-            o->sp.top_k = (int32_t)n;
-        } else if (!strcmp(a, "--top-p")) {
-            NEED();
-            if (to_float(v, &f)) return bad(cmd, a, v, "expected a number");
-            o->sp.top_p = f;
-        } else if (!strcmp(a, "--min-p")) {
-            NEED();
-            if (to_float(v, &f)) return bad(cmd, a, v, "expected a number");
-            o->sp.min_p = f;
-        } else if (!strcmp(a, "--repeat-penalty")) {
-            NEED();
-            if (to_float(v, &f)) return bad(cmd, a, v, "expected a number");
-            o->sp.repeat_penalty = f;
-        } else if (!strcmp(a, "--repeat-last-n")) {
-            NEED();
-            if (to_int(v, 0, INT_MAX, &n)) return bad(cmd, a, v, "expected a count");
-            o->sp.repeat_last_n = (int32_t)n;
-        } else if (!strcmp(a, "-s") || !strcmp(a, "--seed")) {
-            NEED();
-            char *end;
-            errno = 0;
-            unsigned long long s = strtoull(v, &end, 10);
-            if (errno || end == v || *end) return bad(cmd, a, v, "expected a non-negative integer");
-            o->sp.seed = s;
-            o->seed_set = 1;
-        } else if (!strcmp(a, "--no-bos")) o->no_bos = 1;
-        else if (!strcmp(a, "--pieces")) o->pieces = 1;
-        else if (!strcmp(a, "--cpu")) o->cpu = 1;
-        else if (!strcmp(a, "--ids")) o->print_ids = 1;
-        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o->quiet = 1;
-        else if (a[0] == '-' && a[1]) return bad(cmd, a, "", "unknown option");
-        else if (np < maxpos) pos[np++] = a;
-        else return bad(cmd, a, "", "unexpected argument");
-#undef NEED
+        const app_flag *f = find_flag(cmd->flags, a);
+        if (!f && o)
+            f = find_flag(common, a);
+        if (f) {
+            int r = apply(cmd, f, argc, argv, &i, o);
+            if (r)
+                return r;
+            required |= is_flag(f, cmd->required);
+        } else if (a[0] == '-' && a[1])
+            return app_usage_error(cmd->name, a, "", "unknown option");
+        else if (np < cmd->max_pos)
+            pos[np++] = a;
+        else
+            return app_usage_error(cmd->name, a, "", "unexpected argument");
     }
     if (npos)
         *npos = np;
-    const char *why = eng_sampler_check(&o->sp);
+    if (np < cmd->min_pos) {
+        print_usage(cmd, stderr);
+        return 2;
+    }
+    if (!required) {
+        fprintf(stderr, "nibble %s: %s is required (see 'nibble %s --help')\n", cmd->name, cmd->required, cmd->name);
+        return 2;
+    }
+    const char *why = o ? eng_sampler_check(&o->sp) : NULL;
     if (why)
-        return bad(cmd, "sampler:", "", why);
-    return 0;
+        return app_usage_error(cmd->name, "sampler:", "", why);
+    return o ? apply_kernel(o) : 0;
 }
 
 /* Directory of the running executable, or "" if unknown. */
@@ -239,28 +299,6 @@ const char *app_model_path(const app_opts *o)
 #else
     return DEFAULT_MODEL;
 #endif
-}
-
-int app_apply_kernel(const app_opts *o)
-{
-    simd_init();
-    if (!o->kernel)
-        return 0;
-    int k = simd_kernel_find(o->kernel);
-    if (k < 0) {
-        fprintf(stderr, "nibble: unknown kernel set '%s' (one of:", o->kernel);
-        for (int i = 0; i < SIMD_K_COUNT; i++)
-            fprintf(stderr, " %s", simd_kernel_name((enum simd_kernel)i));
-        fprintf(stderr, ")\n");
-        return 1;
-    }
-    const char *why = NULL;
-    if (!simd_kernel_supported((enum simd_kernel)k, &why)) {
-        fprintf(stderr, "nibble: kernel set '%s' cannot run here: %s\n", o->kernel, why ? why : "unsupported");
-        return 1;
-    }
-    simd_kernel_select((enum simd_kernel)k);
-    return 0;
 }
 
 const char *app_prompt(const app_opts *o, char **owned)

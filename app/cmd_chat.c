@@ -34,49 +34,9 @@ static const char usage[] =
     "/threads /save /load /list /quit. Conversations are saved as they go under\n"
     "$XDG_DATA_HOME/nibble/conversations (see docs/TUI.md).\n";
 
-/* Which sampler/model flags the command line gave, so they win over the
- * config file. */
-typedef struct given {
-    unsigned set; /* CFG_* bits */
-    int model;
-} given;
-
-static void scan_given(int argc, char **argv, int first, given *g)
-{
-    static const char *const with_value[] = {"-m", "--model", "-p", "--prompt", "-f", "--file", "-n", "--n-predict",
-                                             "-t", "--threads", "-c", "--ctx-size", "--kernel", "--temp", "--top-k",
-                                             "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n", "-s",
-                                             "--seed", NULL};
-    memset(g, 0, sizeof *g);
-    for (int i = first; i < argc; i++) {
-        const char *a = argv[i];
-        int takes = 0;
-        for (const char *const *w = with_value; *w; w++)
-            if (!strcmp(a, *w))
-                takes = 1;
-#define IS(x, y) (!strcmp(a, x) || !strcmp(a, y))
-        if (IS("-m", "--model")) g->model = 1;
-        else if (IS("-n", "--n-predict")) g->set |= CFG_MAX_TOKENS;
-        else if (IS("-t", "--threads")) g->set |= CFG_THREADS;
-        else if (IS("-c", "--ctx-size")) g->set |= CFG_CTX;
-        else if (IS("--kernel", "--kernel")) g->set |= CFG_KERNEL;
-        else if (IS("--temp", "--temp")) g->set |= CFG_TEMP;
-        else if (IS("--top-k", "--top-k")) g->set |= CFG_TOP_K;
-        else if (IS("--top-p", "--top-p")) g->set |= CFG_TOP_P;
-        else if (IS("--min-p", "--min-p")) g->set |= CFG_MIN_P;
-        else if (IS("--repeat-penalty", "--repeat-penalty")) g->set |= CFG_REPEAT_PENALTY;
-        else if (IS("--repeat-last-n", "--repeat-last-n")) g->set |= CFG_REPEAT_LAST_N;
-        else if (IS("-s", "--seed")) g->set |= CFG_SEED;
-#undef IS
-        if (takes)
-            i++;
-    }
-}
-
 typedef struct wiring {
     cfg_config cfg;
-    app_opts o;
-    given g;
+    app_opts o; /* o.given: the flags that win over the config file */
     const char *tmpl_flag, *system_flag;
 } wiring;
 
@@ -86,7 +46,7 @@ static void settings_for(void *ud, const char *path, ui_model_settings *out)
     wiring *w = ud;
     cfg_values v;
     cfg_for_model(&w->cfg, path, &v);
-    unsigned f = w->g.set;
+    unsigned f = w->o.given;
     eng_gen_params *g = &out->gen;
     g->sp.temp = f & CFG_TEMP ? w->o.sp.temp : v.temp;
     g->sp.top_k = f & CFG_TOP_K ? w->o.sp.top_k : v.top_k;
@@ -97,7 +57,7 @@ static void settings_for(void *ud, const char *path, ui_model_settings *out)
     g->sp.seed = f & CFG_SEED ? w->o.sp.seed : (v.set & CFG_SEED) ? v.seed : w->o.sp.seed;
     g->max_tokens = f & CFG_MAX_TOKENS ? (w->o.n_predict < 0 ? 0 : w->o.n_predict) : v.max_tokens;
     out->threads = f & CFG_THREADS ? w->o.threads : v.threads;
-    out->n_ctx = f & CFG_CTX ? (int)w->o.n_ctx : v.ctx;
+    out->n_ctx = f & CFG_CTX ? w->o.n_ctx : v.ctx;
     snprintf(out->kernel, sizeof out->kernel, "%s", f & CFG_KERNEL ? w->o.kernel : v.kernel);
     snprintf(out->tmpl, sizeof out->tmpl, "%s", w->tmpl_flag ? w->tmpl_flag : v.tmpl);
     snprintf(out->system, sizeof out->system, "%s", w->system_flag ? w->system_flag : v.system);
@@ -112,80 +72,46 @@ static void expand_home(const char *in, char *out, size_t n)
         snprintf(out, n, "%s", in);
 }
 
+/* The config file as --config and --no-config say: defaults, then the
+ * file (path, else the default one) unless no_config; warnings on stderr. */
+static void load_config(cfg_config *cfg, const char *path, int no_config)
+{
+    cfg_defaults(cfg);
+    char cpath[1200];
+    if (path)
+        snprintf(cpath, sizeof cpath, "%s", path);
+    else
+        cfg_default_path(cpath, sizeof cpath);
+    if (!no_config && cpath[0] && cfg_load(cfg, cpath) == 1 && path)
+        fprintf(stderr, "nibble: %s: no such file; defaults used\n", cpath);
+    for (int i = 0; i < cfg->n_warn; i++)
+        fprintf(stderr, "nibble: warning: %s\n", cfg->warn[i]);
+}
+
 int cmd_chat(int argc, char **argv, int first)
 {
     static wiring w;
     memset(&w, 0, sizeof w);
     int plain = 0, no_config = 0, delay = 0;
     const char *resume = NULL, *config_path = NULL;
-    /* take the chat-only flags out; the rest are the common ones */
-    char **rest = malloc(((size_t)argc + 1) * sizeof *rest);
-    if (!rest)
-        return 1;
-    int nrest = 0;
-    for (int i = 0; i < first; i++)
-        rest[nrest++] = argv[i];
-    for (int i = first; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage, stdout);
-            free(rest);
-            return 0;
-        }
-        if (!strcmp(a, "--plain"))
-            plain = 1;
-        else if (!strcmp(a, "--no-config"))
-            no_config = 1;
-        else if (!strcmp(a, "--resume")) {
-            resume = "";
-            if (v && v[0] != '-') {
-                resume = v;
-                i++;
-            }
-        } else if (!strcmp(a, "--template") || !strcmp(a, "--system") || !strcmp(a, "--config") ||
-                   !strcmp(a, "--debug-token-delay")) {
-            if (!v) {
-                fprintf(stderr, "nibble chat: %s needs a value (see 'nibble chat --help')\n", a);
-                free(rest);
-                return 2;
-            }
-            if (!strcmp(a, "--template"))
-                w.tmpl_flag = v;
-            else if (!strcmp(a, "--system"))
-                w.system_flag = v;
-            else if (!strcmp(a, "--config"))
-                config_path = v;
-            else
-                delay = atoi(v);
-            i++;
-        } else
-            rest[nrest++] = argv[i];
-    }
-    rest[nrest] = NULL;
-    int r = app_parse(nrest, rest, first, &w.o, NULL, NULL, "chat");
-    if (!r)
-        scan_given(nrest, rest, first, &w.g);
-    free(rest);
+    const app_flag own[] = {APP_FLAG("--plain", NULL, APP_ON, &plain),
+                            APP_FLAG("--no-config", NULL, APP_ON, &no_config),
+                            APP_FLAG("--resume", NULL, APP_OPTSTR, &resume),
+                            APP_FLAG("--template", NULL, APP_STR, &w.tmpl_flag),
+                            APP_FLAG("--system", NULL, APP_STR, &w.system_flag),
+                            APP_FLAG("--config", NULL, APP_STR, &config_path),
+                            APP_FLAG("--debug-token-delay", NULL, APP_INT, &delay, .min = 0, .max = 60000),
+                            APP_FLAG_END};
+    const app_cmd cmd = {.name = "chat", .usage = usage, .flags = own};
+    int r = app_parse(argc, argv, first, &cmd, &w.o, NULL, NULL);
     if (r)
-        return r;
-    if (app_apply_kernel(&w.o))
-        return 1;
+        return app_parse_status(r);
 
-    cfg_defaults(&w.cfg);
-    char cpath[1200];
-    if (config_path)
-        snprintf(cpath, sizeof cpath, "%s", config_path);
-    else
-        cfg_default_path(cpath, sizeof cpath);
-    if (!no_config && cpath[0] && cfg_load(&w.cfg, cpath) == 1 && config_path)
-        fprintf(stderr, "nibble: %s: no such file; defaults used\n", cpath);
-    for (int i = 0; i < w.cfg.n_warn; i++)
-        fprintf(stderr, "nibble: warning: %s\n", w.cfg.warn[i]);
+    load_config(&w.cfg, config_path, no_config);
 
     /* the model: -m, else the config's, else the embedded one */
     char model[1200];
-    if (!w.g.model && w.cfg.model[0])
+    if (!w.o.model && w.cfg.model[0])
         expand_home(w.cfg.model, model, sizeof model);
     else
         snprintf(model, sizeof model, "%s", app_model_path(&w.o));

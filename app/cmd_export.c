@@ -102,26 +102,12 @@ int cmd_export(int argc, char **argv)
 {
     const char *pos[2] = {0}, *force = NULL, *name = NULL;
     int np = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (!strcmp(a, "--template") && v) { force = v; i++; }
-        else if (!strcmp(a, "--name") && v) { name = v; i++; }
-        else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "nibble export-ollama: unknown option or missing value: %s (see --help)\n", a);
-            return 2;
-        } else if (np < 2) pos[np++] = a;
-        else {
-            fprintf(stderr, "nibble export-ollama: unexpected argument '%s'\n", a);
-            return 2;
-        }
-    }
-    if (np != 2) {
-        fputs(usage, stderr);
-        return 2;
-    }
+    const app_flag own[] = {APP_FLAG("--template", NULL, APP_STR, &force), APP_FLAG("--name", NULL, APP_STR, &name),
+                            APP_FLAG_END};
+    const app_cmd cmd = {.name = "export-ollama", .usage = usage, .flags = own, .min_pos = 2, .max_pos = 2};
+    int st = app_parse(argc, argv, 2, &cmd, NULL, pos, &np);
+    if (st)
+        return app_parse_status(st);
     eng_err e;
     eng_model *m;
     if (eng_model_open(pos[0], &m, &e)) { /* a file nibble cannot run is not exported */

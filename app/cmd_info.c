@@ -38,16 +38,12 @@ static void human(double bytes, char *buf, size_t n)
 int cmd_info(int argc, char **argv)
 {
     const char *pos[1];
-    int np = 1;
-    for (int i = 2; i < argc; i++)
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(usage, stdout);
-            return 0;
-        }
+    int np = 0;
+    const app_cmd cmd = {.name = "info", .usage = usage, .max_pos = 1};
     app_opts o;
-    int r = app_parse(argc, argv, 2, &o, pos, &np, "info");
+    int r = app_parse(argc, argv, 2, &cmd, &o, pos, &np);
     if (r)
-        return r;
+        return app_parse_status(r);
     if (o.cpu) {
         print_cpu();
         return 0;

@@ -35,29 +35,16 @@ static void on_progress(void *user, uint32_t done, uint32_t total, double ppl)
 int cmd_ppl(int argc, char **argv)
 {
     const char *base_path = NULL;
-    long chunks = 0;
-    int json = 0;
-    /* our own flags first; the rest go to the shared parser */
-    const app_flag own[] = {{"--kl-base", &base_path, NULL, 0, 0, NULL},
-                            {"--chunks", NULL, &chunks, 1, INT_MAX, NULL},
-                            {"--json", NULL, NULL, 0, 0, &json},
-                            {NULL, NULL, NULL, 0, 0, NULL}};
-    char **rest;
-    int nrest;
-    int took = app_take_flags(argc, argv, 2, own, usage, "ppl", &rest, &nrest);
-    if (took)
-        return took < 0 ? 0 : took;
+    int chunks = 0, json = 0;
+    const app_flag own[] = {APP_FLAG("--kl-base", NULL, APP_STR, &base_path),
+                            APP_FLAG("--chunks", NULL, APP_INT, &chunks, .min = 1, .max = INT_MAX),
+                            APP_FLAG("--json", NULL, APP_ON, &json),
+                            APP_FLAG_END};
+    const app_cmd cmd = {.name = "ppl", .usage = usage, .flags = own, .required = "-f"};
     app_opts o;
-    int st = app_parse(nrest, rest, 2, &o, NULL, NULL, "ppl");
-    free(rest);
+    int st = app_parse(argc, argv, 2, &cmd, &o, NULL, NULL);
     if (st)
-        return st;
-    if (!o.prompt_file) {
-        fprintf(stderr, "nibble ppl: -f TEXT is required (see --help)\n");
-        return 2;
-    }
-    if (app_apply_kernel(&o))
-        return 1;
+        return app_parse_status(st);
     char *text = NULL;
     if (!app_prompt(&o, &text))
         return 1;
@@ -77,7 +64,7 @@ int cmd_ppl(int argc, char **argv)
         return 1;
     }
     app_bar bar = {.label = "ppl", .quiet = o.quiet};
-    eng_ppl_opts po = {.n_ctx = o.n_ctx, .max_chunks = (uint32_t)chunks, .threads = o.threads, .base = b,
+    eng_ppl_opts po = {.n_ctx = (uint32_t)o.n_ctx, .max_chunks = (uint32_t)chunks, .threads = o.threads, .base = b,
                        .progress = on_progress, .user = &bar};
     eng_ppl_result r;
     int rc = eng_ppl_run(m, text, len, &po, &r, &e);

@@ -96,41 +96,24 @@ static void on_note(void *user, const char *line)
 int cmd_quantize(int argc, char **argv)
 {
     const char *pos[3] = {0}, *calib = NULL;
-    int np = 0, allow = 0, quiet = 0, threads = 0;
-    long calib_tokens = 4096;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (!strcmp(a, "--awq") && v) { calib = v; i++; }
-        else if (!strcmp(a, "--calib-tokens") && v) { calib_tokens = atol(v); i++; }
-        else if (!strcmp(a, "-t") && v) { threads = atoi(v); i++; }
-        else if (!strcmp(a, "--allow-requantize")) allow = 1;
-        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) quiet = 1;
-        else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "nibble quantize: unknown option or missing value: %s (see --help)\n", a);
-            return 2;
-        } else if (np < 3) pos[np++] = a;
-        else {
-            fprintf(stderr, "nibble quantize: unexpected argument '%s' (see --help)\n", a);
-            return 2;
-        }
-    }
-    if (np != 3) {
-        fputs(usage, stderr);
-        return 2;
-    }
+    int np = 0, allow = 0, quiet = 0, threads = 0, calib_tokens = 4096;
+    const app_flag own[] = {APP_FLAG("--awq", NULL, APP_STR, &calib),
+                            APP_FLAG("--calib-tokens", NULL, APP_INT, &calib_tokens, .min = 16, .max = 1 << 20),
+                            APP_FLAG("-t", NULL, APP_INT, &threads, .min = 1, .max = 256,
+                                     .why = "expected a thread count in 1..256"),
+                            APP_FLAG("--allow-requantize", NULL, APP_ON, &allow),
+                            APP_FLAG("-q", "--quiet", APP_ON, &quiet),
+                            APP_FLAG_END};
+    const app_cmd cmd = {.name = "quantize", .usage = usage, .flags = own, .min_pos = 3, .max_pos = 3};
+    int st = app_parse(argc, argv, 2, &cmd, NULL, pos, &np);
+    if (st)
+        return app_parse_status(st);
     const eng_qtarget *t = eng_qtarget_find(pos[2]);
     if (!t) {
         fprintf(stderr, "nibble quantize: unknown type '%s'; one of:", pos[2]);
         for (const eng_qtarget *q = eng_qtargets(); q->name; q++)
             fprintf(stderr, " %s", q->name);
         fputc('\n', stderr);
-        return 2;
-    }
-    if (calib_tokens < 16 || calib_tokens > 1 << 20) {
-        fprintf(stderr, "nibble quantize: --calib-tokens must be in 16..1048576\n");
         return 2;
     }
     if (!strcmp(pos[0], pos[1])) {

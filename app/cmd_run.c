@@ -34,6 +34,7 @@ static const char usage[] =
     "      --no-bos           do not put BOS before the prompt\n"
     "      --ids              print the prompt's and the generated token ids, not text\n"
     "  -q, --quiet            no timings on stderr\n";
+static const app_cmd run_cmd = {.name = "run", .usage = usage};
 
 static double now_s(void)
 {
@@ -73,17 +74,10 @@ static void out_put(outbuf *o, const char *s, size_t n, int flush)
 
 int cmd_run(int argc, char **argv)
 {
-    for (int i = 2; i < argc; i++)
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(usage, stdout);
-            return 0;
-        }
     app_opts o;
-    int r = app_parse(argc, argv, 2, &o, NULL, NULL, "run");
+    int r = app_parse(argc, argv, 2, &run_cmd, &o, NULL, NULL);
     if (r)
-        return r;
-    if (app_apply_kernel(&o))
-        return 1;
+        return app_parse_status(r);
     char *owned;
     const char *prompt = app_prompt(&o, &owned);
     if (!prompt)
@@ -103,7 +97,7 @@ int cmd_run(int argc, char **argv)
         return 1;
     }
     eng_session *s = NULL;
-    if (eng_session_new(m, o.n_ctx, o.threads, &o.sp, &s, &e)) {
+    if (eng_session_new(m, (uint32_t)o.n_ctx, o.threads, &o.sp, &s, &e)) {
         fprintf(stderr, "nibble: %s\n", e.msg);
         eng_model_close(m);
         free(owned);

@@ -18,22 +18,17 @@ static const char usage[] =
 
 int cmd_score(int argc, char **argv)
 {
-    const char *ids_arg = NULL;
+    const char *ids_arg = NULL, *model = NULL;
     int threads = 0;
-    const char *model = NULL;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (!strcmp(a, "--ids") && v) { ids_arg = v; i++; }
-        else if (!strcmp(a, "-m") && v) { model = v; i++; }
-        else if (!strcmp(a, "-t") && v) { threads = atoi(v); i++; }
-        else {
-            fprintf(stderr, "nibble score: unknown option or missing value: %s (see --help)\n", a);
-            return 2;
-        }
-    }
+    const app_flag own[] = {APP_FLAG("--ids", NULL, APP_STR, &ids_arg),
+                            APP_FLAG("-m", NULL, APP_STR, &model),
+                            APP_FLAG("-t", NULL, APP_INT, &threads, .min = 1, .max = 256,
+                                     .why = "expected a thread count in 1..256"),
+                            APP_FLAG_END};
+    const app_cmd cmd = {.name = "score", .usage = usage, .flags = own};
+    int st = app_parse(argc, argv, 2, &cmd, NULL, NULL, NULL);
+    if (st)
+        return app_parse_status(st);
     if (!ids_arg) {
         fputs(usage, stderr);
         return 2;
@@ -58,13 +53,10 @@ int cmd_score(int argc, char **argv)
         free(ids);
         return 2;
     }
-    app_opts o;
-    memset(&o, 0, sizeof o);
-    o.model = model;
     eng_err e;
     eng_model *m;
     eng_ctx *c = NULL;
-    if (eng_model_open(app_model_path(&o), &m, &e)) {
+    if (eng_model_open(app_model_path(&(app_opts){.model = model}), &m, &e)) {
         fprintf(stderr, "nibble: %s\n", e.msg);
         free(ids);
         return 1;

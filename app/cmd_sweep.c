@@ -256,30 +256,129 @@ static void chart(FILE *f, const row *r, int n)
                 i + 1 < n ? (i % 6 == 5 ? "\n" : "  ") : "\n");
 }
 
+/* What every type of a sweep shares. */
+typedef struct sweep {
+    const app_opts *o;
+    const char *model, *calib, *text;
+    eng_model *base;
+    int chunks, calib_tokens;
+    const char *outdir;
+} sweep;
+
+/* Quantize the base model to t (with AWQ when awq), measure the result
+ * against it into *w. Returns 0, or 1 after a message. */
+static int measure(const sweep *sw, const eng_qtarget *t, int awq, row *w)
+{
+    const app_opts *o = sw->o;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s%s.gguf", sw->outdir, t->name, awq ? "-awq" : "");
+    fprintf(stderr, "== %s %s\n", t->name, awq ? "AWQ" : "RTN");
+    eng_err e;
+    app_bar bar = {.label = "  quantize", .quiet = o->quiet};
+    eng_quant_opts qo = {.target = t, .user = &bar};
+    eng_awq *aw = NULL;
+    if (awq) {
+        app_bar ab = {.label = "  awq     ", .quiet = o->quiet};
+        eng_awq_opts ao = {.target = t, .calib_path = sw->calib, .max_tokens = (uint32_t)sw->calib_tokens,
+                           .threads = o->threads, .progress = app_awq_progress, .user = &ab};
+        if (eng_awq_compute(sw->model, &ao, &aw, &e)) {
+            fprintf(stderr, "nibble quant-sweep: %s\n", e.msg);
+            return 1;
+        }
+        qo.edits = eng_awq_edits(aw, &qo.n_edits);
+        qo.method = "awq";
+    }
+    eng_quant_report rep;
+    int r = eng_quantize_file(sw->model, path, &qo, &rep, &e);
+    eng_awq_free(aw);
+    eng_model *m = NULL;
+    if (r || eng_model_open(path, &m, &e)) {
+        fprintf(stderr, "nibble quant-sweep: %s\n", e.msg);
+        return 1;
+    }
+    app_bar pb = {.label = "  measure ", .quiet = o->quiet};
+    eng_ppl_opts po = {.n_ctx = (uint32_t)o->n_ctx, .max_chunks = (uint32_t)sw->chunks, .threads = o->threads,
+                       .base = sw->base, .progress = on_ppl, .user = &pb};
+    eng_ppl_result pr;
+    if (eng_ppl_run(m, sw->text, strlen(sw->text), &po, &pr, &e)) {
+        fprintf(stderr, "nibble quant-sweep: %s\n", e.msg);
+        eng_model_close(m);
+        return 1;
+    }
+    memset(w, 0, sizeof *w);
+    snprintf(w->name, sizeof w->name, "%s", t->name);
+    w->awq = awq;
+    w->bytes = (double)eng_model_get_info(m)->file_size;
+    if (t->fake_bits) /* what the format would take: bits + an f16 scale and min per 32 */
+        w->bytes = w->bytes - (double)rep.out_bytes + (double)rep.n_weights * (t->fake_bits + 1) / 8.0;
+    w->bpw = 8.0 * (w->bytes) / (double)eng_model_get_info(sw->base)->n_params;
+    w->ppl = pr.ppl;
+    w->ppl_err = pr.ppl_err;
+    w->kl = pr.kl;
+    w->kl_err = pr.kl_err;
+    w->top1 = pr.top1;
+    for (int rep_i = 0; rep_i < 3; rep_i++) { /* best of 3: the machine may be busy */
+        double v = decode_tps(m, o->threads);
+        if (v > w->tps)
+            w->tps = v;
+    }
+    fprintf(stderr, "  %s%s: %.0f bytes, ppl %.4f, KL %.5f, top-1 %.2f%%, %.0f tok/s\n", w->name, awq ? "+awq" : "",
+            w->bytes, w->ppl, w->kl, 100 * w->top1, w->tps);
+    eng_model_close(m);
+    return 0;
+}
+
+/* The table and chart on stdout; sweep.md, sweep.svg and sweep.tsv in the
+ * output folder. */
+static void write_outputs(const sweep *sw, row *rows, int n)
+{
+    mark_pareto(rows, n);
+    const char *tb = eng_path_base(sw->o->prompt_file), *cb = sw->calib ? eng_path_base(sw->calib) : NULL;
+    const char *mb = eng_path_base(sw->model), *dir = sw->outdir;
+    uint32_t ctx = (uint32_t)sw->o->n_ctx, chunks = (uint32_t)sw->chunks;
+    char p[1200];
+    table(stdout, rows, n, mb, tb, cb, ctx, chunks);
+    chart(stdout, rows, n);
+    snprintf(p, sizeof p, "%s/sweep.md", dir);
+    FILE *f = fopen(p, "w");
+    if (f) {
+        table(f, rows, n, mb, tb, cb, ctx, chunks);
+        fclose(f);
+    }
+    snprintf(p, sizeof p, "%s/sweep.svg", dir);
+    if ((f = fopen(p, "w"))) {
+        char title[256];
+        snprintf(title, sizeof title, "%s: size vs KL divergence on %s", mb, tb);
+        svg(f, rows, n, title);
+        fclose(f);
+    }
+    snprintf(p, sizeof p, "%s/sweep.tsv", dir);
+    if ((f = fopen(p, "w"))) {
+        fprintf(f, "type\tmethod\tbytes\tbpw\tppl\tppl_err\tkl\tkl_err\ttop1\ttok_s\tpareto\n");
+        for (int i = 0; i < n; i++)
+            fprintf(f, "%s\t%s\t%.0f\t%.4f\t%.6f\t%.6f\t%.8f\t%.8f\t%.6f\t%.1f\t%d\n", rows[i].name,
+                    rows[i].awq ? "awq" : "rtn", rows[i].bytes, rows[i].bpw, rows[i].ppl, rows[i].ppl_err, rows[i].kl,
+                    rows[i].kl_err, rows[i].top1, rows[i].tps, rows[i].pareto);
+        fclose(f);
+    }
+    fprintf(stderr, "wrote %s/sweep.md, %s/sweep.svg, %s/sweep.tsv\n", dir, dir, dir);
+}
+
 int cmd_sweep(int argc, char **argv)
 {
-    const char *calib = NULL, *types = NULL, *outdir = "sweep-out";
-    long chunks = 40, calib_tokens = 4096;
-    const app_flag own[] = {{"--calib", &calib, NULL, 0, 0, NULL},
-                            {"--types", &types, NULL, 0, 0, NULL},
-                            {"--out", &outdir, NULL, 0, 0, NULL},
-                            {"--chunks", NULL, &chunks, 1, INT_MAX, NULL},
-                            {"--calib-tokens", NULL, &calib_tokens, 16, INT_MAX, NULL},
-                            {NULL, NULL, NULL, 0, 0, NULL}};
-    char **rest;
-    int nrest;
-    int took = app_take_flags(argc, argv, 2, own, usage, "quant-sweep", &rest, &nrest);
-    if (took)
-        return took < 0 ? 0 : took;
+    sweep sw = {.outdir = "sweep-out", .chunks = 40, .calib_tokens = 4096};
+    const char *types = NULL;
+    const app_flag own[] = {APP_FLAG("--calib", NULL, APP_STR, &sw.calib),
+                            APP_FLAG("--types", NULL, APP_STR, &types),
+                            APP_FLAG("--out", NULL, APP_STR, &sw.outdir),
+                            APP_FLAG("--chunks", NULL, APP_INT, &sw.chunks, .min = 1, .max = INT_MAX),
+                            APP_FLAG("--calib-tokens", NULL, APP_INT, &sw.calib_tokens, .min = 16, .max = INT_MAX),
+                            APP_FLAG_END};
+    const app_cmd cmd = {.name = "quant-sweep", .usage = usage, .flags = own, .required = "-f"};
     app_opts o;
-    int st = app_parse(nrest, rest, 2, &o, NULL, NULL, "quant-sweep");
-    free(rest);
+    int st = app_parse(argc, argv, 2, &cmd, &o, NULL, NULL);
     if (st)
-        return st;
-    if (!o.prompt_file || chunks < 1 || calib_tokens < 16) {
-        fprintf(stderr, "nibble quant-sweep: -f TEXT is required, --chunks and --calib-tokens positive (see --help)\n");
-        return 2;
-    }
+        return app_parse_status(st);
     for (const char *p = types; p && *p;) {
         const char *end = strchr(p, ',');
         char nm[32];
@@ -290,124 +389,37 @@ int cmd_sweep(int argc, char **argv)
         }
         p = end ? end + 1 : p + strlen(p);
     }
-    if (app_apply_kernel(&o))
-        return 1;
     if (o.n_ctx == 0)
         o.n_ctx = 256;
     char *text = NULL;
     if (!app_prompt(&o, &text))
         return 1;
-    nb_mkdir(outdir, 0755);
-    const char *model = app_model_path(&o);
+    nb_mkdir(sw.outdir, 0755);
+    sw.o = &o;
+    sw.text = text;
+    sw.model = app_model_path(&o);
     eng_err e;
-    eng_model *base = NULL;
-    if (eng_model_open(model, &base, &e)) {
+    if (eng_model_open(sw.model, &sw.base, &e)) {
         fprintf(stderr, "nibble quant-sweep: %s\n", e.msg);
         free(text);
         return 1;
     }
-    uint64_t n_params = eng_model_get_info(base)->n_params;
     row rows[64];
     int n = 0, status = 0;
     for (const eng_qtarget *t = eng_qtargets(); t->name && !status; t++) {
         if (!in_list(types, t->name))
             continue;
-        for (int awq = 0; awq < 2 && n < 64; awq++) {
+        for (int awq = 0; awq < 2 && n < 64 && !status; awq++) {
             int quantized = t->type != 0 && t->type != 1 && t->type != 30; /* not f32/f16/bf16 */
-            if (awq && (!calib || !(quantized || t->fake_bits)))
+            if (awq && (!sw.calib || !(quantized || t->fake_bits)))
                 continue;
-            char path[1200];
-            snprintf(path, sizeof path, "%s/%s%s.gguf", outdir, t->name, awq ? "-awq" : "");
-            fprintf(stderr, "== %s %s\n", t->name, awq ? "AWQ" : "RTN");
-            app_bar bar = {.label = "  quantize", .quiet = o.quiet};
-            eng_quant_opts qo = {.target = t, .user = &bar};
-            eng_awq *aw = NULL;
-            if (awq) {
-                app_bar ab = {.label = "  awq     ", .quiet = o.quiet};
-                eng_awq_opts ao = {.target = t, .calib_path = calib, .max_tokens = (uint32_t)calib_tokens,
-                                   .threads = o.threads, .progress = app_awq_progress, .user = &ab};
-                if (eng_awq_compute(model, &ao, &aw, &e)) {
-                    fprintf(stderr, "nibble quant-sweep: %s\n", e.msg);
-                    status = 1;
-                    break;
-                }
-                qo.edits = eng_awq_edits(aw, &qo.n_edits);
-                qo.method = "awq";
-            }
-            eng_quant_report rep;
-            int r = eng_quantize_file(model, path, &qo, &rep, &e);
-            eng_awq_free(aw);
-            eng_model *m = NULL;
-            if (r || eng_model_open(path, &m, &e)) {
-                fprintf(stderr, "nibble quant-sweep: %s\n", e.msg);
-                status = 1;
-                break;
-            }
-            app_bar pb = {.label = "  measure ", .quiet = o.quiet};
-            eng_ppl_opts po = {.n_ctx = o.n_ctx, .max_chunks = (uint32_t)chunks, .threads = o.threads, .base = base,
-                               .progress = on_ppl, .user = &pb};
-            eng_ppl_result pr;
-            if (eng_ppl_run(m, text, strlen(text), &po, &pr, &e)) {
-                fprintf(stderr, "nibble quant-sweep: %s\n", e.msg);
-                eng_model_close(m);
-                status = 1;
-                break;
-            }
-            row *w = &rows[n++];
-            memset(w, 0, sizeof *w);
-            snprintf(w->name, sizeof w->name, "%s", t->name);
-            w->awq = awq;
-            w->bytes = (double)eng_model_get_info(m)->file_size;
-            if (t->fake_bits) /* what the format would take: bits + an f16 scale and min per 32 */
-                w->bytes = w->bytes - (double)rep.out_bytes + (double)rep.n_weights * (t->fake_bits + 1) / 8.0;
-            w->bpw = 8.0 * (w->bytes) / (double)n_params;
-            w->ppl = pr.ppl;
-            w->ppl_err = pr.ppl_err;
-            w->kl = pr.kl;
-            w->kl_err = pr.kl_err;
-            w->top1 = pr.top1;
-            for (int rep_i = 0; rep_i < 3; rep_i++) { /* best of 3: the machine may be busy */
-                double v = decode_tps(m, o.threads);
-                if (v > w->tps)
-                    w->tps = v;
-            }
-            fprintf(stderr, "  %s%s: %.0f bytes, ppl %.4f, KL %.5f, top-1 %.2f%%, %.0f tok/s\n", w->name,
-                    awq ? "+awq" : "", w->bytes, w->ppl, w->kl, 100 * w->top1, w->tps);
-            eng_model_close(m);
+            status = measure(&sw, t, awq, &rows[n]);
+            n += !status;
         }
     }
-    eng_model_close(base);
-    if (n) {
-        mark_pareto(rows, n);
-        const char *tb = eng_path_base(o.prompt_file), *cb = calib ? eng_path_base(calib) : NULL;
-        const char *mb = eng_path_base(model);
-        char p[1200];
-        table(stdout, rows, n, mb, tb, cb, o.n_ctx, (uint32_t)chunks);
-        chart(stdout, rows, n);
-        snprintf(p, sizeof p, "%s/sweep.md", outdir);
-        FILE *f = fopen(p, "w");
-        if (f) {
-            table(f, rows, n, mb, tb, cb, o.n_ctx, (uint32_t)chunks);
-            fclose(f);
-        }
-        snprintf(p, sizeof p, "%s/sweep.svg", outdir);
-        if ((f = fopen(p, "w"))) {
-            char title[256];
-            snprintf(title, sizeof title, "%s: size vs KL divergence on %s", mb, tb);
-            svg(f, rows, n, title);
-            fclose(f);
-        }
-        snprintf(p, sizeof p, "%s/sweep.tsv", outdir);
-        if ((f = fopen(p, "w"))) {
-            fprintf(f, "type\tmethod\tbytes\tbpw\tppl\tppl_err\tkl\tkl_err\ttop1\ttok_s\tpareto\n");
-            for (int i = 0; i < n; i++)
-                fprintf(f, "%s\t%s\t%.0f\t%.4f\t%.6f\t%.6f\t%.8f\t%.8f\t%.6f\t%.1f\t%d\n", rows[i].name,
-                        rows[i].awq ? "awq" : "rtn", rows[i].bytes, rows[i].bpw, rows[i].ppl, rows[i].ppl_err,
-                        rows[i].kl, rows[i].kl_err, rows[i].top1, rows[i].tps, rows[i].pareto);
-            fclose(f);
-        }
-        fprintf(stderr, "wrote %s/sweep.md, %s/sweep.svg, %s/sweep.tsv\n", outdir, outdir, outdir);
-    }
+    if (n)
+        write_outputs(&sw, rows, n);
+    eng_model_close(sw.base);
     free(text);
     return status;
 }

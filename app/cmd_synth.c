@@ -48,25 +48,18 @@ int cmd_synth(int argc, char **argv)
 {
     const char *shape = NULL, *out = NULL, *type = "q8_0";
     eng_synth_opts o = {NULL, 0, 1, 1, NULL};
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "--list")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--shape") && v) { shape = v; i++; }
-        else if (!strcmp(a, "--type") && v) { type = v; i++; }
-        else if (!strcmp(a, "--arch") && v) { o.arch = v; i++; }
-        else if (!strcmp(a, "--seed") && v) { o.seed = strtoull(v, NULL, 10); i++; }
-        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o.verbose = 0;
-        else if (a[0] == '-') {
-            fprintf(stderr, "nibble synth: unknown option or missing value: %s (see --help)\n", a);
-            return 2;
-        } else if (!out) out = a;
-        else {
-            fprintf(stderr, "nibble synth: unexpected argument %s\n", a);
-            return 2;
-        }
-    }
+    const app_flag own[] = {APP_FLAG("--list", NULL, APP_HELP, NULL),
+                            APP_FLAG("--shape", NULL, APP_STR, &shape),
+                            APP_FLAG("--type", NULL, APP_STR, &type),
+                            APP_FLAG("--arch", NULL, APP_STR, &o.arch),
+                            APP_FLAG("--seed", NULL, APP_U64, &o.seed),
+                            APP_FLAG("-q", "--quiet", APP_OFF, &o.verbose),
+                            APP_FLAG_END};
+    const app_cmd cmd = {.name = "synth", .usage_fn = usage, .flags = own, .max_pos = 1};
+    int np = 0;
+    int st = app_parse(argc, argv, 2, &cmd, NULL, &out, &np);
+    if (st)
+        return app_parse_status(st);
     if (!shape || !out) {
         usage(stderr);
         return 2;

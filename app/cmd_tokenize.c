@@ -14,18 +14,14 @@ static const char usage[] =
     "Print the token ids of TEXT on one line; with --pieces one token a line:\n"
     "id, then the token's text as the vocabulary stores it. Only the model's\n"
     "tokenizer is read, so a vocabulary-only GGUF works too.\n";
+static const app_cmd tokenize_cmd = {.name = "tokenize", .usage = usage};
 
 int cmd_tokenize(int argc, char **argv)
 {
-    for (int i = 2; i < argc; i++)
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(usage, stdout);
-            return 0;
-        }
     app_opts o;
-    int r = app_parse(argc, argv, 2, &o, NULL, NULL, "tokenize");
+    int r = app_parse(argc, argv, 2, &tokenize_cmd, &o, NULL, NULL);
     if (r)
-        return r;
+        return app_parse_status(r);
     char *owned;
     const char *text = app_prompt(&o, &owned);
     if (!text)

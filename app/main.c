@@ -26,6 +26,18 @@ static const char usage[] =
     "Without -m the embedded default model (stories260K, a tiny story teller)\n"
     "is used. 'nibble COMMAND --help' lists a command's options.\n";
 
+static int chat_sub(int argc, char **argv) { return cmd_chat(argc, argv, 2); }
+
+/* The subcommands by name (argv[1]). */
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} commands[] = {
+    {"run", cmd_run},         {"info", cmd_info},         {"tokenize", cmd_tokenize},   {"synth", cmd_synth},
+    {"score", cmd_score},     {"bench", cmd_bench},       {"quantize", cmd_quantize},   {"ppl", cmd_ppl},
+    {"perplexity", cmd_ppl},  {"quant-sweep", cmd_sweep}, {"export-ollama", cmd_export}, {"chat", chat_sub},
+};
+
 int main(int argc, char **argv)
 {
     app_platform_init();
@@ -38,29 +50,10 @@ int main(int argc, char **argv)
         printf("nibble %s\n", NIBBLE_VERSION);
         return 0;
     }
-    if (!strcmp(cmd, "run"))
-        return cmd_run(argc, argv);
-    if (!strcmp(cmd, "info"))
-        return cmd_info(argc, argv);
-    if (!strcmp(cmd, "tokenize"))
-        return cmd_tokenize(argc, argv);
-    if (!strcmp(cmd, "synth"))
-        return cmd_synth(argc, argv);
-    if (!strcmp(cmd, "score"))
-        return cmd_score(argc, argv);
-    if (!strcmp(cmd, "bench"))
-        return cmd_bench(argc, argv);
-    if (!strcmp(cmd, "quantize"))
-        return cmd_quantize(argc, argv);
-    if (!strcmp(cmd, "ppl") || !strcmp(cmd, "perplexity"))
-        return cmd_ppl(argc, argv);
-    if (!strcmp(cmd, "quant-sweep"))
-        return cmd_sweep(argc, argv);
-    if (!strcmp(cmd, "export-ollama"))
-        return cmd_export(argc, argv);
-    if (!strcmp(cmd, "chat"))
-        return cmd_chat(argc, argv, 2);
-    if (cmd[0] == '-' || cmd[0] == 0)
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(cmd, commands[i].name))
+            return commands[i].run(argc, argv);
+    if (cmd[0] == '-' || cmd[0] == 0) /* no command: the chat, with these flags */
         return cmd_chat(argc, argv, 1);
     fprintf(stderr, "nibble: unknown command '%s'\n\n%s", cmd, usage);
     return 2;

@@ -2,6 +2,7 @@
 #include "files.h" /* eng_path_base */
 
 #include <errno.h>
+#include <stddef.h>
 #ifdef NIBBLE_HAVE_INIH
 #include <ini.h>
 #define parse_stream ini_parse_stream
@@ -103,60 +104,64 @@ static char *reader(char *str, int num, void *stream)
     return str;
 }
 
-static int to_float(const char *v, float lo, float hi, float *out)
-{
-    char *end;
-    errno = 0;
-    float f = strtof(v, &end);
-    if (errno || end == v || *end || !(f >= lo && f <= hi))
-        return -1;
-    *out = f;
-    return 0;
-}
+/* The numeric settings of cfg_values: where each goes, its range, and
+ * what the warning for a bad value says it should be. */
+typedef struct num_key {
+    const char *key;
+    unsigned bit;
+    int is_float;
+    size_t off; /* of a float or an int in cfg_values */
+    double lo, hi;
+    const char *what;
+} num_key;
 
-static int to_int(const char *v, long lo, long hi, int *out)
+static const num_key num_keys[] = {
+    {"temp", CFG_TEMP, 1, offsetof(cfg_values, temp), 0, 100, "a temperature in 0..100"},
+    {"top_p", CFG_TOP_P, 1, offsetof(cfg_values, top_p), 1e-6f, 1, "in (0, 1]"},
+    {"min_p", CFG_MIN_P, 1, offsetof(cfg_values, min_p), 0, 0.999f, "in [0, 1)"},
+    {"repeat_penalty", CFG_REPEAT_PENALTY, 1, offsetof(cfg_values, repeat_penalty), 1e-6f, 10, "in (0, 10]"},
+    {"top_k", CFG_TOP_K, 0, offsetof(cfg_values, top_k), 0, 1000000, "0 (off) or a count"},
+    {"repeat_last_n", CFG_REPEAT_LAST_N, 0, offsetof(cfg_values, repeat_last_n), 0, 1 << 20, "a count"},
+    {"max_tokens", CFG_MAX_TOKENS, 0, offsetof(cfg_values, max_tokens), 0, 1 << 20, "a count (0: no limit)"},
+    {"threads", CFG_THREADS, 0, offsetof(cfg_values, threads), 0, 256, "a thread count in 0..256 (0: all cores)"},
+    {"ctx_size", CFG_CTX, 0, offsetof(cfg_values, ctx), 0, 1 << 20, "a context size (0: the model's)"},
+};
+
+/* Parse val for k into v; -1 (nothing stored) if it is not a number in
+ * k's range. */
+static int set_number(const num_key *k, cfg_values *v, const char *val)
 {
     char *end;
     errno = 0;
-    long n = strtol(v, &end, 10);
-    if (errno || end == v || *end || n < lo || n > hi)
-        return -1;
-    *out = (int)n;
+    void *dst = (char *)v + k->off;
+    if (k->is_float) {
+        float f = strtof(val, &end);
+        if (errno || end == val || *end || !(f >= (float)k->lo && f <= (float)k->hi))
+            return -1;
+        *(float *)dst = f;
+    } else {
+        long n = strtol(val, &end, 10);
+        if (errno || end == val || *end || n < (long)k->lo || n > (long)k->hi)
+            return -1;
+        *(int *)dst = (int)n;
+    }
     return 0;
 }
 
 /* A setting of cfg_values; 0 if the key is not one, 1 if set, -1 if bad. */
 static int set_value(parse *ps, cfg_values *v, const char *key, const char *val)
 {
-#define F(k, bit, field, lo, hi, what)                                                    \
-    if (!strcmp(key, k)) {                                                                \
-        if (to_float(val, lo, hi, &v->field)) {                                           \
-            warn(ps, "%s: '%s' is not %s; default kept", key, val, what);                 \
-            return -1;                                                                    \
-        }                                                                                 \
-        v->set |= bit;                                                                    \
-        return 1;                                                                         \
+    for (size_t i = 0; i < sizeof num_keys / sizeof num_keys[0]; i++) {
+        const num_key *k = &num_keys[i];
+        if (strcmp(key, k->key))
+            continue;
+        if (set_number(k, v, val)) {
+            warn(ps, "%s: '%s' is not %s; default kept", key, val, k->what);
+            return -1;
+        }
+        v->set |= k->bit;
+        return 1;
     }
-#define I(k, bit, field, lo, hi, what)                                                    \
-    if (!strcmp(key, k)) {                                                                \
-        if (to_int(val, lo, hi, &v->field)) {                                             \
-            warn(ps, "%s: '%s' is not %s; default kept", key, val, what);                 \
-            return -1;                                                                    \
-        }                                                                                 \
-        v->set |= bit;                                                                    \
-        return 1;                                                                         \
-    }
-    F("temp", CFG_TEMP, temp, 0, 100, "a temperature in 0..100")
-    F("top_p", CFG_TOP_P, top_p, 1e-6f, 1, "in (0, 1]")
-    F("min_p", CFG_MIN_P, min_p, 0, 0.999f, "in [0, 1)")
-    F("repeat_penalty", CFG_REPEAT_PENALTY, repeat_penalty, 1e-6f, 10, "in (0, 10]")
-    I("top_k", CFG_TOP_K, top_k, 0, 1000000, "0 (off) or a count")
-    I("repeat_last_n", CFG_REPEAT_LAST_N, repeat_last_n, 0, 1 << 20, "a count")
-    I("max_tokens", CFG_MAX_TOKENS, max_tokens, 0, 1 << 20, "a count (0: no limit)")
-    I("threads", CFG_THREADS, threads, 0, 256, "a thread count in 0..256 (0: all cores)")
-    I("ctx_size", CFG_CTX, ctx, 0, 1 << 20, "a context size (0: the model's)")
-#undef F
-#undef I
     if (!strcmp(key, "seed")) {
         char *end;
         errno = 0;

@@ -8,7 +8,6 @@
 
 #include <string.h>
 
-simd_kernel_set simd_active;
 static enum simd_kernel current = SIMD_K_SCALAR;
 static int initialised;
 
@@ -29,12 +28,12 @@ static void dot_batch_generic(simd_dot_fn dot, size_t n, const void *w, const vo
     static void batch_##T(size_t n, const void *w, const void *a, size_t as, size_t nt, float *o, \
                           size_t os)                                                            \
     {                                                                                           \
-        dot_batch_generic(simd_active.dot[T], n, w, a, as, nt, o, os);                          \
+        dot_batch_generic(simd_table.type[T].dot, n, w, a, as, nt, o, os);                          \
     }                                                                                           \
     static void rows_##T(size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as, \
                          size_t nt, float *o, size_t os)                                        \
     {                                                                                           \
-        simd_dot_batch_fn b = simd_active.dot_batch[T];                                         \
+        simd_dot_batch_fn b = simd_table.type[T].dot_batch;                                         \
         for (size_t r = 0; r < nr; r++)                                                         \
             b(n, (const char *)w + r * ws, a, as, nt, o + r, os);                               \
     }
@@ -68,6 +67,7 @@ static const simd_dot_rows_fn generic_rows[SIMD_TYPE_COUNT] = {
 static void install(const simd_kernel_set *set)
 {
     simd_kernel_set s;
+    memset(&s, 0, sizeof s); /* the scalar fillers set only the types they have kernels for */
     simd_set_scalar(&s);
     simd_set_kquants_scalar(&s); /* K-quant dots (kquants.c) until a set has its own */
     /* the chosen set overrides what it provides */
@@ -83,13 +83,37 @@ static void install(const simd_kernel_set *set)
         s.dot_rows[t] = set->dot_rows[t] ? set->dot_rows[t] : generic_rows[t];
         s.dot_packed[t] = simd_pack_has_layout(t) ? set->dot_packed[t] : NULL;
     }
-    simd_active = s;
+    simd_table.q8a_quant = s.q8a_quant;
+    simd_table.q8k_quant = s.q8k_quant;
+    simd_table.dot_f32 = s.dot_f32;
+    simd_table.attn = s.attn;
+    simd_table.silu_mul = s.silu_mul;
+    simd_table.gelu = s.gelu;
+    /* a type without a dot kernel gets none of the other forms either */
     for (int t = 0; t < SIMD_TYPE_COUNT; t++) {
-        simd_table[t].dot = s.dot[t];
-        simd_table[t].dot_batch = s.dot[t] ? s.dot_batch[t] : NULL;
-        simd_table[t].dot_rows = s.dot[t] ? s.dot_rows[t] : NULL;
-        simd_table[t].dot_packed = s.dot[t] ? s.dot_packed[t] : NULL;
+        simd_traits *row = &simd_table.type[t];
+        row->dot = s.dot[t];
+        row->dot_batch = s.dot[t] ? s.dot_batch[t] : NULL;
+        row->dot_rows = s.dot[t] ? s.dot_rows[t] : NULL;
+        row->dot_packed = s.dot[t] ? s.dot_packed[t] : NULL;
     }
+}
+
+simd_kernel_set simd_installed_set(void)
+{
+    if (!initialised)
+        simd_init();
+    simd_kernel_set s = {
+        .q8a_quant = simd_table.q8a_quant, .q8k_quant = simd_table.q8k_quant, .dot_f32 = simd_table.dot_f32,
+        .attn = simd_table.attn,           .silu_mul = simd_table.silu_mul,   .gelu = simd_table.gelu,
+    };
+    for (int t = 0; t < SIMD_TYPE_COUNT; t++) {
+        s.dot[t] = simd_table.type[t].dot;
+        s.dot_batch[t] = simd_table.type[t].dot_batch;
+        s.dot_rows[t] = simd_table.type[t].dot_rows;
+        s.dot_packed[t] = simd_table.type[t].dot_packed;
+    }
+    return s;
 }
 
 /* What each set needs, in the order the reasons are reported. */
@@ -277,26 +301,26 @@ float simd_dot_f32(size_t n, const float *a, const float *b)
 {
     if (!initialised)
         simd_init();
-    return simd_active.dot_f32(n, a, b);
+    return simd_table.dot_f32(n, a, b);
 }
 
 void simd_attn_chunk(const simd_attn_args *a)
 {
     if (!initialised)
         simd_init();
-    simd_active.attn(a);
+    simd_table.attn(a);
 }
 
 void simd_silu_mul(float *g, const float *u, size_t n)
 {
     if (!initialised)
         simd_init();
-    simd_active.silu_mul(g, u, n);
+    simd_table.silu_mul(g, u, n);
 }
 
 void simd_gelu(float *g, size_t n)
 {
     if (!initialised)
         simd_init();
-    simd_active.gelu(g, n);
+    simd_table.gelu(g, n);
 }

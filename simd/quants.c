@@ -278,19 +278,20 @@ void simd_act_quant(enum simd_act act, const float *x, void *dst, size_t n)
 {
     switch (act) {
     case SIMD_ACT_F32: memcpy(dst, x, n * sizeof(float)); break;
-    case SIMD_ACT_Q8: simd_active.q8a_quant(x, dst, n); break;
-    case SIMD_ACT_Q8K: simd_active.q8k_quant(x, dst, n); break;
+    case SIMD_ACT_Q8: simd_table.q8a_quant(x, dst, n); break;
+    case SIMD_ACT_Q8K: simd_table.q8k_quant(x, dst, n); break;
     default: break;
     }
 }
 
 /* ---- the table ---- */
 
-/* The kernel slots (dot, dot_batch, dot_rows, dot_packed) are filled by
- * simd_init from the active set. */
+/* The type rows of the dispatch table (simd_internal.h); their kernel
+ * slots (dot, dot_batch, dot_rows, dot_packed), like the table's set-wide
+ * kernels, are filled by simd_init from the installed set. */
 #define TRAITS(NAME, BLOCK, BYTES, ACT, DEQ, Q) \
     {.name = NAME, .block = BLOCK, .bytes = BYTES, .act = ACT, .dequant = DEQ, .quant = Q}
-simd_traits simd_table[SIMD_TYPE_COUNT] = {
+simd_dispatch simd_table = {.type = {
     [SIMD_F32] = TRAITS("f32", 1, 4, SIMD_ACT_F32, deq_f32, q_f32),
     [SIMD_F16] = TRAITS("f16", 1, 2, SIMD_ACT_F32, deq_f16, q_f16),
     [SIMD_BF16] = TRAITS("bf16", 1, 2, SIMD_ACT_F32, deq_bf16, q_bf16),
@@ -315,14 +316,14 @@ simd_traits simd_table[SIMD_TYPE_COUNT] = {
     [SIMD_I32] = TRAITS("i32", 1, 4, SIMD_ACT_NONE, NULL, NULL),
     [SIMD_I64] = TRAITS("i64", 1, 8, SIMD_ACT_NONE, NULL, NULL),
     [SIMD_F64] = TRAITS("f64", 1, 8, SIMD_ACT_NONE, NULL, NULL),
-};
+}};
 #undef TRAITS
 
 const simd_traits *simd_type_traits(int type)
 {
-    if (type < 0 || type >= SIMD_TYPE_COUNT || !simd_table[type].name)
+    if (type < 0 || type >= SIMD_TYPE_COUNT || !simd_table.type[type].name)
         return NULL;
-    return &simd_table[type];
+    return &simd_table.type[type];
 }
 
 const char *simd_type_name(int type)

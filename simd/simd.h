@@ -1,5 +1,7 @@
 /* simd: leaf kernels on caller buffers. No allocation, no I/O; the only
- * global is the dispatch table that simd_init() fills.
+ * global is the dispatch table that simd_init() fills (simd_internal.h):
+ * the simd_traits rows below, one a weight type, with the kernel set's
+ * entries beside them.
  *
  * Weight types use ggml's numbering (the GGUF tensor type field), so a
  * tensor's type from a file indexes simd_traits directly. */
@@ -228,7 +230,9 @@ typedef struct simd_traits {
     simd_dot_packed_fn dot_packed;
 } simd_traits;
 
-/* Table indexed by enum simd_type; entries with name NULL are unknown. */
+/* The dispatch table's row for a type (enum simd_type); NULL for unknown
+ * ids. The pointer stays valid; its kernel slots change with
+ * simd_kernel_select. */
 const simd_traits *simd_type_traits(int type);
 /* Name of a type or "?" */
 const char *simd_type_name(int type);

@@ -5,7 +5,8 @@
 
 #include "simd.h"
 
-/* One kernel set: entries left NULL fall back to the scalar ones. */
+/* One kernel set, as its file fills it in (entries left NULL fall back to
+ * the scalar ones); simd_kernel_select copies it into the table. */
 typedef struct simd_kernel_set {
     void (*q8a_quant)(const float *x, void *dst, size_t n);
     void (*q8k_quant)(const float *x, void *dst, size_t n); /* optional; else simd_q8k_quant_ref */
@@ -19,8 +20,24 @@ typedef struct simd_kernel_set {
     void (*gelu)(float *g, size_t n);                     /* likewise */
 } simd_kernel_set;
 
-extern simd_traits simd_table[SIMD_TYPE_COUNT];
-extern simd_kernel_set simd_active;
+/* The dispatch table, simd/'s one global: a row per weight type (its
+ * layout, from quants.c, and the installed set's kernels for it) and the
+ * installed set's kernels that take no weight type. simd_kernel_select
+ * fills the kernel slots; the hot paths read them straight from here
+ * (simd_type_traits gives &simd_table.type[t]). */
+typedef struct simd_dispatch {
+    simd_traits type[SIMD_TYPE_COUNT];
+    void (*q8a_quant)(const float *x, void *dst, size_t n);
+    void (*q8k_quant)(const float *x, void *dst, size_t n);
+    float (*dot_f32)(size_t n, const float *a, const float *b);
+    simd_attn_fn attn;
+    void (*silu_mul)(float *g, const float *u, size_t n);
+    void (*gelu)(float *g, size_t n);
+} simd_dispatch;
+extern simd_dispatch simd_table;
+/* The installed set read back from the table as a kernel set, every
+ * fallback filled in (tests check it against the scalar set). */
+simd_kernel_set simd_installed_set(void);
 
 void simd_q8a_quant_ref(const float *x, void *dst, size_t n);
 void simd_q8k_quant_ref(const float *x, void *dst, size_t n);

@@ -388,6 +388,48 @@ static void check_errors(void)
     rmdir(dir);
 }
 
+/* Every subcommand parses its flags with the one parser (app/args.c):
+ * an unknown flag and a flag without its value give the same one-line
+ * message, naming the command, with exit status 2 and nothing on stdout. */
+static void check_flag_errors(void)
+{
+    static const struct {
+        const char *cmd, *flag; /* a flag of cmd that takes a value */
+    } cmds[] = {
+        {"run", "-p"},          {"info", "-m"},     {"tokenize", "-p"},   {"chat", "--system"},
+        {"bench", "-p"},        {"synth", "--shape"}, {"score", "--ids"}, {"quantize", "--awq"},
+        {"ppl", "--kl-base"},   {"quant-sweep", "--types"}, {"export-ollama", "--name"},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char what[96], want[160];
+        const char *unknown[] = {cmds[i].cmd, "--frobnicate", NULL};
+        snprintf(what, sizeof what, "%s --frobnicate", cmds[i].cmd);
+        snprintf(want, sizeof want, "nibble %s: --frobnicate : unknown option (see 'nibble %s --help')\n",
+                 cmds[i].cmd, cmds[i].cmd);
+        expect_fail(what, unknown, 2, want);
+        const char *missing[] = {cmds[i].cmd, cmds[i].flag, NULL};
+        snprintf(what, sizeof what, "%s %s without a value", cmds[i].cmd, cmds[i].flag);
+        snprintf(want, sizeof want, "nibble %s: %s : needs a value (see 'nibble %s --help')\n", cmds[i].cmd,
+                 cmds[i].flag, cmds[i].cmd);
+        expect_fail(what, missing, 2, want);
+        const char *help[] = {cmds[i].cmd, "-h", NULL};
+        result r = run(help);
+        CHECKF(r.status == 0 && r.out && strstr(r.out, "usage") && r.err_len == 0, "%s -h: %d %s", cmds[i].cmd,
+               r.status, r.err);
+        done(&r);
+    }
+    /* without a command the flags are the chat's */
+    const char *bare[] = {"--frobnicate", NULL};
+    expect_fail("--frobnicate", bare, 2, "nibble chat: --frobnicate : unknown option");
+    /* a bad number is refused by the same parser, with the flag's range */
+    const char *reps[] = {"bench", "-r", "0", NULL};
+    expect_fail("bench -r 0", reps, 2, "nibble bench: -r 0: expected a whole number in 1..");
+    const char *seed[] = {"synth", "--seed", "x", NULL};
+    expect_fail("synth --seed x", seed, 2, "nibble synth: --seed x: expected a non-negative integer");
+    const char *extra[] = {"quantize", "a", "b", "c", "d", NULL};
+    expect_fail("quantize with 4 arguments", extra, 2, "nibble quantize: d : unexpected argument");
+}
+
 static void check_tools(void)
 {
     const char *a1[] = {"tokenize", "-m", model, "-p", "Once upon a time", NULL};
@@ -422,6 +464,7 @@ int main(void)
     snprintf(model, sizeof model, "%s/stories260K.gguf", assets ? assets : "assets");
     check_tools();
     check_errors();
+    check_flag_errors();
     check_golden();
     check_bench();
     check_bench_depth();

@@ -50,11 +50,11 @@ static void standin(size_t n, const void *p, size_t ng, const void *a, size_t as
  * Returns 1 if the real kernel is used. */
 static int ensure_packed_kernel(int type)
 {
-    if (simd_table[type].dot_packed)
+    if (simd_table.type[type].dot_packed)
         return 1;
-    standin_rows[type] = simd_table[type].dot_rows;
+    standin_rows[type] = simd_table.type[type].dot_rows;
     standin_type = type;
-    simd_table[type].dot_packed = standin;
+    simd_table.type[type].dot_packed = standin;
     return 0;
 }
 

@@ -51,6 +51,51 @@ static const struct {
 };
 #endif
 
+/* One dispatch table: the public trait rows are simd_table's rows, every
+ * set installs into them and into the set-wide slots beside them, and the
+ * public entry points call through those slots. */
+static int stub_calls;
+static float stub_dot_f32(size_t n, const float *a, const float *b)
+{
+    (void)a, (void)b;
+    stub_calls++;
+    return (float)n;
+}
+
+static void check_one_table(void)
+{
+    for (int k = 0; k < SIMD_K_COUNT; k++) {
+        if (!simd_kernel_supported((enum simd_kernel)k, NULL))
+            continue;
+        CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
+        const char *name = simd_kernel_name((enum simd_kernel)k);
+        CHECKF(simd_table.q8a_quant && simd_table.q8k_quant && simd_table.dot_f32 && simd_table.attn &&
+                   simd_table.silu_mul && simd_table.gelu,
+               "%s left a set-wide slot empty", name);
+        simd_kernel_set s = simd_installed_set();
+        for (int t = 0; t < SIMD_TYPE_COUNT; t++) {
+            const simd_traits *tr = simd_type_traits(t);
+            CHECKF(!tr || tr == &simd_table.type[t], "%s: the traits of type %d are not the table's row", name, t);
+            if (!tr)
+                continue;
+            /* a type with a dot kernel has every plain form; one without has none */
+            CHECKF(!tr->dot == !tr->dot_batch && !tr->dot == !tr->dot_rows, "%s: %s has only some kernel forms",
+                   name, tr->name);
+            CHECKF(tr->dot || !tr->dot_packed, "%s: %s is packed without a dot", name, tr->name);
+            CHECKF(s.dot[t] == tr->dot && s.dot_rows[t] == tr->dot_rows && s.dot_packed[t] == tr->dot_packed,
+                   "%s: the installed set read back differs for %s", name, tr->name);
+        }
+        CHECK(simd_type_traits(SIMD_Q4_0)->dot && simd_type_traits(SIMD_Q4_K)->dot);
+        CHECK(s.q8a_quant == simd_table.q8a_quant && s.attn == simd_table.attn);
+    }
+    /* the entry point reads the table's slot */
+    float (*saved)(size_t, const float *, const float *) = simd_table.dot_f32;
+    simd_table.dot_f32 = stub_dot_f32;
+    float x[8] = {0};
+    CHECK(simd_dot_f32(8, x, x) == 8.0f && stub_calls == 1);
+    simd_table.dot_f32 = saved;
+}
+
 #ifdef CPUINFO_KEY
 static void check_against_cpuinfo(void)
 {
@@ -217,6 +262,7 @@ int main(void)
     CHECK(one[0] == 0);
     simd_cpu_describe(NULL, 0); /* no crash */
 
+    check_one_table();
     CHECK(simd_kernel_select(SIMD_K_SCALAR) == 0);
     CHECK(simd_kernel_current() == SIMD_K_SCALAR);
     return tu_result("test_dispatch");

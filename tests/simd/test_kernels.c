@@ -521,14 +521,12 @@ int main(void)
         }
         CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
         CHECK(simd_kernel_current() == (enum simd_kernel)k);
-        /* the public table follows the installed set */
+        /* every type with kernels has each form of them */
         for (int ti = 0; ti < NTYPES; ti++) {
             const simd_traits *tr = simd_type_traits(types[ti]);
-            CHECK(tr->dot == simd_active.dot[types[ti]]);
-            CHECK(tr->dot_batch == simd_active.dot_batch[types[ti]]);
-            CHECK(tr->dot_batch != NULL);
+            CHECK(tr->dot && tr->dot_batch && tr->dot_rows);
         }
-        simd_kernel_set copy = simd_active;
+        simd_kernel_set copy = simd_installed_set();
         check_set(simd_kernel_name((enum simd_kernel)k), &copy, &ref);
         tested++;
     }
