@@ -1,10 +1,11 @@
 /* What the curses screen needs from the operating system that curses
  * does not give it, in one small interface: saving the terminal and
  * putting it back on a fatal signal, the quit signals, waiting for a key
- * and the engine's queue together, bracketed paste, the memory meter and
- * a temporary file for stderr. One file per system: term_posix.c (with
- * ncursesw) and term_win.c (the Windows console, with PDCurses); tui.c
- * keeps only the few differences between the two curses libraries. */
+ * and the engine's queue together, bracketed paste and a temporary file
+ * for stderr. One file per system: term_posix.c (with ncursesw) and
+ * term_win.c (the Windows console, with PDCurses); the screen's files
+ * (tui_screen.c, tui_draw.c, tui_keys.c) keep only the few differences
+ * between the two curses libraries. */
 #ifndef NIBBLE_UI_TERM_H
 #define NIBBLE_UI_TERM_H
 

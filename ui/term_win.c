@@ -70,7 +70,7 @@ void ui_term_end(void)
 int ui_term_quit_asked(void) { return sig_quit != 0; }
 
 /* PDCurses reads the console's key records, which carry no paste marks:
- * a paste arrives as typed keys (tui.c gives Ctrl+V a paste of its own). */
+ * a paste arrives as typed keys (tui_keys.c gives Ctrl+V a paste of its own). */
 void ui_term_paste(int on) { (void)on; }
 
 int ui_term_wait(eng_engine *en, int ms)
