@@ -301,53 +301,68 @@ static void take_stats(ui_chat *ch, const eng_stats *s)
     mark_changed(ch, UI_CH_STATS);
 }
 
+static void on_loaded(ui_chat *ch, const eng_state *st)
+{
+    ch->loading = 0;
+    ch->have_model = 1;
+    ch->load_error = 0;
+    ch->prog_active = 0;
+    ch->stats.ctx_used = 0;
+    if (st) { /* NULL only when the engine ran out of memory */
+        ch->st = *st;
+        ch->gen = st->gen;
+        ch->stats.ctx_size = st->ctx_size;
+        ui_chat_notice(ch, "loaded %s: %s (%s, %s, %s template, context %u)", eng_path_base(st->model_path),
+                       st->model_name, st->arch, st->weight_type, st->tmpl, st->ctx_size);
+    }
+    mark_changed(ch, UI_CH_STATE | UI_CH_PROGRESS);
+}
+
+/* Which engine notices belong to the conversation's story and are saved
+ * with it: a context shift changes what the model remembers, so a reader
+ * of the saved conversation needs it; the rest are about this session. */
+static int notice_kept(int code) { return code == ENG_NOTICE_CONTEXT_SHIFT; }
+
 static void on_event(ui_chat *ch, eng_event *ev)
 {
     switch (ev->type) {
     case ENG_EV_LOADED:
-        ch->st = ev->state;
-        ch->gen = ev->state.gen;
-        ch->loading = 0;
-        ch->have_model = 1;
-        ch->load_error = 0;
-        ch->prog_active = 0;
-        ch->stats.ctx_used = 0;
-        ch->stats.ctx_size = ev->state.ctx_size;
-        {
-            ui_chat_notice(ch, "loaded %s: %s (%s, %s, %s template, context %u)",
-                           eng_path_base(ev->state.model_path), ev->state.model_name, ev->state.arch,
-                           ev->state.weight_type, ev->state.tmpl, ev->state.ctx_size);
-        }
-        mark_changed(ch, UI_CH_STATE | UI_CH_PROGRESS);
+        on_loaded(ch, ev->state);
         break;
     case ENG_EV_STATE:
+        if (!ev->state)
+            break;
         if (ch->have_model) {
             char path[sizeof ch->st.model_path];
             memcpy(path, ch->st.model_path, sizeof path);
-            ch->st = ev->state;
+            ch->st = *ev->state;
             /* STATE carries runtime settings; the model fields are the same */
             memcpy(ch->st.model_path, path, sizeof path);
         }
-        ch->gen = ev->state.gen;
+        ch->gen = ev->state->gen;
         mark_changed(ch, UI_CH_STATE);
         break;
-    case ENG_EV_PROGRESS:
-        if (!ch->prog_active || strcmp(ch->prog_stage, ev->stage))
+    case ENG_EV_PROGRESS: {
+        const char *stage = eng_stage_name(ev->progress.stage);
+        if (!ch->prog_active || strcmp(ch->prog_stage, stage))
             ch->prog_t0 = ui_now_ms();
-        ch->prog_active = ev->fraction < 1.0 || !strcmp(ev->stage, "load");
-        snprintf(ch->prog_stage, sizeof ch->prog_stage, "%s", ev->stage);
-        ch->prog_frac = ev->fraction;
-        ch->prog_eta = ev->eta_s;
+        ch->prog_active = ev->progress.fraction < 1.0 || ev->progress.stage == ENG_STAGE_LOAD;
+        snprintf(ch->prog_stage, sizeof ch->prog_stage, "%s", stage);
+        ch->prog_frac = ev->progress.fraction;
+        ch->prog_eta = ev->progress.eta_s;
         mark_changed(ch, UI_CH_PROGRESS);
         break;
+    }
     case ENG_EV_REPLY: {
         int i = eng_journal_add(ch->doc, ENG_J_ASSISTANT, "");
         if (i >= 0) {
             ch->reply = i;
             ch->doc->e[i].partial = 1;
-            reply_meta(ch, i, &ev->state);
+            if (ev->state)
+                reply_meta(ch, i, ev->state);
         }
-        ch->st.gen = ev->state.gen;
+        if (ev->state)
+            ch->st.gen = ev->state->gen;
         ch->unsaved = 1;
         mark_changed(ch, UI_CH_DOC);
         break;
@@ -362,7 +377,7 @@ static void on_event(ui_chat *ch, eng_event *ev)
         break;
     case ENG_EV_MARK:
         if (ch->reply >= 0 && ev->text) {
-            eng_journal_mark(ch->doc, (size_t)ch->reply, ev->stats.n_gen, ev->text);
+            eng_journal_mark(ch->doc, (size_t)ch->reply, ev->mark_token, ev->text);
             ch->unsaved = 1;
         }
         mark_changed(ch, UI_CH_DOC);
@@ -396,9 +411,8 @@ static void on_event(ui_chat *ch, eng_event *ev)
         break;
     case ENG_EV_NOTICE:
         if (ev->text) {
-            /* context shifts are part of the story: keep them */
             int i = eng_journal_add(ch->doc, ENG_J_NOTICE, ev->text);
-            if (i >= 0 && strncmp(ev->text, "context full", 12))
+            if (i >= 0 && !notice_kept(ev->code))
                 ch->doc->e[i].transient = 1;
             ch->unsaved = 1;
         }
@@ -696,8 +710,7 @@ int ui_chat_init(ui_chat *ch, eng_engine *en, const ui_chat_opts *o, eng_err *e)
     ch->doc = eng_journal_new();
     if (!ch->doc)
         return eng_errf(e, ENG_ENOMEM, "out of memory");
-    ch->gen.sp = eng_sampler_defaults();
-    ch->gen.max_tokens = 512;
+    ch->gen = eng_gen_defaults();
     if (o->data_dir)
         snprintf(ch->data_dir, sizeof ch->data_dir, "%s", o->data_dir);
     /* a new conversation is named by its start time */
