@@ -573,7 +573,7 @@ static int set_key(ui_chat *ch, const char *key, const char *val)
     const char *bad = eng_sampler_check(&g.sp);
     if (bad) {
         ui_chat_notice(ch, "/set: %s", bad);
-        return 0;
+        return -3; /* said why; nothing changed */
     }
     ui_chat_set_gen(ch, &g);
     return 0;
@@ -635,7 +635,7 @@ enum ui_action ui_chat_input(ui_chat *ch, const char *text)
                 ui_chat_notice(ch, "/set %s: '%s' is not a number", key, val);
             else if (r == -2)
                 ui_chat_notice(ch, "/set: unknown key '%s'", key);
-            else
+            else if (r == 0)
                 ui_chat_notice(ch, "%s = %s", key, val);
         }
     } else if (!strcmp(cmd, "model")) {
