@@ -517,7 +517,7 @@ void ui_chat_load_model(ui_chat *ch, const char *path)
         ch->prog_frac = 0;
         ch->prog_eta = 0;
         ch->prog_t0 = ui_now_ms();
-        snprintf(ch->prog_stage, sizeof ch->prog_stage, "load");
+        snprintf(ch->prog_stage, sizeof ch->prog_stage, "%s", eng_stage_name(ENG_STAGE_LOAD));
         mark_changed(ch, UI_CH_PROGRESS);
     }
 }

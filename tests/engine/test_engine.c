@@ -127,15 +127,9 @@ static void load(const char *path, int n_ctx, int threads)
 
 int main(void)
 {
-    const char *assets = getenv("NIBBLE_ASSETS");
     char model[4096];
-    snprintf(model, sizeof model, "%s/stories260K.gguf", assets ? assets : "assets");
-    FILE *f = fopen(model, "rb");
-    if (!f) {
-        printf("skip: %s not found\n", model);
+    if (!tu_asset("stories260K.gguf", model))
         return TU_SKIP;
-    }
-    fclose(f);
     simd_init();
     eng_err e;
     CHECK(eng_engine_start(&en, &e) == 0);

@@ -9,9 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include "chat.h"
 #include "testutil.h"
 
@@ -401,40 +398,22 @@ static void check_misc(void)
     CHECK(wait_until(idle));
     CHECK(ch.load_error && ch.have_model && !strcmp(ch.st.model_path, was));
     CHECK(notice_since(mark, "cannot load /nonexistent/m.gguf") && notice_since(mark, "the previous model stays"));
-    /* no model yet: /regen and messages are refused by the UI */
-}
-
-static void rm_data(const char *data)
-{
-    char **names, p[1400];
-    int n = ui_chat_list(&ch, &names);
-    for (int i = 0; i < n; i++) {
-        snprintf(p, sizeof p, "%s/conversations/%s.nbj", data, names[i]);
-        remove(p);
-        free(names[i]);
-    }
-    free(names);
-    snprintf(p, sizeof p, "%s/conversations", data);
-    rmdir(p);
-    rmdir(data);
 }
 
 int main(void)
 {
-    const char *assets = getenv("NIBBLE_ASSETS");
     char model[4096];
-    snprintf(model, sizeof model, "%s/stories260K.gguf", assets ? assets : "assets");
-    FILE *f = fopen(model, "rb");
-    if (!f) {
-        printf("skip: %s not found\n", model);
+    if (!tu_asset("stories260K.gguf", model))
         return TU_SKIP;
-    }
-    fclose(f);
 
     /* a private XDG_DATA_HOME; the data folder as the app derives it */
     char xdg[512], data[600];
     const char *tmp = getenv("TMPDIR");
-    snprintf(xdg, sizeof xdg, "%s/nibble-test-chat-%ld", tmp && *tmp ? tmp : "/tmp", (long)getpid());
+    snprintf(xdg, sizeof xdg, "%s/nibble-test-chat-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!tu_mkdtemp(xdg)) {
+        fprintf(stderr, "cannot make %s\n", xdg);
+        return 1;
+    }
 #ifdef _WIN32
     _putenv_s("XDG_DATA_HOME", xdg);
 #else
@@ -477,9 +456,8 @@ int main(void)
     check_misc();
     check_notices(data);
 
-    rm_data(data);
     ui_chat_close(&ch);
     eng_engine_stop(en);
-    rmdir(xdg);
+    CHECK(tu_rmtree(xdg) == 0);
     return tu_result("test_chat");
 }
