@@ -531,6 +531,45 @@ static void send_stats(run *r, enum eng_ev_type type, int code, double t_submit,
     emit(r, &ev);
 }
 
+/* Reply bytes on their way to TOKEN events: a character split across
+ * tokens is held back until it is whole. */
+typedef struct utf8_hold {
+    char b[64];
+    size_t n;
+} utf8_hold;
+
+static void emit_token(run *r, const char *s, size_t n)
+{
+    eng_event ev = {.type = ENG_EV_TOKEN, .text = eng_strndup(s, n)};
+    emit(r, &ev);
+}
+
+static void hold_push(run *r, utf8_hold *h, const char *piece, size_t np)
+{
+    if (h->n + np > sizeof h->b) {
+        emit_token(r, h->b, h->n);
+        h->n = 0;
+    }
+    if (np <= sizeof h->b) {
+        memcpy(h->b + h->n, piece, np);
+        h->n += np;
+    }
+    size_t ok = eng_utf8_complete(h->b, h->n);
+    if (ok) {
+        emit_token(r, h->b, ok);
+        memmove(h->b, h->b + ok, h->n - ok);
+        h->n -= ok;
+    }
+}
+
+/* What is left at the end of a reply goes as it is. */
+static void hold_flush(run *r, utf8_hold *h)
+{
+    if (h->n)
+        emit_token(r, h->b, h->n);
+    h->n = 0;
+}
+
 /* Answer the last user turn. */
 static void reply(run *r)
 {
@@ -567,8 +606,7 @@ static void reply(run *r)
     }
     turn *t = &r->turns[r->nturns - 1];
     t->closed = 0;
-    char pend[64];
-    size_t npend = 0;
+    utf8_hold pend = {.n = 0};
     t_gen0 = now_ms();
     double last_stats = t_gen0;
     for (;;) {
@@ -620,23 +658,7 @@ static void reply(run *r)
             reason = ENG_DONE_ERROR;
             break;
         }
-        /* hold back a character split across tokens */
-        if (npend + np > sizeof pend) {
-            eng_event ev = {.type = ENG_EV_TOKEN, .text = eng_strndup(pend, npend)};
-            emit(r, &ev);
-            npend = 0;
-        }
-        if (np <= sizeof pend) {
-            memcpy(pend + npend, piece, np);
-            npend += np;
-        }
-        size_t ok = eng_utf8_complete(pend, npend);
-        if (ok) {
-            eng_event ev = {.type = ENG_EV_TOKEN, .text = eng_strndup(pend, ok)};
-            emit(r, &ev);
-            memmove(pend, pend + ok, npend - ok);
-            npend -= ok;
-        }
+        hold_push(r, &pend, piece, np);
         if (r->delay_ms) {
             struct timespec d = {r->delay_ms / 1000, (long)(r->delay_ms % 1000) * 1000000L};
             nanosleep(&d, NULL);
@@ -647,10 +669,7 @@ static void reply(run *r)
             last_stats = tn;
         }
     }
-    if (npend) {
-        eng_event ev = {.type = ENG_EV_TOKEN, .text = eng_strndup(pend, npend)};
-        emit(r, &ev);
-    }
+    hold_flush(r, &pend);
     /* the reply stays, finished or not; its end-of-turn goes into the
      * cache now so the next turn only feeds its own tokens */
     t->closed = 1;
