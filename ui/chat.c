@@ -232,55 +232,59 @@ static int restore(ui_chat *ch, const char *name, eng_err *e)
 
 /* ---- engine events ---- */
 
-static void fmt_f(char *b, size_t n, double v) { snprintf(b, n, "%.6g", v); }
+/* A reply's provenance as journal fields: each either a string as it is
+ * or a number printed with its format. */
+typedef struct meta_field {
+    const char *key;
+    const char *str; /* NULL: num with fmt */
+    const char *fmt;
+    double num;
+} meta_field;
 
-static void reply_meta(ui_chat *ch, int idx, const eng_state *st)
+static void put_meta(ui_chat *ch, int idx, const meta_field *f, size_t n)
 {
     char b[64];
-    eng_journal *j = ch->doc;
-    eng_journal_meta(j, (size_t)idx, "model", st->model_name);
-    eng_journal_meta(j, (size_t)idx, "model_file", st->model_path);
-    eng_journal_meta(j, (size_t)idx, "model_hash", st->fingerprint);
-    eng_journal_meta(j, (size_t)idx, "weight_type", st->weight_type);
-    eng_journal_meta(j, (size_t)idx, "template", st->tmpl);
-    eng_journal_meta(j, (size_t)idx, "kernel", st->kernel);
-    snprintf(b, sizeof b, "%d", st->threads);
-    eng_journal_meta(j, (size_t)idx, "threads", b);
-    fmt_f(b, sizeof b, st->gen.sp.temp);
-    eng_journal_meta(j, (size_t)idx, "temp", b);
-    snprintf(b, sizeof b, "%d", (int)st->gen.sp.top_k);
-    eng_journal_meta(j, (size_t)idx, "top_k", b);
-    fmt_f(b, sizeof b, st->gen.sp.top_p);
-    eng_journal_meta(j, (size_t)idx, "top_p", b);
-    fmt_f(b, sizeof b, st->gen.sp.min_p);
-    eng_journal_meta(j, (size_t)idx, "min_p", b);
-    fmt_f(b, sizeof b, st->gen.sp.repeat_penalty);
-    eng_journal_meta(j, (size_t)idx, "repeat_penalty", b);
-    snprintf(b, sizeof b, "%d", (int)st->gen.sp.repeat_last_n);
-    eng_journal_meta(j, (size_t)idx, "repeat_last_n", b);
-    snprintf(b, sizeof b, "%llu", (unsigned long long)st->gen.sp.seed);
-    eng_journal_meta(j, (size_t)idx, "seed", b);
-    snprintf(b, sizeof b, "%d", (int)st->gen.max_tokens);
-    eng_journal_meta(j, (size_t)idx, "max_tokens", b);
+    for (size_t i = 0; i < n; i++) {
+        const char *v = f[i].str;
+        if (!v) {
+            snprintf(b, sizeof b, f[i].fmt, f[i].num);
+            v = b;
+        }
+        eng_journal_meta(ch->doc, (size_t)idx, f[i].key, v);
+    }
 }
 
+/* What the reply is made with (REPLY's state). Integers go through the
+ * double exactly; the seed (64 bits) does not, so it is a string. */
+static void reply_meta(ui_chat *ch, int idx, const eng_state *st)
+{
+    const eng_sampler_params *sp = &st->gen.sp;
+    char seed[24];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)sp->seed);
+    const meta_field f[] = {
+        {"model", st->model_name, NULL, 0},   {"model_file", st->model_path, NULL, 0},
+        {"model_hash", st->fingerprint, NULL, 0}, {"weight_type", st->weight_type, NULL, 0},
+        {"template", st->tmpl, NULL, 0},      {"kernel", st->kernel, NULL, 0},
+        {"threads", NULL, "%.0f", st->threads}, {"temp", NULL, "%.6g", sp->temp},
+        {"top_k", NULL, "%.0f", sp->top_k},   {"top_p", NULL, "%.6g", sp->top_p},
+        {"min_p", NULL, "%.6g", sp->min_p},   {"repeat_penalty", NULL, "%.6g", sp->repeat_penalty},
+        {"repeat_last_n", NULL, "%.0f", sp->repeat_last_n}, {"seed", seed, NULL, 0},
+        {"max_tokens", NULL, "%.0f", st->gen.max_tokens},
+    };
+    put_meta(ch, idx, f, sizeof f / sizeof *f);
+}
+
+/* How the reply went (DONE's figures). */
 static void done_meta(ui_chat *ch, int idx, const eng_event *ev)
 {
-    char b[64];
-    eng_journal *j = ch->doc;
-    snprintf(b, sizeof b, "%u", ev->stats.n_gen);
-    eng_journal_meta(j, (size_t)idx, "tokens", b);
-    snprintf(b, sizeof b, "%.2f", ev->stats.decode_tps);
-    eng_journal_meta(j, (size_t)idx, "decode_tps", b);
-    snprintf(b, sizeof b, "%.2f", ev->stats.prefill_tps);
-    eng_journal_meta(j, (size_t)idx, "prefill_tps", b);
-    snprintf(b, sizeof b, "%u", ev->stats.n_prompt);
-    eng_journal_meta(j, (size_t)idx, "prompt_tokens", b);
-    snprintf(b, sizeof b, "%.1f", ev->stats.ttft_ms);
-    eng_journal_meta(j, (size_t)idx, "ttft_ms", b);
-    snprintf(b, sizeof b, "%.1f", ev->stats.gen_ms);
-    eng_journal_meta(j, (size_t)idx, "gen_ms", b);
-    eng_journal_meta(j, (size_t)idx, "end", eng_done_name(ev->code));
+    const eng_stats *s = &ev->stats;
+    const meta_field f[] = {
+        {"tokens", NULL, "%.0f", s->n_gen},          {"decode_tps", NULL, "%.2f", s->decode_tps},
+        {"prefill_tps", NULL, "%.2f", s->prefill_tps}, {"prompt_tokens", NULL, "%.0f", s->n_prompt},
+        {"ttft_ms", NULL, "%.1f", s->ttft_ms},       {"gen_ms", NULL, "%.1f", s->gen_ms},
+        {"end", eng_done_name(ev->code), NULL, 0},
+    };
+    put_meta(ch, idx, f, sizeof f / sizeof *f);
 }
 
 static void take_stats(ui_chat *ch, const eng_stats *s)
