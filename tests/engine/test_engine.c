@@ -17,7 +17,8 @@ static int misplaced_state; /* events with state missing where it belongs, or pr
 typedef struct got {
     char text[16384];
     size_t len;
-    int done, done_reason, errors, notices_ctx, notices_tmpl, marks, loaded, reply, states;
+    int n[ENG_EV_REPLY + 1]; /* events taken, by type */
+    int done_reason, notices_ctx, notices_tmpl, states;
     double load_frac;    /* largest load-progress fraction seen */
     uint32_t mark_at;
     char last_error[512];
@@ -40,6 +41,8 @@ static int run_until(got *g, enum eng_ev_type want, int timeout_ms, int stop_aft
         if (rc)
             return 0;
         enum eng_ev_type t = ev.type;
+        if (t >= ENG_EV_LOADED && t <= ENG_EV_REPLY)
+            g->n[t]++;
         int wants_state = t == ENG_EV_LOADED || t == ENG_EV_STATE || t == ENG_EV_REPLY;
         if (wants_state != (ev.state != NULL))
             misplaced_state++;
@@ -67,11 +70,9 @@ static int run_until(got *g, enum eng_ev_type want, int timeout_ms, int stop_aft
                 CHECK(eng_engine_send_simple(en, ENG_CMD_STOP, NULL, 0) == 0);
             break;
         case ENG_EV_DONE:
-            g->done++;
             g->done_reason = ev.code;
             break;
         case ENG_EV_ERROR:
-            g->errors++;
             snprintf(g->last_error, sizeof g->last_error, "%s", ev.text ? ev.text : "");
             g->last_err_cmd = ev.code;
             g->last_err = ev.err;
@@ -84,18 +85,11 @@ static int run_until(got *g, enum eng_ev_type want, int timeout_ms, int stop_aft
                 g->notices_tmpl++;
             break;
         case ENG_EV_MARK:
-            g->marks++;
             g->mark_at = ev.mark_token;
-            break;
-        case ENG_EV_LOADED:
-            g->loaded++;
             break;
         case ENG_EV_PROGRESS:
             if (ev.progress.stage == ENG_STAGE_LOAD && ev.progress.fraction > g->load_frac)
                 g->load_frac = ev.progress.fraction;
-            break;
-        case ENG_EV_REPLY:
-            g->reply++;
             break;
         default:
             break;
@@ -145,14 +139,14 @@ int main(void)
     got g1 = {0};
     load("/nonexistent/model.gguf", 0, 1);
     CHECK(run_until(&g1, ENG_EV_ERROR, long_wait, 0, 0));
-    CHECK(g1.loaded == 0 && g1.last_error[0]);
+    CHECK(g1.n[ENG_EV_LOADED] == 0 && g1.last_error[0]);
     CHECK(g1.last_err_cmd == ENG_CMD_LOAD && g1.last_err == ENG_EIO);
 
     got g2 = {0};
     load(model, 0, 1);
     CHECK(run_until(&g2, ENG_EV_LOADED, long_wait, 0, 0));
     CHECKF(g2.load_frac == 1.0, "load progress reached %g", g2.load_frac); /* the bar ends full */
-    CHECK(g2.loaded == 1 && g2.states == 1 && !strcmp(g2.st.model_path, model) && g2.st.ctx_size > 0);
+    CHECK(g2.n[ENG_EV_LOADED] == 1 && g2.states == 1 && !strcmp(g2.st.model_path, model) && g2.st.ctx_size > 0);
     CHECK(g2.st.gen.max_tokens == eng_gen_defaults().max_tokens); /* the engine starts at the defaults */
     CHECK(g2.st.gen.sp.temp == eng_sampler_defaults().temp && g2.st.gen.sp.top_k == eng_sampler_defaults().top_k);
 
@@ -161,7 +155,7 @@ int main(void)
     got a = {0};
     CHECK(eng_engine_send_simple(en, ENG_CMD_SUBMIT, "Once upon a time", 0) == 0);
     CHECK(run_until(&a, ENG_EV_DONE, long_wait, 0, 0));
-    CHECK(a.reply == 1 && a.len > 20 && a.errors == 0);
+    CHECK(a.n[ENG_EV_REPLY] == 1 && a.len > 20 && a.n[ENG_EV_ERROR] == 0);
     CHECK(a.st.gen.sp.temp == 0 && a.st.gen.max_tokens == 48 && a.st.gen.sp.seed == 7); /* REPLY's provenance */
     CHECK(a.done_reason == ENG_DONE_MAX_TOKENS || a.done_reason == ENG_DONE_EOG);
 
@@ -186,7 +180,7 @@ int main(void)
     CHECK(eng_engine_send_simple(en, ENG_CMD_SUBMIT, " The dog", 0) == 0);
     CHECK(run_until(&c, ENG_EV_DONE, long_wait, 12, 4));
     CHECK(c.done_reason == ENG_DONE_STOPPED);
-    CHECK(c.marks == 1 && c.mark_at >= 4 && c.mark_at <= 6);
+    CHECK(c.n[ENG_EV_MARK] == 1 && c.mark_at >= 4 && c.mark_at <= 6);
     CHECK(c.len > 0);
     CHECK(eng_engine_send_simple(en, ENG_CMD_SET_DELAY, NULL, 0) == 0);
 
@@ -200,8 +194,8 @@ int main(void)
         CHECK(run_until(&d, ENG_EV_DONE, long_wait, 0, 0));
     }
     CHECK(d.notices_ctx >= 1);
-    CHECKF(d.errors == 0, "%s", d.last_error);
-    CHECK(d.done == 5);
+    CHECKF(d.n[ENG_EV_ERROR] == 0, "%s", d.last_error);
+    CHECK(d.n[ENG_EV_DONE] == 5);
     CHECK(d.st.ctx_size == 64);
     /* the stories model has no chat template: said after LOADED, so it may come with the next reply */
     CHECK(g2.notices_tmpl + a.notices_tmpl == 1 && d.notices_tmpl == 1);
@@ -214,7 +208,7 @@ int main(void)
     got h = {0};
     CHECK(eng_engine_send_simple(en, ENG_CMD_SUBMIT, " She", 0) == 0);
     CHECK(run_until(&h, ENG_EV_DONE, long_wait, 0, 0));
-    CHECK(h.errors == 0 && h.len > 0);
+    CHECK(h.n[ENG_EV_ERROR] == 0 && h.len > 0);
     CHECKF(misplaced_state == 0, "%d events with state where it does not belong", misplaced_state);
 
     eng_engine_stop(en);

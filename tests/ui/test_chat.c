@@ -239,6 +239,16 @@ static void check_replies(char *first, size_t n)
     CHECK(count_kind(ch.doc, ENG_J_USER) == 1 && count_kind(ch.doc, ENG_J_ASSISTANT) == 1);
     const char *t = meta_of_last_reply("temp"), *k = meta_of_last_reply("kernel");
     CHECK(t && !strcmp(t, "0") && k && !strcmp(k, "scalar")); /* REPLY's provenance */
+    static const char *const want[][2] = {{"max_tokens", "24"}, {"top_k", "10"}, {"top_p", "0.9"},
+                                          {"seed", "42"},       {"threads", "1"}, {"repeat_last_n", "32"}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        const char *v = meta_of_last_reply(want[i][0]);
+        CHECKF(v && !strcmp(v, want[i][1]), "%s: %s", want[i][0], v ? v : "(none)");
+    }
+    char ntok[16];
+    snprintf(ntok, sizeof ntok, "%u", ch.stats.n_gen);
+    const char *mtok = meta_of_last_reply("tokens"), *end = meta_of_last_reply("end");
+    CHECK(mtok && !strcmp(mtok, ntok) && end && !strcmp(end, eng_done_name(ENG_DONE_MAX_TOKENS)));
 
     int old = last_of(ENG_J_ASSISTANT);
     input("/regen");
