@@ -49,8 +49,9 @@ typedef struct eng_cmd {
 
 /* Events carry small per-type payloads. The full state (model, template,
  * kernel, sampler, ...) travels only with the three events that report
- * it, as heap memory owned by the message; a TOKEN is a few bytes of
- * text and the fixed part (sizeof(eng_event), 72 bytes on 64-bit). */
+ * it, as heap memory owned by the message; a TOKEN is the fixed part
+ * (sizeof(eng_event): 72 bytes on 64-bit, was 1,440 with the state
+ * inside) plus a few bytes of text. */
 enum eng_ev_type {
     ENG_EV_LOADED = 1, /* state: the new model and settings */
     ENG_EV_PROGRESS,   /* progress: loading or a long prompt */
