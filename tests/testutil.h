@@ -48,23 +48,38 @@ static inline int tu_result(const char *name)
     return 0;
 }
 
-/* Path of a file under ../shared (NIBBLE_SHARED), or NULL with a skip
- * message if that file is absent (then tu_result() says skip, 77). buf
- * must hold 4096 bytes. */
-static inline const char *tu_shared(const char *rel, char *buf)
+/* Path of rel under the folder the environment variable env names (else
+ * fallback), or NULL with a skip message saying why if the file is absent
+ * (then tu_result() says skip, 77, unless a check failed). buf must hold
+ * 4096 bytes. */
+static inline const char *tu_data_file(const char *env, const char *fallback, const char *rel, char *buf,
+                                       const char *why)
 {
-    const char *dir = getenv("NIBBLE_SHARED");
+    const char *dir = getenv(env);
     if (!dir || !*dir)
-        dir = "../shared";
+        dir = fallback;
     snprintf(buf, 4096, "%s/%s", dir, rel);
     FILE *f = fopen(buf, "rb");
     if (!f) {
-        printf("skip: %s not found (the shared test data is absent)\n", buf);
+        printf("skip: %s not found (%s)\n", buf, why);
         tu_missing = 1;
         return NULL;
     }
     fclose(f);
     return buf;
+}
+
+/* A file under ../shared (NIBBLE_SHARED), the larger data. */
+static inline const char *tu_shared(const char *rel, char *buf)
+{
+    return tu_data_file("NIBBLE_SHARED", "../shared", rel, buf, "the shared test data is absent");
+}
+
+/* A file under assets/ (NIBBLE_ASSETS, which nb_test sets), e.g. the
+ * embedded model stories260K.gguf. */
+static inline const char *tu_asset(const char *rel, char *buf)
+{
+    return tu_data_file("NIBBLE_ASSETS", "assets", rel, buf, "the assets folder is absent");
 }
 
 /* Read a whole file; caller frees. NULL if it cannot be read. */

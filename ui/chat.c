@@ -232,55 +232,59 @@ static int restore(ui_chat *ch, const char *name, eng_err *e)
 
 /* ---- engine events ---- */
 
-static void fmt_f(char *b, size_t n, double v) { snprintf(b, n, "%.6g", v); }
+/* A reply's provenance as journal fields: each either a string as it is
+ * or a number printed with its format. */
+typedef struct meta_field {
+    const char *key;
+    const char *str; /* NULL: num with fmt */
+    const char *fmt;
+    double num;
+} meta_field;
 
-static void reply_meta(ui_chat *ch, int idx, const eng_state *st)
+static void put_meta(ui_chat *ch, int idx, const meta_field *f, size_t n)
 {
     char b[64];
-    eng_journal *j = ch->doc;
-    eng_journal_meta(j, (size_t)idx, "model", st->model_name);
-    eng_journal_meta(j, (size_t)idx, "model_file", st->model_path);
-    eng_journal_meta(j, (size_t)idx, "model_hash", st->fingerprint);
-    eng_journal_meta(j, (size_t)idx, "weight_type", st->weight_type);
-    eng_journal_meta(j, (size_t)idx, "template", st->tmpl);
-    eng_journal_meta(j, (size_t)idx, "kernel", st->kernel);
-    snprintf(b, sizeof b, "%d", st->threads);
-    eng_journal_meta(j, (size_t)idx, "threads", b);
-    fmt_f(b, sizeof b, st->gen.sp.temp);
-    eng_journal_meta(j, (size_t)idx, "temp", b);
-    snprintf(b, sizeof b, "%d", (int)st->gen.sp.top_k);
-    eng_journal_meta(j, (size_t)idx, "top_k", b);
-    fmt_f(b, sizeof b, st->gen.sp.top_p);
-    eng_journal_meta(j, (size_t)idx, "top_p", b);
-    fmt_f(b, sizeof b, st->gen.sp.min_p);
-    eng_journal_meta(j, (size_t)idx, "min_p", b);
-    fmt_f(b, sizeof b, st->gen.sp.repeat_penalty);
-    eng_journal_meta(j, (size_t)idx, "repeat_penalty", b);
-    snprintf(b, sizeof b, "%d", (int)st->gen.sp.repeat_last_n);
-    eng_journal_meta(j, (size_t)idx, "repeat_last_n", b);
-    snprintf(b, sizeof b, "%llu", (unsigned long long)st->gen.sp.seed);
-    eng_journal_meta(j, (size_t)idx, "seed", b);
-    snprintf(b, sizeof b, "%d", (int)st->gen.max_tokens);
-    eng_journal_meta(j, (size_t)idx, "max_tokens", b);
+    for (size_t i = 0; i < n; i++) {
+        const char *v = f[i].str;
+        if (!v) {
+            snprintf(b, sizeof b, f[i].fmt, f[i].num);
+            v = b;
+        }
+        eng_journal_meta(ch->doc, (size_t)idx, f[i].key, v);
+    }
 }
 
+/* What the reply is made with (REPLY's state). Integers go through the
+ * double exactly; the seed (64 bits) does not, so it is a string. */
+static void reply_meta(ui_chat *ch, int idx, const eng_state *st)
+{
+    const eng_sampler_params *sp = &st->gen.sp;
+    char seed[24];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)sp->seed);
+    const meta_field f[] = {
+        {"model", st->model_name, NULL, 0},   {"model_file", st->model_path, NULL, 0},
+        {"model_hash", st->fingerprint, NULL, 0}, {"weight_type", st->weight_type, NULL, 0},
+        {"template", st->tmpl, NULL, 0},      {"kernel", st->kernel, NULL, 0},
+        {"threads", NULL, "%.0f", st->threads}, {"temp", NULL, "%.6g", sp->temp},
+        {"top_k", NULL, "%.0f", sp->top_k},   {"top_p", NULL, "%.6g", sp->top_p},
+        {"min_p", NULL, "%.6g", sp->min_p},   {"repeat_penalty", NULL, "%.6g", sp->repeat_penalty},
+        {"repeat_last_n", NULL, "%.0f", sp->repeat_last_n}, {"seed", seed, NULL, 0},
+        {"max_tokens", NULL, "%.0f", st->gen.max_tokens},
+    };
+    put_meta(ch, idx, f, sizeof f / sizeof *f);
+}
+
+/* How the reply went (DONE's figures). */
 static void done_meta(ui_chat *ch, int idx, const eng_event *ev)
 {
-    char b[64];
-    eng_journal *j = ch->doc;
-    snprintf(b, sizeof b, "%u", ev->stats.n_gen);
-    eng_journal_meta(j, (size_t)idx, "tokens", b);
-    snprintf(b, sizeof b, "%.2f", ev->stats.decode_tps);
-    eng_journal_meta(j, (size_t)idx, "decode_tps", b);
-    snprintf(b, sizeof b, "%.2f", ev->stats.prefill_tps);
-    eng_journal_meta(j, (size_t)idx, "prefill_tps", b);
-    snprintf(b, sizeof b, "%u", ev->stats.n_prompt);
-    eng_journal_meta(j, (size_t)idx, "prompt_tokens", b);
-    snprintf(b, sizeof b, "%.1f", ev->stats.ttft_ms);
-    eng_journal_meta(j, (size_t)idx, "ttft_ms", b);
-    snprintf(b, sizeof b, "%.1f", ev->stats.gen_ms);
-    eng_journal_meta(j, (size_t)idx, "gen_ms", b);
-    eng_journal_meta(j, (size_t)idx, "end", eng_done_name(ev->code));
+    const eng_stats *s = &ev->stats;
+    const meta_field f[] = {
+        {"tokens", NULL, "%.0f", s->n_gen},          {"decode_tps", NULL, "%.2f", s->decode_tps},
+        {"prefill_tps", NULL, "%.2f", s->prefill_tps}, {"prompt_tokens", NULL, "%.0f", s->n_prompt},
+        {"ttft_ms", NULL, "%.1f", s->ttft_ms},       {"gen_ms", NULL, "%.1f", s->gen_ms},
+        {"end", eng_done_name(ev->code), NULL, 0},
+    };
+    put_meta(ch, idx, f, sizeof f / sizeof *f);
 }
 
 static void take_stats(ui_chat *ch, const eng_stats *s)
@@ -301,53 +305,68 @@ static void take_stats(ui_chat *ch, const eng_stats *s)
     mark_changed(ch, UI_CH_STATS);
 }
 
+static void on_loaded(ui_chat *ch, const eng_state *st)
+{
+    ch->loading = 0;
+    ch->have_model = 1;
+    ch->load_error = 0;
+    ch->prog_active = 0;
+    ch->stats.ctx_used = 0;
+    if (st) { /* NULL only when the engine ran out of memory */
+        ch->st = *st;
+        ch->gen = st->gen;
+        ch->stats.ctx_size = st->ctx_size;
+        ui_chat_notice(ch, "loaded %s: %s (%s, %s, %s template, context %u)", eng_path_base(st->model_path),
+                       st->model_name, st->arch, st->weight_type, st->tmpl, st->ctx_size);
+    }
+    mark_changed(ch, UI_CH_STATE | UI_CH_PROGRESS);
+}
+
+/* Which engine notices belong to the conversation's story and are saved
+ * with it: a context shift changes what the model remembers, so a reader
+ * of the saved conversation needs it; the rest are about this session. */
+static int notice_kept(int code) { return code == ENG_NOTICE_CONTEXT_SHIFT; }
+
 static void on_event(ui_chat *ch, eng_event *ev)
 {
     switch (ev->type) {
     case ENG_EV_LOADED:
-        ch->st = ev->state;
-        ch->gen = ev->state.gen;
-        ch->loading = 0;
-        ch->have_model = 1;
-        ch->load_error = 0;
-        ch->prog_active = 0;
-        ch->stats.ctx_used = 0;
-        ch->stats.ctx_size = ev->state.ctx_size;
-        {
-            ui_chat_notice(ch, "loaded %s: %s (%s, %s, %s template, context %u)",
-                           eng_path_base(ev->state.model_path), ev->state.model_name, ev->state.arch,
-                           ev->state.weight_type, ev->state.tmpl, ev->state.ctx_size);
-        }
-        mark_changed(ch, UI_CH_STATE | UI_CH_PROGRESS);
+        on_loaded(ch, ev->state);
         break;
     case ENG_EV_STATE:
+        if (!ev->state)
+            break;
         if (ch->have_model) {
             char path[sizeof ch->st.model_path];
             memcpy(path, ch->st.model_path, sizeof path);
-            ch->st = ev->state;
+            ch->st = *ev->state;
             /* STATE carries runtime settings; the model fields are the same */
             memcpy(ch->st.model_path, path, sizeof path);
         }
-        ch->gen = ev->state.gen;
+        ch->gen = ev->state->gen;
         mark_changed(ch, UI_CH_STATE);
         break;
-    case ENG_EV_PROGRESS:
-        if (!ch->prog_active || strcmp(ch->prog_stage, ev->stage))
+    case ENG_EV_PROGRESS: {
+        const char *stage = eng_stage_name(ev->progress.stage);
+        if (!ch->prog_active || strcmp(ch->prog_stage, stage))
             ch->prog_t0 = ui_now_ms();
-        ch->prog_active = ev->fraction < 1.0 || !strcmp(ev->stage, "load");
-        snprintf(ch->prog_stage, sizeof ch->prog_stage, "%s", ev->stage);
-        ch->prog_frac = ev->fraction;
-        ch->prog_eta = ev->eta_s;
+        ch->prog_active = ev->progress.fraction < 1.0 || ev->progress.stage == ENG_STAGE_LOAD;
+        snprintf(ch->prog_stage, sizeof ch->prog_stage, "%s", stage);
+        ch->prog_frac = ev->progress.fraction;
+        ch->prog_eta = ev->progress.eta_s;
         mark_changed(ch, UI_CH_PROGRESS);
         break;
+    }
     case ENG_EV_REPLY: {
         int i = eng_journal_add(ch->doc, ENG_J_ASSISTANT, "");
         if (i >= 0) {
             ch->reply = i;
             ch->doc->e[i].partial = 1;
-            reply_meta(ch, i, &ev->state);
+            if (ev->state)
+                reply_meta(ch, i, ev->state);
         }
-        ch->st.gen = ev->state.gen;
+        if (ev->state)
+            ch->st.gen = ev->state->gen;
         ch->unsaved = 1;
         mark_changed(ch, UI_CH_DOC);
         break;
@@ -362,7 +381,7 @@ static void on_event(ui_chat *ch, eng_event *ev)
         break;
     case ENG_EV_MARK:
         if (ch->reply >= 0 && ev->text) {
-            eng_journal_mark(ch->doc, (size_t)ch->reply, ev->stats.n_gen, ev->text);
+            eng_journal_mark(ch->doc, (size_t)ch->reply, ev->mark_token, ev->text);
             ch->unsaved = 1;
         }
         mark_changed(ch, UI_CH_DOC);
@@ -396,9 +415,8 @@ static void on_event(ui_chat *ch, eng_event *ev)
         break;
     case ENG_EV_NOTICE:
         if (ev->text) {
-            /* context shifts are part of the story: keep them */
             int i = eng_journal_add(ch->doc, ENG_J_NOTICE, ev->text);
-            if (i >= 0 && strncmp(ev->text, "context full", 12))
+            if (i >= 0 && !notice_kept(ev->code))
                 ch->doc->e[i].transient = 1;
             ch->unsaved = 1;
         }
@@ -503,7 +521,7 @@ void ui_chat_load_model(ui_chat *ch, const char *path)
         ch->prog_frac = 0;
         ch->prog_eta = 0;
         ch->prog_t0 = ui_now_ms();
-        snprintf(ch->prog_stage, sizeof ch->prog_stage, "load");
+        snprintf(ch->prog_stage, sizeof ch->prog_stage, "%s", eng_stage_name(ENG_STAGE_LOAD));
         mark_changed(ch, UI_CH_PROGRESS);
     }
 }
@@ -559,7 +577,7 @@ static int set_key(ui_chat *ch, const char *key, const char *val)
     const char *bad = eng_sampler_check(&g.sp);
     if (bad) {
         ui_chat_notice(ch, "/set: %s", bad);
-        return 0;
+        return -3; /* said why; nothing changed */
     }
     ui_chat_set_gen(ch, &g);
     return 0;
@@ -621,7 +639,7 @@ enum ui_action ui_chat_input(ui_chat *ch, const char *text)
                 ui_chat_notice(ch, "/set %s: '%s' is not a number", key, val);
             else if (r == -2)
                 ui_chat_notice(ch, "/set: unknown key '%s'", key);
-            else
+            else if (r == 0)
                 ui_chat_notice(ch, "%s = %s", key, val);
         }
     } else if (!strcmp(cmd, "model")) {
@@ -696,8 +714,7 @@ int ui_chat_init(ui_chat *ch, eng_engine *en, const ui_chat_opts *o, eng_err *e)
     ch->doc = eng_journal_new();
     if (!ch->doc)
         return eng_errf(e, ENG_ENOMEM, "out of memory");
-    ch->gen.sp = eng_sampler_defaults();
-    ch->gen.max_tokens = 512;
+    ch->gen = eng_gen_defaults();
     if (o->data_dir)
         snprintf(ch->data_dir, sizeof ch->data_dir, "%s", o->data_dir);
     /* a new conversation is named by its start time */

@@ -142,6 +142,34 @@ static void show(ui_chat *ch, printer *p)
     }
 }
 
+/* Take the first line of in[0..*nin) (all of it when no newline is
+ * left) and run it. Returns 1 to quit, 0 to go on, -1 out of memory. */
+static int run_line(ui_chat *ch, char *in, size_t *nin)
+{
+    char *nl = memchr(in, '\n', *nin);
+    size_t len = nl ? (size_t)(nl - in) : *nin;
+    char *line = malloc(len + 1);
+    if (!line)
+        return -1;
+    memcpy(line, in, len);
+    line[len] = 0;
+    if (len && line[len - 1] == '\r')
+        line[len - 1] = 0;
+    size_t used = nl ? len + 1 : len;
+    memmove(in, in + used, *nin - used);
+    *nin -= used;
+    int quit = 0;
+    if (line[0]) {
+        enum ui_action a = ui_chat_input(ch, line);
+        if (a == UI_ACT_QUIT)
+            quit = 1;
+        else if (a == UI_ACT_HELP)
+            fputs(ui_chat_help(), stderr);
+    }
+    free(line);
+    return quit;
+}
+
 int ui_plain_run(ui_chat *ch, const ui_opts *o)
 {
 #ifdef _WIN32
@@ -185,28 +213,12 @@ int ui_plain_run(ui_chat *ch, const ui_opts *o)
             }
         }
         /* a whole line waiting and the engine free: run it */
-        char *nl = in ? memchr(in, '\n', nin) : NULL;
-        if (!ch->busy && !ch->loading && (nl || (eof && nin))) {
-            size_t len = nl ? (size_t)(nl - in) : nin;
-            char *line = malloc(len + 1);
-            if (!line)
+        if (!ch->busy && !ch->loading && nin && (eof || memchr(in, '\n', nin))) {
+            int rc = run_line(ch, in, &nin);
+            if (rc < 0)
                 break;
-            memcpy(line, in, len);
-            line[len] = 0;
-            if (len && line[len - 1] == '\r')
-                line[len - 1] = 0;
-            size_t used = nl ? len + 1 : len;
-            memmove(in, in + used, nin - used);
-            nin -= used;
+            quit = rc;
             last_int_idle = 0;
-            if (line[0]) {
-                enum ui_action a = ui_chat_input(ch, line);
-                if (a == UI_ACT_QUIT)
-                    quit = 1;
-                else if (a == UI_ACT_HELP)
-                    fputs(ui_chat_help(), stderr);
-            }
-            free(line);
             prompt = 1;
             continue;
         }

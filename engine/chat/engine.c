@@ -83,7 +83,9 @@ void eng_event_free(eng_event *ev)
 {
     if (ev) {
         free(ev->text);
+        free(ev->state);
         ev->text = NULL;
+        ev->state = NULL;
     }
 }
 
@@ -97,6 +99,21 @@ const char *eng_done_name(int reason)
     case ENG_DONE_ERROR: return "error";
     default: return "?";
     }
+}
+
+const char *eng_stage_name(int stage)
+{
+    switch (stage) {
+    case ENG_STAGE_LOAD: return "load";
+    case ENG_STAGE_PREFILL: return "prefill";
+    default: return "?";
+    }
+}
+
+eng_gen_params eng_gen_defaults(void)
+{
+    eng_gen_params g = {.sp = eng_sampler_defaults(), .max_tokens = 512};
+    return g;
 }
 
 static void drop_cmd(void *p) { eng_cmd_free(p); }
@@ -119,21 +136,34 @@ static void emit(run *r, eng_event *ev)
         eng_event_free(ev);
 }
 
-static void emit_text(run *r, enum eng_ev_type type, int code, const char *fmt, ...)
-    ENG_PRINTF(4, 5);
-static void emit_text(run *r, enum eng_ev_type type, int code, const char *fmt, ...)
+/* Send ev with its text formatted from fmt. */
+static void emit_fmt(run *r, eng_event *ev, const char *fmt, va_list ap)
 {
-    eng_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.type = type;
-    ev.code = code;
     char buf[1024];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    ev->text = dup0(buf);
+    emit(r, ev);
+}
+
+/* ERROR: cmd is the command type that failed, err its ENG_E* code. */
+static void emit_error(run *r, int cmd, int err, const char *fmt, ...) ENG_PRINTF(4, 5);
+static void emit_error(run *r, int cmd, int err, const char *fmt, ...)
+{
+    eng_event ev = {.type = ENG_EV_ERROR, .code = cmd, .err = err};
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    emit_fmt(r, &ev, fmt, ap);
     va_end(ap);
-    ev.text = dup0(buf);
-    emit(r, &ev);
+}
+
+static void emit_notice(run *r, enum eng_notice code, const char *fmt, ...) ENG_PRINTF(3, 4);
+static void emit_notice(run *r, enum eng_notice code, const char *fmt, ...)
+{
+    eng_event ev = {.type = ENG_EV_NOTICE, .code = (int)code};
+    va_list ap;
+    va_start(ap, fmt);
+    emit_fmt(r, &ev, fmt, ap);
+    va_end(ap);
 }
 
 static void fill_state(run *r)
@@ -148,13 +178,15 @@ static void fill_state(run *r)
     st->tmpl_from_file = r->tmpl_from_file;
 }
 
+/* LOADED, STATE or REPLY with a copy of the state, which the message
+ * owns; without memory for it the event still goes, with state NULL, so
+ * the front end's view of what runs (loaded, busy) stays right. */
 static void emit_state(run *r, enum eng_ev_type type)
 {
-    eng_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.type = type;
     fill_state(r);
-    ev.state = r->st;
+    eng_event ev = {.type = type, .state = malloc(sizeof *ev.state)};
+    if (ev.state)
+        *ev.state = r->st;
     emit(r, &ev);
 }
 
@@ -331,7 +363,7 @@ static int apply_now(run *r, eng_cmd *c, int mid_reply)
     case ENG_CMD_SET_SAMPLER: {
         const char *bad = eng_sampler_check(&c->gen.sp);
         if (bad) {
-            emit_text(r, ENG_EV_ERROR, c->type, "sampler: %s", bad);
+            emit_error(r, c->type, ENG_EINVAL, "sampler: %s", bad);
             break;
         }
         describe_sampler_change(&r->gen, &c->gen, what, sizeof what);
@@ -340,21 +372,25 @@ static int apply_now(run *r, eng_cmd *c, int mid_reply)
             eng_sampler_set(eng_session_sampler(r->s), &r->gen.sp);
         break;
     }
-    case ENG_CMD_SET_THREADS:
-        if (r->s && eng_ctx_set_threads(eng_session_ctx(r->s), c->n)) {
-            emit_text(r, ENG_EV_ERROR, c->type, "cannot start %d threads", c->n);
+    case ENG_CMD_SET_THREADS: {
+        int rc = r->s ? eng_ctx_set_threads(eng_session_ctx(r->s), c->n) : 0;
+        if (rc) {
+            emit_error(r, c->type, rc, "cannot start %d threads", c->n);
             break;
         }
         snprintf(what, sizeof what, "threads %d", r->s ? eng_ctx_threads(eng_session_ctx(r->s)) : c->n);
         break;
-    case ENG_CMD_SET_KERNEL:
-        if (set_kernel(c->name, &e)) {
-            emit_text(r, ENG_EV_ERROR, c->type, "%s", e.msg);
+    }
+    case ENG_CMD_SET_KERNEL: {
+        int rc = set_kernel(c->name, &e);
+        if (rc) {
+            emit_error(r, c->type, rc, "%s", e.msg);
             break;
         }
         eng_model_kernel_changed(r->m); /* packed copies follow the set */
         snprintf(what, sizeof what, "kernel %s", c->name);
         break;
+    }
     case ENG_CMD_SET_DELAY:
         r->delay_ms = c->n < 0 ? 0 : c->n > 10000 ? 10000 : c->n;
         return 1;
@@ -367,12 +403,7 @@ static int apply_now(run *r, eng_cmd *c, int mid_reply)
         return 0;
     }
     if (mid_reply >= 0 && what[0]) {
-        eng_event ev;
-        memset(&ev, 0, sizeof ev);
-        ev.type = ENG_EV_MARK;
-        ev.text = dup0(what);
-        stats_now(r, &ev.stats);
-        ev.stats.n_gen = (uint32_t)mid_reply;
+        eng_event ev = {.type = ENG_EV_MARK, .text = dup0(what), .mark_token = (uint32_t)mid_reply};
         emit(r, &ev);
     }
     emit_state(r, ENG_EV_STATE);
@@ -398,7 +429,7 @@ static int poll_cmds(run *r, int mid_reply)
             res = POLL_STOP;
             continue;
         } else
-            emit_text(r, ENG_EV_ERROR, c.type, "busy: command dropped");
+            emit_error(r, c.type, ENG_EBUSY, "busy: command dropped");
         eng_cmd_free(&c);
     }
     return res;
@@ -461,12 +492,10 @@ static int sync_kv(run *r, int progress, eng_err *e)
         done += n;
         double t = now_ms();
         if (progress && total > CHUNK && (t - last_prog > 100 || done == total)) {
-            eng_event ev;
-            memset(&ev, 0, sizeof ev);
-            ev.type = ENG_EV_PROGRESS;
-            snprintf(ev.stage, sizeof ev.stage, "prefill");
-            ev.fraction = (double)done / (double)total;
-            ev.eta_s = (t - t0) / 1e3 / (double)done * (double)(total - done);
+            eng_event ev = {.type = ENG_EV_PROGRESS};
+            ev.progress.stage = ENG_STAGE_PREFILL;
+            ev.progress.fraction = (double)done / (double)total;
+            ev.progress.eta_s = (t - t0) / 1e3 / (double)done * (double)(total - done);
             emit(r, &ev);
             last_prog = t;
         }
@@ -492,10 +521,7 @@ static int is_stop(run *r, int32_t tok)
 static void send_stats(run *r, enum eng_ev_type type, int code, double t_submit, double t_first, double t_gen0,
                        uint32_t n_gen)
 {
-    eng_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.type = type;
-    ev.code = code;
+    eng_event ev = {.type = type, .code = code};
     stats_now(r, &ev.stats);
     double t = now_ms();
     ev.stats.n_gen = n_gen;
@@ -503,6 +529,45 @@ static void send_stats(run *r, enum eng_ev_type type, int code, double t_submit,
     ev.stats.gen_ms = t_gen0 > 0 ? t - t_gen0 : 0;
     ev.stats.decode_tps = n_gen > 1 && t_first > 0 && t > t_first ? (n_gen - 1) / ((t - t_first) / 1e3) : 0;
     emit(r, &ev);
+}
+
+/* Reply bytes on their way to TOKEN events: a character split across
+ * tokens is held back until it is whole. */
+typedef struct utf8_hold {
+    char b[64];
+    size_t n;
+} utf8_hold;
+
+static void emit_token(run *r, const char *s, size_t n)
+{
+    eng_event ev = {.type = ENG_EV_TOKEN, .text = eng_strndup(s, n)};
+    emit(r, &ev);
+}
+
+static void hold_push(run *r, utf8_hold *h, const char *piece, size_t np)
+{
+    if (h->n + np > sizeof h->b) {
+        emit_token(r, h->b, h->n);
+        h->n = 0;
+    }
+    if (np <= sizeof h->b) {
+        memcpy(h->b + h->n, piece, np);
+        h->n += np;
+    }
+    size_t ok = eng_utf8_complete(h->b, h->n);
+    if (ok) {
+        emit_token(r, h->b, ok);
+        memmove(h->b, h->b + ok, h->n - ok);
+        h->n -= ok;
+    }
+}
+
+/* What is left at the end of a reply goes as it is. */
+static void hold_flush(run *r, utf8_hold *h)
+{
+    if (h->n)
+        emit_token(r, h->b, h->n);
+    h->n = 0;
 }
 
 /* Answer the last user turn. */
@@ -520,18 +585,18 @@ static void reply(run *r)
         room = (size_t)r->gen.max_tokens;
     int dropped = shift_context(r, ctx - room, 1);
     if (dropped < 0) {
-        emit_text(r, ENG_EV_ERROR, ENG_CMD_SUBMIT, "out of memory");
+        emit_error(r, ENG_CMD_SUBMIT, ENG_ENOMEM, "out of memory");
         send_stats(r, ENG_EV_DONE, ENG_DONE_ERROR, t_submit, 0, 0, 0);
         return;
     }
     if (dropped > 0)
-        emit_text(r, ENG_EV_NOTICE, 0,
-                  "context full: the oldest %d turn%s left the model's memory (the system prompt stays)", dropped,
-                  dropped == 1 ? "" : "s");
+        emit_notice(r, ENG_NOTICE_CONTEXT_SHIFT,
+                    "context full: the oldest %d turn%s left the model's memory (the system prompt stays)", dropped,
+                    dropped == 1 ? "" : "s");
     int rc = sync_kv(r, 1, &e);
     if (rc) {
         if (rc != ENG_ESTOPPED)
-            emit_text(r, ENG_EV_ERROR, ENG_CMD_SUBMIT, "%s", e.msg);
+            emit_error(r, ENG_CMD_SUBMIT, rc, "%s", e.msg);
         send_stats(r, ENG_EV_DONE, rc == ENG_ESTOPPED ? ENG_DONE_STOPPED : ENG_DONE_ERROR, t_submit, 0, 0, 0);
         return;
     }
@@ -541,8 +606,7 @@ static void reply(run *r)
     }
     turn *t = &r->turns[r->nturns - 1];
     t->closed = 0;
-    char pend[64];
-    size_t npend = 0;
+    utf8_hold pend = {.n = 0};
     t_gen0 = now_ms();
     double last_stats = t_gen0;
     for (;;) {
@@ -561,14 +625,14 @@ static void reply(run *r)
                 reason = ENG_DONE_CONTEXT;
                 break;
             }
-            emit_text(r, ENG_EV_NOTICE, 0, "context full: the oldest %d turn%s left the model's memory", d,
-                      d == 1 ? "" : "s");
+            emit_notice(r, ENG_NOTICE_CONTEXT_SHIFT, "context full: the oldest %d turn%s left the model's memory",
+                        d, d == 1 ? "" : "s");
             t = &r->turns[r->nturns - 1];
             rc = sync_kv(r, 1, &e);
             if (rc) {
                 reason = rc == ENG_ESTOPPED ? ENG_DONE_STOPPED : ENG_DONE_ERROR;
                 if (rc != ENG_ESTOPPED)
-                    emit_text(r, ENG_EV_ERROR, ENG_CMD_SUBMIT, "%s", e.msg);
+                    emit_error(r, ENG_CMD_SUBMIT, rc, "%s", e.msg);
                 break;
             }
         }
@@ -579,7 +643,7 @@ static void reply(run *r)
             break;
         }
         if (rc < 0) {
-            emit_text(r, ENG_EV_ERROR, ENG_CMD_SUBMIT, "%s", e.msg);
+            emit_error(r, ENG_CMD_SUBMIT, rc, "%s", e.msg);
             reason = ENG_DONE_ERROR;
             break;
         }
@@ -594,23 +658,7 @@ static void reply(run *r)
             reason = ENG_DONE_ERROR;
             break;
         }
-        /* hold back a character split across tokens */
-        if (npend + np > sizeof pend) {
-            eng_event ev = {.type = ENG_EV_TOKEN, .text = eng_strndup(pend, npend)};
-            emit(r, &ev);
-            npend = 0;
-        }
-        if (np <= sizeof pend) {
-            memcpy(pend + npend, piece, np);
-            npend += np;
-        }
-        size_t ok = eng_utf8_complete(pend, npend);
-        if (ok) {
-            eng_event ev = {.type = ENG_EV_TOKEN, .text = eng_strndup(pend, ok)};
-            emit(r, &ev);
-            memmove(pend, pend + ok, npend - ok);
-            npend -= ok;
-        }
+        hold_push(r, &pend, piece, np);
         if (r->delay_ms) {
             struct timespec d = {r->delay_ms / 1000, (long)(r->delay_ms % 1000) * 1000000L};
             nanosleep(&d, NULL);
@@ -621,10 +669,7 @@ static void reply(run *r)
             last_stats = tn;
         }
     }
-    if (npend) {
-        eng_event ev = {.type = ENG_EV_TOKEN, .text = eng_strndup(pend, npend)};
-        emit(r, &ev);
-    }
+    hold_flush(r, &pend);
     /* the reply stays, finished or not; its end-of-turn goes into the
      * cache now so the next turn only feeds its own tokens */
     t->closed = 1;
@@ -680,22 +725,18 @@ static void on_load_progress(void *user, double fraction)
     if (t - lp->last < 100 && fraction < 1.0)
         return;
     lp->last = t;
-    eng_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.type = ENG_EV_PROGRESS;
-    snprintf(ev.stage, sizeof ev.stage, "load");
-    ev.fraction = fraction;
-    ev.eta_s = fraction > 0 ? (t - lp->t0) / 1e3 * (1.0 - fraction) / fraction : 0;
+    eng_event ev = {.type = ENG_EV_PROGRESS};
+    ev.progress.stage = ENG_STAGE_LOAD;
+    ev.progress.fraction = fraction;
+    ev.progress.eta_s = fraction > 0 ? (t - lp->t0) / 1e3 * (1.0 - fraction) / fraction : 0;
     emit(lp->r, &ev);
 }
 
 static void do_load(run *r, eng_cmd *c)
 {
     eng_err e = {{0}};
-    eng_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.type = ENG_EV_PROGRESS;
-    snprintf(ev.stage, sizeof ev.stage, "load");
+    eng_event ev = {.type = ENG_EV_PROGRESS};
+    ev.progress.stage = ENG_STAGE_LOAD;
     emit(r, &ev);
     const char *path = c->text ? c->text : "";
     eng_model *m = NULL;
@@ -708,7 +749,7 @@ static void do_load(run *r, eng_cmd *c)
     if (rc) {
         /* the old model (if any) stays */
         eng_model_close(m);
-        emit_text(r, ENG_EV_ERROR, ENG_CMD_LOAD, "%s", e.msg);
+        emit_error(r, ENG_CMD_LOAD, rc, "%s", e.msg);
         return;
     }
     eng_session_free(r->s);
@@ -741,7 +782,7 @@ static void do_load(run *r, eng_cmd *c)
     enum eng_tmpl detected = have_t ? eng_tmpl_detect(jt.ptr, (size_t)jt.len) : ENG_TMPL_NONE;
     int forced = c->name[0] && strcmp(c->name, "auto") != 0 ? eng_tmpl_find(c->name) : -1;
     if (c->name[0] && strcmp(c->name, "auto") != 0 && forced < 0)
-        emit_text(r, ENG_EV_NOTICE, 0, "unknown template '%s'; using the model's own", c->name);
+        emit_notice(r, ENG_NOTICE_TMPL_UNKNOWN, "unknown template '%s'; using the model's own", c->name);
     r->tmpl = forced >= 0 ? (enum eng_tmpl)forced : detected;
     r->tmpl_from_file = forced < 0 && detected != ENG_TMPL_NONE;
     r->n_stop = 0;
@@ -752,9 +793,10 @@ static void do_load(run *r, eng_cmd *c)
     }
     emit_state(r, ENG_EV_LOADED);
     if (r->tmpl == ENG_TMPL_NONE)
-        emit_text(r, ENG_EV_NOTICE, 0, "%s: it continues the text you type",
-                  have_t ? "unrecognised chat template, so plain continuation (set template= in the config)"
-                         : "this model has no chat template");
+        emit_notice(r, have_t ? ENG_NOTICE_TMPL_UNRECOGNISED : ENG_NOTICE_TMPL_NONE,
+                    "%s: it continues the text you type",
+                    have_t ? "unrecognised chat template, so plain continuation (set template= in the config)"
+                           : "this model has no chat template");
 }
 
 static void do_regenerate(run *r)
@@ -765,7 +807,7 @@ static void do_regenerate(run *r)
         r->nturns--;
     }
     if (!r->nturns || r->turns[r->nturns - 1].role != ENG_ROLE_USER) {
-        emit_text(r, ENG_EV_ERROR, ENG_CMD_REGENERATE, "nothing to regenerate yet");
+        emit_error(r, ENG_CMD_REGENERATE, ENG_EINVAL, "nothing to regenerate yet");
         return;
     }
     /* rewind to where the user turn began, so its prompt runs in the same
@@ -785,22 +827,22 @@ static void handle(run *r, eng_cmd *c)
         break;
     case ENG_CMD_SUBMIT:
         if (!r->s) {
-            emit_text(r, ENG_EV_ERROR, c->type, "no model loaded");
+            emit_error(r, c->type, ENG_ENOMODEL, "no model loaded");
             break;
         }
         if (!c->text || !eng_utf8_valid(c->text, strlen(c->text))) {
-            emit_text(r, ENG_EV_ERROR, c->type, "the message is not valid UTF-8; nothing was sent");
+            emit_error(r, c->type, ENG_EFORMAT, "the message is not valid UTF-8; nothing was sent");
             break;
         }
         if (turn_add(r, ENG_ROLE_USER, c->text)) {
-            emit_text(r, ENG_EV_ERROR, c->type, "out of memory");
+            emit_error(r, c->type, ENG_ENOMEM, "out of memory");
             break;
         }
         reply(r);
         break;
     case ENG_CMD_REGENERATE:
         if (!r->s)
-            emit_text(r, ENG_EV_ERROR, c->type, "no model loaded");
+            emit_error(r, c->type, ENG_ENOMODEL, "no model loaded");
         else
             do_regenerate(r);
         break;
@@ -812,7 +854,7 @@ static void handle(run *r, eng_cmd *c)
         break;
     case ENG_CMD_ADD_TURN:
         if (turn_add(r, c->n == ENG_ROLE_ASSISTANT ? ENG_ROLE_ASSISTANT : ENG_ROLE_USER, c->text))
-            emit_text(r, ENG_EV_ERROR, c->type, "out of memory");
+            emit_error(r, c->type, ENG_ENOMEM, "out of memory");
         break;
     case ENG_CMD_STOP:
         break; /* nothing running */
@@ -829,8 +871,7 @@ static void *engine_main(void *arg)
     run r;
     memset(&r, 0, sizeof r);
     r.en = arg;
-    r.gen.sp = eng_sampler_defaults();
-    r.gen.max_tokens = 512;
+    r.gen = eng_gen_defaults();
     r.tmpl = ENG_TMPL_NONE;
     while (!r.quit) {
         eng_cmd c;

@@ -3,21 +3,27 @@
  * on; a reply streams; a kernel switch and regenerate at temperature 0
  * repeats it exactly; a sampler change mid-reply is marked; STOP ends a
  * reply within a token and keeps its text; a small context shifts out old
- * turns and says so. Run under ThreadSanitizer too (-DNIBBLE_TSAN=ON). */
+ * turns and says so (by its notice code). Events carry the state only in
+ * LOADED, STATE and REPLY, and errors say by code which command failed
+ * and why. Run under ThreadSanitizer too (-DNIBBLE_TSAN=ON). */
 #include "engine.h"
 #include "simd.h"
 #include "testutil.h"
 #include "utf8.h"
 
 static eng_engine *en;
+static int misplaced_state; /* events with state missing where it belongs, or present where not */
 
 typedef struct got {
     char text[16384];
     size_t len;
-    int done, done_reason, errors, notices_ctx, marks, loaded, reply;
-    double load_frac; /* largest load-progress fraction seen */
+    int n[ENG_EV_REPLY + 1]; /* events taken, by type */
+    int done_reason, notices_ctx, notices_tmpl, states;
+    double load_frac;    /* largest load-progress fraction seen */
     uint32_t mark_at;
     char last_error[512];
+    int last_err_cmd, last_err;
+    eng_state st;        /* from the last LOADED, STATE or REPLY */
 } got;
 
 /* Take events until want (a type) arrives or the time is up. Tokens are
@@ -35,6 +41,15 @@ static int run_until(got *g, enum eng_ev_type want, int timeout_ms, int stop_aft
         if (rc)
             return 0;
         enum eng_ev_type t = ev.type;
+        if (t >= ENG_EV_LOADED && t <= ENG_EV_REPLY)
+            g->n[t]++;
+        int wants_state = t == ENG_EV_LOADED || t == ENG_EV_STATE || t == ENG_EV_REPLY;
+        if (wants_state != (ev.state != NULL))
+            misplaced_state++;
+        if (wants_state && ev.state) {
+            g->st = *ev.state;
+            g->states++;
+        }
         switch (t) {
         case ENG_EV_TOKEN:
             CHECK(ev.text && eng_utf8_valid(ev.text, strlen(ev.text)));
@@ -55,30 +70,26 @@ static int run_until(got *g, enum eng_ev_type want, int timeout_ms, int stop_aft
                 CHECK(eng_engine_send_simple(en, ENG_CMD_STOP, NULL, 0) == 0);
             break;
         case ENG_EV_DONE:
-            g->done++;
             g->done_reason = ev.code;
             break;
         case ENG_EV_ERROR:
-            g->errors++;
             snprintf(g->last_error, sizeof g->last_error, "%s", ev.text ? ev.text : "");
+            g->last_err_cmd = ev.code;
+            g->last_err = ev.err;
             break;
         case ENG_EV_NOTICE:
-            if (ev.text && !strncmp(ev.text, "context full", 12))
+            CHECK(ev.text && ev.text[0]); /* the code decides; the text is for display */
+            if (ev.code == ENG_NOTICE_CONTEXT_SHIFT)
                 g->notices_ctx++;
+            else if (ev.code == ENG_NOTICE_TMPL_NONE || ev.code == ENG_NOTICE_TMPL_UNRECOGNISED)
+                g->notices_tmpl++;
             break;
         case ENG_EV_MARK:
-            g->marks++;
-            g->mark_at = ev.stats.n_gen;
-            break;
-        case ENG_EV_LOADED:
-            g->loaded++;
+            g->mark_at = ev.mark_token;
             break;
         case ENG_EV_PROGRESS:
-            if (!strcmp(ev.stage, "load") && ev.fraction > g->load_frac)
-                g->load_frac = ev.fraction;
-            break;
-        case ENG_EV_REPLY:
-            g->reply++;
+            if (ev.progress.stage == ENG_STAGE_LOAD && ev.progress.fraction > g->load_frac)
+                g->load_frac = ev.progress.fraction;
             break;
         default:
             break;
@@ -110,15 +121,9 @@ static void load(const char *path, int n_ctx, int threads)
 
 int main(void)
 {
-    const char *assets = getenv("NIBBLE_ASSETS");
     char model[4096];
-    snprintf(model, sizeof model, "%s/stories260K.gguf", assets ? assets : "assets");
-    FILE *f = fopen(model, "rb");
-    if (!f) {
-        printf("skip: %s not found\n", model);
+    if (!tu_asset("stories260K.gguf", model))
         return TU_SKIP;
-    }
-    fclose(f);
     simd_init();
     eng_err e;
     CHECK(eng_engine_start(&en, &e) == 0);
@@ -128,25 +133,30 @@ int main(void)
     got g0 = {0};
     CHECK(eng_engine_send_simple(en, ENG_CMD_SUBMIT, "hello", 0) == 0);
     CHECK(run_until(&g0, ENG_EV_ERROR, long_wait, 0, 0));
-    CHECK(strstr(g0.last_error, "no model"));
+    CHECK(g0.last_err_cmd == ENG_CMD_SUBMIT && g0.last_err == ENG_ENOMODEL);
 
     /* a file that is not a model */
     got g1 = {0};
     load("/nonexistent/model.gguf", 0, 1);
     CHECK(run_until(&g1, ENG_EV_ERROR, long_wait, 0, 0));
-    CHECK(g1.loaded == 0 && g1.last_error[0]);
+    CHECK(g1.n[ENG_EV_LOADED] == 0 && g1.last_error[0]);
+    CHECK(g1.last_err_cmd == ENG_CMD_LOAD && g1.last_err == ENG_EIO);
 
     got g2 = {0};
     load(model, 0, 1);
     CHECK(run_until(&g2, ENG_EV_LOADED, long_wait, 0, 0));
     CHECKF(g2.load_frac == 1.0, "load progress reached %g", g2.load_frac); /* the bar ends full */
+    CHECK(g2.n[ENG_EV_LOADED] == 1 && g2.states == 1 && !strcmp(g2.st.model_path, model) && g2.st.ctx_size > 0);
+    CHECK(g2.st.gen.max_tokens == eng_gen_defaults().max_tokens); /* the engine starts at the defaults */
+    CHECK(g2.st.gen.sp.temp == eng_sampler_defaults().temp && g2.st.gen.sp.top_k == eng_sampler_defaults().top_k);
 
     /* a reply at temperature 0 */
     set_gen(0, 48);
     got a = {0};
     CHECK(eng_engine_send_simple(en, ENG_CMD_SUBMIT, "Once upon a time", 0) == 0);
     CHECK(run_until(&a, ENG_EV_DONE, long_wait, 0, 0));
-    CHECK(a.reply == 1 && a.len > 20 && a.errors == 0);
+    CHECK(a.n[ENG_EV_REPLY] == 1 && a.len > 20 && a.n[ENG_EV_ERROR] == 0);
+    CHECK(a.st.gen.sp.temp == 0 && a.st.gen.max_tokens == 48 && a.st.gen.sp.seed == 7); /* REPLY's provenance */
     CHECK(a.done_reason == ENG_DONE_MAX_TOKENS || a.done_reason == ENG_DONE_EOG);
 
     /* another kernel set (scalar runs everywhere), two threads, regenerate */
@@ -156,10 +166,12 @@ int main(void)
     CHECK(eng_engine_send_simple(en, ENG_CMD_REGENERATE, NULL, 0) == 0);
     CHECK(run_until(&b, ENG_EV_DONE, long_wait, 0, 0));
     CHECKF(b.len == a.len && !strcmp(a.text, b.text), "\n first: %s\n regen: %s", a.text, b.text);
+    CHECK(!strcmp(b.st.kernel, "scalar") && b.st.threads == 2 && b.states == 3); /* STATE, STATE, REPLY */
     CHECK(eng_engine_send_simple(en, ENG_CMD_SET_KERNEL, "no-such-set", 0) == 0);
     got bk = {0};
     CHECK(run_until(&bk, ENG_EV_ERROR, long_wait, 0, 0));
-    CHECK(strstr(bk.last_error, "no-such-set"));
+    CHECK(bk.last_err_cmd == ENG_CMD_SET_KERNEL && bk.last_err == ENG_EINVAL);
+    CHECK(strstr(bk.last_error, "no-such-set")); /* the message names what was asked */
 
     /* mid-reply: a sampler change is marked at its token, STOP keeps text */
     set_gen(0.8f, 0);
@@ -168,7 +180,7 @@ int main(void)
     CHECK(eng_engine_send_simple(en, ENG_CMD_SUBMIT, " The dog", 0) == 0);
     CHECK(run_until(&c, ENG_EV_DONE, long_wait, 12, 4));
     CHECK(c.done_reason == ENG_DONE_STOPPED);
-    CHECK(c.marks == 1 && c.mark_at >= 4 && c.mark_at <= 6);
+    CHECK(c.n[ENG_EV_MARK] == 1 && c.mark_at >= 4 && c.mark_at <= 6);
     CHECK(c.len > 0);
     CHECK(eng_engine_send_simple(en, ENG_CMD_SET_DELAY, NULL, 0) == 0);
 
@@ -182,8 +194,12 @@ int main(void)
         CHECK(run_until(&d, ENG_EV_DONE, long_wait, 0, 0));
     }
     CHECK(d.notices_ctx >= 1);
-    CHECKF(d.errors == 0, "%s", d.last_error);
-    CHECK(d.done == 5);
+    CHECKF(d.n[ENG_EV_ERROR] == 0, "%s", d.last_error);
+    CHECK(d.n[ENG_EV_DONE] == 5);
+    CHECK(d.st.ctx_size == 64);
+    /* the stories model has no chat template: said after LOADED, so it may come with the next reply */
+    CHECK(g2.notices_tmpl + a.notices_tmpl == 1 && d.notices_tmpl == 1);
+
 
     /* reset, then resume-style turns, then one more reply */
     CHECK(eng_engine_send_simple(en, ENG_CMD_RESET, NULL, 0) == 0);
@@ -192,7 +208,8 @@ int main(void)
     got h = {0};
     CHECK(eng_engine_send_simple(en, ENG_CMD_SUBMIT, " She", 0) == 0);
     CHECK(run_until(&h, ENG_EV_DONE, long_wait, 0, 0));
-    CHECK(h.errors == 0 && h.len > 0);
+    CHECK(h.n[ENG_EV_ERROR] == 0 && h.len > 0);
+    CHECKF(misplaced_state == 0, "%d events with state where it does not belong", misplaced_state);
 
     eng_engine_stop(en);
     return tu_result("test_engine");

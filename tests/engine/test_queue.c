@@ -1,13 +1,17 @@
 /* engine/queue: FIFO order, the bound, timeouts, the wake descriptor and
  * eng_queue_wait (which must agree), close, payload hand-over, and two
  * threads hammering it (run under ThreadSanitizer with -DNIBBLE_TSAN=ON).
- * Windows has no descriptor: there eng_queue_wait alone. */
+ * Windows has no descriptor: there eng_queue_wait alone. Also the engine's
+ * events as the queue carries them: small, their text and state handed
+ * over and freed by whoever holds the message last (leaks show under
+ * -DNIBBLE_SANITIZE=ON). */
 #include <pthread.h>
 #ifndef _WIN32
 #include <poll.h>
 #endif
 #include <stdint.h>
 
+#include "engine.h"
 #include "queue.h"
 #include "testutil.h"
 
@@ -50,8 +54,48 @@ static void *producer(void *arg)
     return NULL;
 }
 
+static void drop_event(void *p) { eng_event_free(p); }
+
+/* Events through a queue as the engine sends them: the fixed part is
+ * small (the state is a pointer), payloads arrive intact and are freed
+ * by the receiver, or by the queue for what nobody took. */
+static void check_events(void)
+{
+    CHECKF(sizeof(eng_event) <= 96, "sizeof(eng_event) = %zu", sizeof(eng_event));
+    CHECK(sizeof(eng_event) * 8 < sizeof(eng_state));
+    eng_err e;
+    eng_queue *q;
+    CHECK(eng_queue_new(sizeof(eng_event), 8, drop_event, &q, &e) == 0);
+    eng_event tok = {.type = ENG_EV_TOKEN, .text = strdup("once")};
+    eng_event prog = {.type = ENG_EV_PROGRESS};
+    prog.progress.stage = ENG_STAGE_PREFILL;
+    prog.progress.fraction = 0.25;
+    eng_event st = {.type = ENG_EV_STATE, .state = calloc(1, sizeof(eng_state))};
+    snprintf(st.state->kernel, sizeof st.state->kernel, "scalar");
+    st.state->gen = eng_gen_defaults();
+    eng_event notice = {.type = ENG_EV_NOTICE, .code = ENG_NOTICE_CONTEXT_SHIFT, .text = strdup("context full")};
+    CHECK(eng_queue_push(q, &tok, 0) == 0);
+    CHECK(eng_queue_push(q, &prog, 0) == 0);
+    CHECK(eng_queue_push(q, &st, 0) == 0);
+    CHECK(eng_queue_push(q, &notice, 0) == 0);
+    eng_event out;
+    CHECK(eng_queue_pop(q, &out, 0) == 0);
+    CHECK(out.type == ENG_EV_TOKEN && out.text && !strcmp(out.text, "once") && !out.state);
+    eng_event_free(&out);
+    CHECK(!out.text && !out.state);
+    CHECK(eng_queue_pop(q, &out, 0) == 0);
+    CHECK(out.type == ENG_EV_PROGRESS && out.progress.stage == ENG_STAGE_PREFILL && out.progress.fraction == 0.25);
+    CHECK(!strcmp(eng_stage_name(out.progress.stage), "prefill"));
+    CHECK(eng_queue_pop(q, &out, 0) == 0);
+    CHECK(out.type == ENG_EV_STATE && out.state && !strcmp(out.state->kernel, "scalar"));
+    CHECK(out.state && out.state->gen.max_tokens == eng_gen_defaults().max_tokens);
+    eng_event_free(&out);
+    eng_queue_free(q); /* the notice nobody took: its text goes with the queue */
+}
+
 int main(void)
 {
+    check_events();
     eng_err e;
     eng_queue *q;
     CHECK(eng_queue_new(0, 4, NULL, &q, &e) == ENG_EINVAL);

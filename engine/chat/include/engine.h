@@ -3,8 +3,9 @@
  * only through two queues: commands in, events out (DESIGN.md, "Threads
  * and the message queue"). Nothing else is shared.
  *
- * Payload ownership: a command's or event's text is heap memory that moves
- * with the message; the receiver frees it (eng_cmd_free / eng_event_free). */
+ * Payload ownership: a command's or event's text (and an event's state)
+ * is heap memory that moves with the message; the receiver frees it
+ * (eng_cmd_free / eng_event_free). */
 #ifndef NIBBLE_ENG_ENGINE_H
 #define NIBBLE_ENG_ENGINE_H
 
@@ -46,20 +47,46 @@ typedef struct eng_cmd {
     eng_gen_params gen;
 } eng_cmd;
 
+/* Events carry small per-type payloads. The full state (model, template,
+ * kernel, sampler, ...) travels only with the three events that report
+ * it, as heap memory owned by the message; a TOKEN is the fixed part
+ * (sizeof(eng_event): 72 bytes on 64-bit, was 1,440 with the state
+ * inside) plus a few bytes of text. */
 enum eng_ev_type {
     ENG_EV_LOADED = 1, /* state: the new model and settings */
-    ENG_EV_PROGRESS,   /* stage, fraction, eta_s: loading or a long prompt */
+    ENG_EV_PROGRESS,   /* progress: loading or a long prompt */
     ENG_EV_TOKEN,      /* text: bytes of whole UTF-8 characters of the reply */
-    ENG_EV_STATS,      /* stats */
+    ENG_EV_STATS,      /* stats: figures of the reply so far */
     ENG_EV_DONE,       /* code: enum eng_done; stats: the reply's final figures */
-    ENG_EV_ERROR,      /* text: message; code: the command type that failed */
-    ENG_EV_NOTICE,     /* text: something the user should know (context shifted, ...) */
-    ENG_EV_MARK,       /* text: a setting changed mid-reply; stats.n_gen: at which token */
-    ENG_EV_STATE,      /* state: settings changed (kernel, threads, sampler, system) */
+    ENG_EV_ERROR,      /* code: the command type that failed; err: ENG_E* code; text: message */
+    ENG_EV_NOTICE,     /* code: enum eng_notice; text: the same for display */
+    ENG_EV_MARK,       /* text: a setting changed mid-reply; mark_token: at which reply token */
+    ENG_EV_STATE,      /* state: settings changed (kernel, threads, sampler, system, reset) */
     ENG_EV_REPLY       /* state: a reply starts with these settings (provenance) */
 };
 
 enum eng_done { ENG_DONE_EOG = 1, ENG_DONE_STOPPED, ENG_DONE_MAX_TOKENS, ENG_DONE_CONTEXT, ENG_DONE_ERROR };
+
+/* What a NOTICE is about, so a front end decides by code (show, save,
+ * colour) and shows the text as it comes. */
+enum eng_notice {
+    ENG_NOTICE_CONTEXT_SHIFT = 1, /* the oldest turns left the model's memory (system prompt stays) */
+    ENG_NOTICE_TMPL_UNKNOWN,      /* LOAD named a template that does not exist; the model's own is used */
+    ENG_NOTICE_TMPL_NONE,         /* the model has no chat template: plain continuation */
+    ENG_NOTICE_TMPL_UNRECOGNISED  /* its chat template is none nibble knows: plain continuation */
+};
+
+/* Error codes of the engine beyond err.h's (ENG_EV_ERROR's err). */
+enum { ENG_ENOMODEL = -30, /* a command needs a model and none is loaded */
+       ENG_EBUSY = -31     /* too many commands waited for a reply to end; this one was dropped */ };
+
+enum eng_stage { ENG_STAGE_LOAD = 1, ENG_STAGE_PREFILL };
+
+typedef struct eng_progress {
+    enum eng_stage stage;
+    double fraction;     /* 0..1 */
+    double eta_s;        /* seconds left, estimated from the rate so far (0: unknown) */
+} eng_progress;
 
 typedef struct eng_stats {
     double prefill_tps;  /* prompt tokens per second of the last prefill (0: none) */
@@ -89,17 +116,26 @@ typedef struct eng_state {
 
 typedef struct eng_event {
     enum eng_ev_type type;
-    int code;
-    char *text;          /* heap, owned by the message (NULL if unused) */
-    char stage[16];      /* PROGRESS: "load" or "prefill" */
-    double fraction, eta_s;
-    eng_stats stats;
-    eng_state state;
+    int code;             /* DONE, ERROR, NOTICE: see the type; else 0 */
+    char *text;           /* heap, owned by the message (NULL if unused) */
+    eng_state *state;     /* heap, owned by the message: LOADED, STATE, REPLY
+                             (NULL if memory ran out); else NULL */
+    union {               /* which member is set follows from type */
+        eng_stats stats;       /* STATS, DONE */
+        eng_progress progress; /* PROGRESS */
+        uint32_t mark_token;   /* MARK */
+        int err;               /* ERROR */
+    };
 } eng_event;
 
 void eng_cmd_free(eng_cmd *c);     /* frees the payload, not c */
-void eng_event_free(eng_event *ev);
+void eng_event_free(eng_event *ev); /* frees text and state, not ev */
 const char *eng_done_name(int reason); /* "end of turn", "stopped", ... */
+const char *eng_stage_name(int stage); /* "load", "prefill" */
+
+/* Generation defaults: eng_sampler_defaults() and a reply cap of 512
+ * tokens. The engine starts with them; front ends show them. */
+eng_gen_params eng_gen_defaults(void);
 
 typedef struct eng_engine eng_engine;
 

@@ -1,0 +1,473 @@
+/* ui/chat: the slash commands as both front ends run them, without a
+ * terminal. A ui_chat on the real engine thread and the embedded stories
+ * model takes lines through ui_chat_input; events are pumped with the
+ * calls the front ends use (eng_engine_wait, ui_chat_pump, ui_chat_tick).
+ * Checked: what the engine confirms back (ch.st), what the user sees
+ * (notices) and what is kept (the journal, saved under a temporary
+ * XDG_DATA_HOME). Run under ThreadSanitizer too (-DNIBBLE_TSAN=ON). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "chat.h"
+#include "testutil.h"
+
+#define LONG_MS 60000
+
+static ui_chat ch;
+static int load_ctx; /* n_ctx the settings give the next load (0: the model's) */
+
+static void settings(void *ud, const char *path, ui_model_settings *out)
+{
+    (void)ud, (void)path;
+    out->n_ctx = load_ctx;
+}
+
+/* Pump events as a front end does until cond holds; 0 if time ran out. */
+static int wait_until(int (*cond)(void))
+{
+    double t0 = ui_now_ms();
+    while (!cond()) {
+        if (ui_now_ms() - t0 > LONG_MS)
+            return 0;
+        int to = ui_chat_timeout(&ch);
+        eng_engine_wait(ch.en, to < 0 || to > 50 ? 50 : to);
+        ui_chat_pump(&ch);
+        ui_chat_tick(&ch);
+    }
+    return 1;
+}
+
+static int idle(void) { return !ch.busy && !ch.loading; }
+
+static uint64_t want_seed;
+static int seed_is(void) { return ch.st.gen.sp.seed == want_seed; }
+
+/* Wait until the engine has handled every command sent so far. Commands
+ * and events keep their order, so a sampler setting sent now is
+ * confirmed (STATE) after all of them: send one with a seed nothing else
+ * uses, wait for it, then put the seed back and wait for that. */
+static void sync_engine(void)
+{
+    CHECK(wait_until(idle));
+    eng_gen_params g = ch.gen;
+    eng_cmd c = {.type = ENG_CMD_SET_SAMPLER, .gen = g};
+    c.gen.sp.seed = want_seed = g.sp.seed ^ 0x5eed5eed5eedULL;
+    CHECK(eng_engine_send(ch.en, &c) == 0);
+    CHECK(wait_until(seed_is));
+    c.gen = g;
+    want_seed = g.sp.seed;
+    CHECK(eng_engine_send(ch.en, &c) == 0);
+    CHECK(wait_until(seed_is));
+}
+
+static int gen_eq(const eng_gen_params *a, const eng_gen_params *b)
+{
+    return a->sp.temp == b->sp.temp && a->sp.top_k == b->sp.top_k && a->sp.top_p == b->sp.top_p &&
+           a->sp.min_p == b->sp.min_p && a->sp.repeat_penalty == b->sp.repeat_penalty &&
+           a->sp.repeat_last_n == b->sp.repeat_last_n && a->sp.seed == b->sp.seed && a->max_tokens == b->max_tokens;
+}
+
+static enum ui_action input(const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    return ui_chat_input(&ch, line);
+}
+
+/* A notice from entry `from` on that contains s (the UI's own words). */
+static int notice_since(size_t from, const char *s)
+{
+    for (size_t i = from; i < ch.doc->n; i++)
+        if (ch.doc->e[i].kind == ENG_J_NOTICE && strstr(ch.doc->e[i].text, s))
+            return 1;
+    return 0;
+}
+
+static int count_kind(const eng_journal *j, enum eng_jkind k)
+{
+    int n = 0;
+    for (size_t i = 0; i < j->n; i++)
+        n += j->e[i].kind == k;
+    return n;
+}
+
+/* Index of the last entry of kind k, or -1. */
+static int last_of(enum eng_jkind k)
+{
+    for (size_t i = ch.doc->n; i-- > 0;)
+        if (ch.doc->e[i].kind == k)
+            return (int)i;
+    return -1;
+}
+
+/* Send a message and wait for the whole reply; its text (static). */
+static const char *ask(const char *text)
+{
+    static char out[4096];
+    input("%s", text);
+    CHECK(ch.busy);
+    CHECK(wait_until(idle));
+    int i = last_of(ENG_J_ASSISTANT);
+    out[0] = 0;
+    if (i >= 0)
+        snprintf(out, sizeof out, "%s", ch.doc->e[i].text);
+    return out;
+}
+
+static const char *meta_of_last_reply(const char *key)
+{
+    int i = last_of(ENG_J_ASSISTANT);
+    return i < 0 ? NULL : eng_journal_get_meta(ch.doc, (size_t)i, key);
+}
+
+static int reply_started(void)
+{
+    int i = last_of(ENG_J_ASSISTANT);
+    return ch.reply >= 0 && i == ch.reply && ch.doc->e[i].len > 0;
+}
+
+/* ---- the commands ---- */
+
+static void check_set(void)
+{
+    /* every knob (and the spellings the help and config use), confirmed
+     * by the engine's STATE, not just the sliders */
+    input("/set temp 0.5");
+    input("/set top_k 10");
+    input("/set top-p 0.9");
+    input("/set min_p 0.1");
+    input("/set repeat_penalty 1.1");
+    input("/set repeat-last-n 32");
+    input("/set max_tokens 40");
+    input("/set seed 42");
+    sync_engine();
+    const eng_gen_params *g = &ch.st.gen;
+    CHECKF(g->sp.temp == 0.5f && g->sp.top_k == 10 && g->sp.top_p == 0.9f && g->sp.min_p == 0.1f &&
+               g->sp.repeat_penalty == 1.1f && g->sp.repeat_last_n == 32 && g->max_tokens == 40 && g->sp.seed == 42,
+           "temp %g top_k %d top_p %g min_p %g repeat %g/%d max %d seed %llu", g->sp.temp, (int)g->sp.top_k,
+           g->sp.top_p, g->sp.min_p, g->sp.repeat_penalty, (int)g->sp.repeat_last_n, (int)g->max_tokens,
+           (unsigned long long)g->sp.seed);
+    CHECK(gen_eq(&ch.gen, &ch.st.gen)); /* the sliders agree */
+    input("/set temperature 0.25");
+    sync_engine();
+    CHECK(ch.st.gen.sp.temp == 0.25f);
+
+    /* bad values: a notice each, nothing sent, nothing changed */
+    static const char *const bad[] = {"temp abc", "temp 200",          "temp -1",          "top_k -1",
+                                      "top_p 0",  "top_p 1.5",         "min_p 1",          "repeat_penalty 0",
+                                      "repeat 11", "repeat_last_n -5", "seed 1x",          "frobs 3"};
+    eng_gen_params before = ch.st.gen;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        size_t mark = ch.doc->n;
+        input("/set %s", bad[i]);
+        CHECKF(ch.doc->n == mark + 1 && ch.doc->e[mark].kind == ENG_J_NOTICE && ch.doc->e[mark].transient,
+               "/set %s", bad[i]);
+        CHECKF(gen_eq(&ch.gen, &before), "/set %s changed the sliders", bad[i]);
+    }
+    size_t mark = ch.doc->n;
+    input("/set temp");
+    CHECK(notice_since(mark, "usage: /set"));
+    mark = ch.doc->n;
+    input("/set frobs 3");
+    CHECK(notice_since(mark, "unknown key 'frobs'"));
+    mark = ch.doc->n;
+    input("/set temp abc");
+    CHECK(notice_since(mark, "not a number"));
+    sync_engine();
+    CHECK(gen_eq(&ch.st.gen, &before));
+}
+
+static void check_kernel_threads(void)
+{
+    input("/kernel scalar"); /* scalar runs everywhere */
+    input("/threads 2");
+    sync_engine();
+    CHECKF(!strcmp(ch.st.kernel, "scalar") && ch.st.threads == 2, "kernel %s threads %d", ch.st.kernel,
+           ch.st.threads);
+    size_t mark = ch.doc->n;
+    input("/kernel no-such-set");
+    sync_engine();
+    CHECK(notice_since(mark, "no-such-set") && !strcmp(ch.st.kernel, "scalar"));
+    mark = ch.doc->n;
+    input("/kernel");
+    CHECK(notice_since(mark, "* scalar")); /* the list marks the set in use */
+    mark = ch.doc->n;
+    input("/kernels");
+    CHECK(notice_since(mark, "* scalar"));
+    static const char *const bad[] = {"", "x", "-1", "257", "2x"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        mark = ch.doc->n;
+        input("/threads %s", bad[i]);
+        CHECKF(notice_since(mark, "usage: /threads"), "/threads %s", bad[i]);
+    }
+    sync_engine();
+    CHECK(ch.st.threads == 2);
+    input("/threads 1");
+    sync_engine();
+    CHECK(ch.st.threads == 1);
+}
+
+static void check_system(void)
+{
+    size_t mark = ch.doc->n;
+    input("/system Be brief.");
+    sync_engine();
+    CHECK(ch.doc->system && !strcmp(ch.doc->system, "Be brief.") && ch.st.has_system == 1);
+    CHECK(notice_since(mark, "system prompt set"));
+    mark = ch.doc->n;
+    input("/system");
+    sync_engine();
+    CHECK(!ch.doc->system && ch.st.has_system == 0);
+    CHECK(notice_since(mark, "system prompt removed"));
+}
+
+/* A reply, /regen (the same text at temperature 0, the old one marked),
+ * /reset (the engine forgets: the same question fills the same context),
+ * "//x" (sends "/x"). */
+static void check_replies(char *first, size_t n)
+{
+    input("/set temp 0");
+    input("/set max_tokens 24");
+    const char *a = ask("Once upon a time");
+    snprintf(first, n, "%s", a);
+    uint32_t used = ch.stats.ctx_used;
+    CHECK(strlen(first) > 10 && used > 0);
+    CHECK(count_kind(ch.doc, ENG_J_USER) == 1 && count_kind(ch.doc, ENG_J_ASSISTANT) == 1);
+    const char *t = meta_of_last_reply("temp"), *k = meta_of_last_reply("kernel");
+    CHECK(t && !strcmp(t, "0") && k && !strcmp(k, "scalar")); /* REPLY's provenance */
+    static const char *const want[][2] = {{"max_tokens", "24"}, {"top_k", "10"}, {"top_p", "0.9"},
+                                          {"seed", "42"},       {"threads", "1"}, {"repeat_last_n", "32"}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        const char *v = meta_of_last_reply(want[i][0]);
+        CHECKF(v && !strcmp(v, want[i][1]), "%s: %s", want[i][0], v ? v : "(none)");
+    }
+    char ntok[16];
+    snprintf(ntok, sizeof ntok, "%u", ch.stats.n_gen);
+    const char *mtok = meta_of_last_reply("tokens"), *end = meta_of_last_reply("end");
+    CHECK(mtok && !strcmp(mtok, ntok) && end && !strcmp(end, eng_done_name(ENG_DONE_MAX_TOKENS)));
+
+    int old = last_of(ENG_J_ASSISTANT);
+    input("/regen");
+    CHECK(ch.busy);
+    CHECK(wait_until(idle));
+    int now = last_of(ENG_J_ASSISTANT);
+    const char *sup = eng_journal_get_meta(ch.doc, (size_t)old, "superseded");
+    CHECK(now > old && sup && !strcmp(sup, "1"));
+    CHECKF(!strcmp(ch.doc->e[now].text, first), "\n first: %s\n regen: %s", first, ch.doc->e[now].text);
+    CHECK(ch.stats.ctx_used == used);
+
+    size_t mark = ch.doc->n;
+    input("/reset");
+    CHECK(count_kind(ch.doc, ENG_J_USER) == 0 && count_kind(ch.doc, ENG_J_ASSISTANT) == 0);
+    CHECK(notice_since(0, "conversation forgotten") && ch.doc->n <= mark);
+    CHECKF(!strcmp(ask("Once upon a time"), first), "after /reset the reply changed");
+    CHECKF(ch.stats.ctx_used == used, "after /reset the context holds %u tokens, not %u", ch.stats.ctx_used, used);
+
+    /* "//x" sends "/x"; an unknown command sends nothing */
+    mark = ch.doc->n;
+    input("/frobnicate now");
+    CHECK(!ch.busy && ch.doc->n == mark + 1 && notice_since(mark, "unknown command /frobnicate"));
+    ask("//x");
+    int u = last_of(ENG_J_USER);
+    CHECK(u >= 0 && !strcmp(ch.doc->e[u].text, "/x") && last_of(ENG_J_ASSISTANT) > u);
+}
+
+/* /stop ends a slow reply early and keeps what was written; /stop while
+ * idle does nothing. */
+static void check_stop(void)
+{
+    input("/set max_tokens 0");
+    CHECK(eng_engine_send_simple(ch.en, ENG_CMD_SET_DELAY, NULL, 20) == 0);
+    input("Once upon a time");
+    CHECK(wait_until(reply_started));
+    input("/set top_k 5"); /* mid-reply: marked in the reply at its token */
+    input("/stop");
+    CHECK(wait_until(idle));
+    const char *end = meta_of_last_reply("end");
+    CHECKF(end && !strcmp(end, eng_done_name(ENG_DONE_STOPPED)), "end: %s", end ? end : "(none)");
+    int i = last_of(ENG_J_ASSISTANT);
+    CHECK(i >= 0 && ch.doc->e[i].len > 0 && !ch.doc->e[i].partial);
+    CHECK(i >= 0 && ch.doc->e[i].nmarks == 1 && ch.doc->e[i].marks[0].token >= 1);
+    CHECK(i >= 0 && ch.doc->e[i].nmarks == 1 && ch.doc->e[i].marks[0].what[0]);
+    CHECK(eng_engine_send_simple(ch.en, ENG_CMD_SET_DELAY, NULL, 0) == 0);
+    size_t mark = ch.doc->n;
+    input("/stop");
+    sync_engine();
+    CHECK(ch.doc->n == mark && idle());
+    input("/set max_tokens 24");
+}
+
+static int file_exists(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+/* /save, /list, /load: a saved conversation comes back, to the engine
+ * too (regenerating its reply gives the same text). */
+static void check_save_load(const char *data, const char *first)
+{
+    char path[1400];
+    input("/reset");
+    ask("Once upon a time");
+    size_t mark = ch.doc->n;
+    input("/save alpha");
+    snprintf(path, sizeof path, "%s/conversations/alpha.nbj", data);
+    CHECK(file_exists(path) && !strcmp(ch.name, "alpha") && notice_since(mark, "saved as 'alpha'"));
+    mark = ch.doc->n;
+    input("/save ../evil");
+    CHECK(notice_since(mark, "/save: use letters"));
+    snprintf(path, sizeof path, "%s/evil.nbj", data);
+    CHECK(!file_exists(path));
+    input("/save beta");
+    mark = ch.doc->n;
+    input("/list");
+    CHECK(notice_since(mark, "alpha") && notice_since(mark, "beta  (this one)"));
+
+    input("/reset");
+    CHECK(count_kind(ch.doc, ENG_J_ASSISTANT) == 0);
+    mark = ch.doc->n;
+    input("/load alpha");
+    CHECK(notice_since(0, "resumed 'alpha' (2 turns)"));
+    CHECK(!strcmp(ch.name, "alpha"));
+    int u = last_of(ENG_J_USER), r = last_of(ENG_J_ASSISTANT);
+    CHECK(u >= 0 && r > u && !strcmp(ch.doc->e[u].text, "Once upon a time") && !strcmp(ch.doc->e[r].text, first));
+    input("/regen");
+    CHECK(wait_until(idle));
+    r = last_of(ENG_J_ASSISTANT);
+    CHECKF(r >= 0 && !strcmp(ch.doc->e[r].text, first), "regenerated after /load: %s", r >= 0 ? ch.doc->e[r].text : "");
+
+    static const char *const bad[] = {"/load", "/load ../x", "/load nosuch"};
+    static const char *const says[] = {"usage: /load", "usage: /load", "cannot load 'nosuch'"};
+    for (int i = 0; i < 3; i++) {
+        mark = ch.doc->n;
+        input("%s", bad[i]);
+        CHECKF(notice_since(mark, says[i]), "%s", bad[i]);
+    }
+    CHECK(!strcmp(ch.name, "alpha"));
+}
+
+/* A small context: the engine's context-shift notice is saved with the
+ * conversation (it changes what the model remembers); its other notices
+ * (here: no chat template) are shown and not saved. */
+static void check_notices(const char *data)
+{
+    input("/reset");
+    load_ctx = 64;
+    ui_chat_load_model(&ch, ch.st.model_path);
+    CHECK(wait_until(idle));
+    CHECK(ch.have_model && ch.st.ctx_size == 64);
+    for (int i = 0; i < 4; i++)
+        ask(" Once upon a time there was a cat.");
+    int kept = 0, shown = 0;
+    for (size_t i = 0; i < ch.doc->n; i++) {
+        const eng_jentry *x = &ch.doc->e[i];
+        kept += x->kind == ENG_J_NOTICE && !x->transient;
+        shown += x->kind == ENG_J_NOTICE && x->transient && strstr(x->text, "no chat template");
+    }
+    CHECK(kept >= 1 && shown >= 1);
+    input("/save small");
+    char path[1400];
+    snprintf(path, sizeof path, "%s/conversations/small.nbj", data);
+    eng_journal *j = NULL;
+    eng_err e;
+    CHECK(eng_journal_load(path, &j, &e) == 0);
+    if (j) {
+        CHECKF(count_kind(j, ENG_J_NOTICE) == kept, "saved %d notices, kept %d", count_kind(j, ENG_J_NOTICE), kept);
+        for (size_t i = 0; i < j->n; i++)
+            if (j->e[i].kind == ENG_J_NOTICE)
+                CHECKF(!strncmp(j->e[i].text, "context full", 12), "saved notice: %s", j->e[i].text);
+        eng_journal_free(j);
+    }
+}
+
+static void check_misc(void)
+{
+    size_t mark = ch.doc->n;
+    CHECK(input("/help") == UI_ACT_HELP && input("/?") == UI_ACT_HELP);
+    static const char *const cmds[] = {"/reset", "/regen", "/stop", "/system", "/set", "/model", "/kernel",
+                                       "/threads", "/save", "/load", "/list", "/help", "/quit"};
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        char item[32]; /* listed as a command, not only named in passing */
+        snprintf(item, sizeof item, "  %s ", cmds[i]);
+        CHECKF(strstr(ui_chat_help(), item), "the help lacks %s", cmds[i]);
+    }
+    CHECK(input("/quit") == UI_ACT_QUIT && input("/exit") == UI_ACT_QUIT && input("/q") == UI_ACT_QUIT);
+    CHECK(ch.doc->n == mark); /* they leave the document alone */
+    input("/model");
+    CHECK(notice_since(mark, "usage: /model"));
+    /* a file that is no model: said so, the loaded one stays */
+    char was[sizeof ch.st.model_path];
+    snprintf(was, sizeof was, "%s", ch.st.model_path);
+    mark = ch.doc->n;
+    input("/model /nonexistent/m.gguf");
+    CHECK(wait_until(idle));
+    CHECK(ch.load_error && ch.have_model && !strcmp(ch.st.model_path, was));
+    CHECK(notice_since(mark, "cannot load /nonexistent/m.gguf") && notice_since(mark, "the previous model stays"));
+}
+
+int main(void)
+{
+    char model[4096];
+    if (!tu_asset("stories260K.gguf", model))
+        return TU_SKIP;
+
+    /* a private XDG_DATA_HOME; the data folder as the app derives it */
+    char xdg[512], data[600];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(xdg, sizeof xdg, "%s/nibble-test-chat-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!tu_mkdtemp(xdg)) {
+        fprintf(stderr, "cannot make %s\n", xdg);
+        return 1;
+    }
+#ifdef _WIN32
+    _putenv_s("XDG_DATA_HOME", xdg);
+#else
+    setenv("XDG_DATA_HOME", xdg, 1);
+#endif
+    snprintf(data, sizeof data, "%s/nibble", getenv("XDG_DATA_HOME"));
+    eng_err e = {{0}};
+    CHECK(eng_mkdirs(data, &e) == 0);
+
+    eng_engine *en;
+    CHECK(eng_engine_start(&en, &e) == 0);
+
+    /* before any model: the UI refuses what needs one */
+    ui_chat_opts o0 = {.data_dir = data};
+    CHECK(ui_chat_init(&ch, en, &o0, &e) == 0);
+    size_t mark = ch.doc->n;
+    input("hello");
+    input("/regen");
+    CHECK(!ch.busy && notice_since(mark, "no model is loaded") && count_kind(ch.doc, ENG_J_USER) == 0);
+    ui_chat_close(&ch);
+
+    ui_chat_opts o = {.data_dir = data, .model = model, .settings = settings};
+    CHECK(ui_chat_init(&ch, en, &o, &e) == 0);
+    CHECK(ch.loading);
+    CHECK(wait_until(idle));
+    CHECK(ch.have_model && !strcmp(ch.st.model_path, model));
+    /* the sliders start at the engine's defaults, which are the sampler's */
+    eng_gen_params d = eng_gen_defaults();
+    CHECK(gen_eq(&ch.gen, &d) && gen_eq(&ch.st.gen, &d));
+    eng_gen_params sd = {.sp = eng_sampler_defaults(), .max_tokens = d.max_tokens};
+    CHECK(gen_eq(&d, &sd));
+
+    check_set();
+    check_kernel_threads();
+    check_system();
+    char first[4096];
+    check_replies(first, sizeof first);
+    check_stop();
+    check_save_load(data, first);
+    check_misc();
+    check_notices(data);
+
+    ui_chat_close(&ch);
+    eng_engine_stop(en);
+    CHECK(tu_rmtree(xdg) == 0);
+    return tu_result("test_chat");
+}
