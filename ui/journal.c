@@ -326,6 +326,67 @@ static char *read_all(const char *path, size_t *len, eng_err *e, int *rc)
     return b.p;
 }
 
+static int oom(eng_err *e) { return eng_errf(e, ENG_ENOMEM, "out of memory"); }
+
+/* One record line after the first (key and val split at the first
+ * space, val NUL-terminated and writable): applied to j. Keys this build
+ * does not know were written by a newer nibble and are skipped. */
+static int load_line(eng_journal *j, const char *path, int line, char *key, char *val, int *seen_end, eng_err *e)
+{
+    if (*seen_end)
+        return eng_errf(e, ENG_EFORMAT, "%s:%d: text after 'end'", path, line);
+    if (!strcmp(key, "end")) {
+        *seen_end = 1;
+        return 0;
+    }
+    if (!strcmp(key, "entry")) {
+        enum eng_jkind k = !strcmp(val, "user") ? ENG_J_USER : !strcmp(val, "assistant") ? ENG_J_ASSISTANT
+                           : !strcmp(val, "notice")                                   ? ENG_J_NOTICE
+                                                                                      : 0;
+        if (!k)
+            return eng_errf(e, ENG_EFORMAT, "%s:%d: unknown entry kind '%s'", path, line, val);
+        return eng_journal_add(j, k, "") < 0 ? oom(e) : 0;
+    }
+    int needs_entry = !strcmp(key, "text") || !strcmp(key, "meta") || !strcmp(key, "mark") ||
+                      !strcmp(key, "partial");
+    if (needs_entry && !j->n)
+        return eng_errf(e, ENG_EFORMAT, "%s:%d: '%s' before any entry", path, line, key);
+    eng_jentry *x = j->n ? &j->e[j->n - 1] : NULL;
+    if (!strcmp(key, "partial")) {
+        x->partial = atoi(val) != 0;
+    } else if (!strcmp(key, "text") || !strcmp(key, "system")) {
+        long n = eng_journal_unescape(val);
+        if (n < 0 || !eng_utf8_valid(val, (size_t)n))
+            return eng_errf(e, ENG_EFORMAT, "%s:%d: bad escape or invalid UTF-8 in %s", path, line, key);
+        if (!strcmp(key, "system")) {
+            if (eng_journal_set_system(j, val))
+                return oom(e);
+        } else {
+            x->len = 0;
+            if (eng_journal_append(j, j->n - 1, val, (size_t)n))
+                return oom(e);
+        }
+    } else if (!strcmp(key, "meta")) {
+        char *v = strchr(val, ' ');
+        if (!v)
+            return eng_errf(e, ENG_EFORMAT, "%s:%d: meta needs a key and a value", path, line);
+        *v++ = 0;
+        if (eng_journal_unescape(val) < 0 || eng_journal_unescape(v) < 0)
+            return eng_errf(e, ENG_EFORMAT, "%s:%d: bad escape in meta", path, line);
+        if (eng_journal_meta(j, j->n - 1, val, v))
+            return oom(e);
+    } else if (!strcmp(key, "mark")) {
+        unsigned long long byte, tok;
+        int used = 0;
+        if (sscanf(val, "%llu %llu %n", &byte, &tok, &used) < 2 || !used || tok > UINT32_MAX ||
+            eng_journal_unescape(val + used) < 0)
+            return eng_errf(e, ENG_EFORMAT, "%s:%d: mark needs BYTE TOKEN WHAT", path, line);
+        if (mark_at(j, j->n - 1, (size_t)byte, (uint32_t)tok, val + used))
+            return oom(e);
+    }
+    return 0;
+}
+
 int eng_journal_load(const char *path, eng_journal **out, eng_err *e)
 {
     *out = NULL;
@@ -366,75 +427,8 @@ int eng_journal_load(const char *path, eng_journal **out, eng_err *e)
             }
             continue;
         }
-        if (seen_end) {
-            rc = eng_errf(e, ENG_EFORMAT, "%s:%d: text after 'end'", path, line);
+        if ((rc = load_line(j, path, line, key, val, &seen_end, e)))
             goto done;
-        }
-        if (!strcmp(key, "end")) {
-            seen_end = 1;
-            continue;
-        }
-        if (!strcmp(key, "entry")) {
-            enum eng_jkind k = !strcmp(val, "user") ? ENG_J_USER : !strcmp(val, "assistant") ? ENG_J_ASSISTANT
-                               : !strcmp(val, "notice")                                   ? ENG_J_NOTICE
-                                                                                          : 0;
-            if (!k) {
-                rc = eng_errf(e, ENG_EFORMAT, "%s:%d: unknown entry kind '%s'", path, line, val);
-                goto done;
-            }
-            if ((rc = eng_journal_add(j, k, "")) < 0)
-                goto oom;
-            rc = 0;
-            continue;
-        }
-        int needs_entry = !strcmp(key, "text") || !strcmp(key, "meta") || !strcmp(key, "mark") ||
-                          !strcmp(key, "partial");
-        if (needs_entry && !j->n) {
-            rc = eng_errf(e, ENG_EFORMAT, "%s:%d: '%s' before any entry", path, line, key);
-            goto done;
-        }
-        eng_jentry *x = j->n ? &j->e[j->n - 1] : NULL;
-        if (!strcmp(key, "partial")) {
-            x->partial = atoi(val) != 0;
-        } else if (!strcmp(key, "text") || !strcmp(key, "system")) {
-            long n = eng_journal_unescape(val);
-            if (n < 0 || !eng_utf8_valid(val, (size_t)n)) {
-                rc = eng_errf(e, ENG_EFORMAT, "%s:%d: bad escape or invalid UTF-8 in %s", path, line, key);
-                goto done;
-            }
-            if (!strcmp(key, "system")) {
-                if (eng_journal_set_system(j, val))
-                    goto oom;
-            } else {
-                x->len = 0;
-                if (eng_journal_append(j, j->n - 1, val, (size_t)n))
-                    goto oom;
-            }
-        } else if (!strcmp(key, "meta")) {
-            char *v = strchr(val, ' ');
-            if (!v) {
-                rc = eng_errf(e, ENG_EFORMAT, "%s:%d: meta needs a key and a value", path, line);
-                goto done;
-            }
-            *v++ = 0;
-            if (eng_journal_unescape(val) < 0 || eng_journal_unescape(v) < 0) {
-                rc = eng_errf(e, ENG_EFORMAT, "%s:%d: bad escape in meta", path, line);
-                goto done;
-            }
-            if (eng_journal_meta(j, j->n - 1, val, v))
-                goto oom;
-        } else if (!strcmp(key, "mark")) {
-            unsigned long long byte, tok;
-            int used = 0;
-            if (sscanf(val, "%llu %llu %n", &byte, &tok, &used) < 2 || !used || tok > UINT32_MAX ||
-                eng_journal_unescape(val + used) < 0) {
-                rc = eng_errf(e, ENG_EFORMAT, "%s:%d: mark needs BYTE TOKEN WHAT", path, line);
-                goto done;
-            }
-            if (mark_at(j, j->n - 1, (size_t)byte, (uint32_t)tok, val + used))
-                goto oom;
-        }
-        /* other keys: written by a newer nibble; skipped */
     }
     if (line == 0) {
         rc = eng_errf(e, ENG_EFORMAT, "%s: empty file; not a nibble journal", path);
@@ -452,8 +446,6 @@ int eng_journal_load(const char *path, eng_journal **out, eng_err *e)
     free(data);
     *out = j;
     return 0;
-oom:
-    rc = eng_errf(e, ENG_ENOMEM, "out of memory");
 done:
     free(data);
     eng_journal_free(j);
