@@ -153,6 +153,10 @@ int32_t eng_sampler_sample(eng_sampler *s, const float *logits, const int32_t *h
     top_sorted(s->c, n, k);
     /* softmax at temperature 1 for the top-p / min-p cuts, over the kept head */
     float mx = s->c[0].logit;
+    /* +inf: that token is certain (logit - mx would be inf - inf, NaN);
+     * -inf: every token is impossible, and the best is as good as any */
+    if (!isfinite(mx))
+        return s->c[0].id;
     double sum = 0;
     for (uint32_t i = 0; i < k; i++) {
         s->prob[i] = expf(s->c[i].logit - mx);

@@ -412,6 +412,35 @@ static void check_set(void)
     eng_sampler_free(s);
 }
 
+/* Infinite logits: +inf is certain under sampling as under greedy (the
+ * softmax would compute inf - inf); all -inf (or NaN) gives the best id,
+ * the lowest, not whichever the draw ends on. */
+static void check_infinite(void)
+{
+    const float plus[4] = {0, INFINITY, 1, 0};
+    const float none[4] = {-INFINITY, NAN, -INFINITY, -INFINITY};
+    for (int with_cuts = 0; with_cuts < 2; with_cuts++) {
+        eng_sampler_params p = plain(1.0f, 7);
+        if (with_cuts) {
+            p.top_k = 3;
+            p.top_p = 0.9f;
+            p.min_p = 0.05f;
+        }
+        eng_sampler *s = eng_sampler_new(4, &p);
+        CHECK(s != NULL);
+        if (!s)
+            return;
+        int plus_ok = 1, none_ok = 1;
+        for (int i = 0; i < 200; i++) {
+            plus_ok &= eng_sampler_sample(s, plus, NULL, 0) == 1;
+            none_ok &= eng_sampler_sample(s, none, NULL, 0) == 0;
+        }
+        CHECKF(plus_ok, "a +inf logit is not always drawn (cuts %d)", with_cuts);
+        CHECKF(none_ok, "all -inf/NaN logits do not give id 0 (cuts %d)", with_cuts);
+        eng_sampler_free(s);
+    }
+}
+
 int main(void)
 {
     for (int i = 0; i < NV; i++)
@@ -423,5 +452,6 @@ int main(void)
     check_seeds();
     check_params();
     check_set();
+    check_infinite();
     return tu_result("test_sampler");
 }
