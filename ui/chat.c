@@ -347,11 +347,10 @@ static void on_event(ui_chat *ch, eng_event *ev)
         mark_changed(ch, UI_CH_STATE);
         break;
     case ENG_EV_PROGRESS: {
-        const char *stage = eng_stage_name(ev->progress.stage);
-        if (!ch->prog_active || strcmp(ch->prog_stage, stage))
+        if (!ch->prog_active || ch->prog_stage != (int)ev->progress.stage)
             ch->prog_t0 = ui_now_ms();
         ch->prog_active = ev->progress.fraction < 1.0 || ev->progress.stage == ENG_STAGE_LOAD;
-        snprintf(ch->prog_stage, sizeof ch->prog_stage, "%s", stage);
+        ch->prog_stage = (int)ev->progress.stage;
         ch->prog_frac = ev->progress.fraction;
         ch->prog_eta = ev->progress.eta_s;
         mark_changed(ch, UI_CH_PROGRESS);
@@ -521,7 +520,7 @@ void ui_chat_load_model(ui_chat *ch, const char *path)
         ch->prog_frac = 0;
         ch->prog_eta = 0;
         ch->prog_t0 = ui_now_ms();
-        snprintf(ch->prog_stage, sizeof ch->prog_stage, "%s", eng_stage_name(ENG_STAGE_LOAD));
+        ch->prog_stage = ENG_STAGE_LOAD;
         mark_changed(ch, UI_CH_PROGRESS);
     }
 }

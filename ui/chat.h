@@ -61,7 +61,7 @@ typedef struct ui_chat {
     int nspark;
     int reply;             /* doc index of the reply being written, -1 */
     int prog_active;
-    char prog_stage[16];
+    int prog_stage;        /* enum eng_stage of the progress shown (eng_stage_name for its name) */
     double prog_frac, prog_eta, prog_t0;
     int load_error;        /* the last LOAD failed (the menu may reopen) */
     char last_error[512];

@@ -209,7 +209,7 @@ void tui_draw_header(tui *t)
     draw_row(t, &h, 1, ROW(row_speed));
     if (ch->prog_active) {
         h.el = (ui_now_ms() - ch->prog_t0) / 1e3;
-        h.isload = !strcmp(ch->prog_stage, "load");
+        h.isload = ch->prog_stage == ENG_STAGE_LOAD;
         draw_row(t, &h, 2, ROW(row_progress));
     } else
         draw_row(t, &h, 2, ROW(row_idle));
