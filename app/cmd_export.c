@@ -1,6 +1,6 @@
 /* nibble export-ollama: a directory Ollama can `ollama create` from: the
  * GGUF (copied) and a Modelfile with the chat template rewritten in
- * Ollama's Go-template syntax for the family engine/template.c detects,
+ * Ollama's Go-template syntax for the family engine/text/template.c detects,
  * the family's stop strings and nibble's sampler defaults. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* nibble ppl: perplexity of a model on a text, and with --kl-base the KL
  * divergence from a base model, top-1 agreement and the change in
- * perplexity (engine/ppl.c; llama-perplexity's method). */
+ * perplexity (engine/tools/ppl.c; llama-perplexity's method). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
-/* nibble quantize: a GGUF model to another weight type (engine/quantize.c),
- * optionally activation-aware (engine/awq.c). Also the progress bar the
+/* nibble quantize: a GGUF model to another weight type (engine/tools/quantize.c),
+ * optionally activation-aware (engine/tools/awq.c). Also the progress bar the
  * measuring commands share. */
 #include <stdio.h>
 #include <stdlib.h>

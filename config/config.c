@@ -21,7 +21,7 @@ void cfg_defaults(cfg_config *c)
     memset(c, 0, sizeof *c);
     c->color = 1;
     c->mouse = 1;
-    /* the engine's sampler defaults (engine/sampler.c), repeated here
+    /* the engine's sampler defaults (engine/sampler/sampler.c), repeated here
      * because config/ stands alone */
     c->v.temp = 0.8f;
     c->v.top_k = 40;
@@ -58,7 +58,7 @@ typedef struct parse {
     int lineno;
 } parse;
 
-#ifdef __MINGW32__ /* its C99 printf, see engine/err.h */
+#ifdef __MINGW32__ /* its C99 printf, see engine/base/include/err.h */
 static void warn(parse *ps, const char *fmt, ...) __attribute__((format(gnu_printf, 2, 3)));
 #else
 static void warn(parse *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,4 +1,4 @@
-/* engine/ppl.c and engine/awq.c against ../shared:
+/* engine/tools/ppl.c and engine/tools/awq.c against ../shared:
  *  - the embedded model's perplexity on wiki.test.raw (-c 256, 40
  *    windows) equals llama-perplexity's 92.3628 (../shared/golden) to 0.1%;
  *  - KL of a model against itself is 0 with 100% top-1 agreement;

@@ -1,4 +1,4 @@
-/* engine/quantize.c, the K-quant forward path and `nibble quantize`:
+/* engine/tools/quantize.c, the K-quant forward path and `nibble quantize`:
  *  - F32 -> f32 keeps every tensor's bytes and every metadata key;
  *  - every target: each tensor within its type's error bound of the
  *    original, the plan's types (mixes, output rule, fallbacks) and the

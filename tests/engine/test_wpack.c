@@ -1,4 +1,4 @@
-/* Weight packing at load (engine/wpack.c) changes no result: a model
+/* Weight packing at load (engine/model/wpack.c) changes no result: a model
  * opened with its weights packed gives the logits of the same model
  * opened without, bit for bit, for a prompt in one batch and token by
  * token, on 1, 2 and 3 threads (the pool's row split must respect the

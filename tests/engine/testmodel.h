@@ -4,7 +4,7 @@
  * SentencePiece vocabulary every test model carries, and the distance
  * between a run's logits and the reference's.
  *
- * Include after testutil.h, engine/gguf.h and simd/simd.h. */
+ * Include after testutil.h, engine/gguf/include/gguf.h and simd/simd.h. */
 #ifndef NIBBLE_TESTMODEL_H
 #define NIBBLE_TESTMODEL_H
 

@@ -24,9 +24,9 @@ static inline int nb_mkdir(const char *path, int mode)
 static inline int nb_fsync(int fd) { return _commit(fd); }
 /* rename(), but replacing an existing target as POSIX rename does
  * (Windows' rename fails then): MoveFileEx with REPLACE_EXISTING and
- * WRITE_THROUGH. Sets errno on failure. In engine/sys.c. */
+ * WRITE_THROUGH. Sets errno on failure. In engine/base/sys.c. */
 int nb_rename(const char *from, const char *to);
-/* getline(3), which the Windows C runtime lacks. In engine/sys.c. */
+/* getline(3), which the Windows C runtime lacks. In engine/base/sys.c. */
 ssize_t nb_getline(char **line, size_t *cap, FILE *f);
 /* files are bytes: no CRLF translation, no Ctrl+Z end of file */
 #define NB_O_BINARY O_BINARY
