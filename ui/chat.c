@@ -42,17 +42,39 @@ const char *ui_chat_help(void) { return help; }
 
 static void mark_changed(ui_chat *ch, unsigned what) { ch->changed |= what; }
 
-void ui_chat_notice(ui_chat *ch, const char *fmt, ...)
+static void add_notice(ui_chat *ch, int error, const char *fmt, va_list ap)
 {
     char buf[2048];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    int i = eng_journal_add(ch->doc, ENG_J_NOTICE, buf);
+    if (i >= 0) {
+        ch->doc->e[i].transient = 1;
+        if (error)
+            eng_journal_meta(ch->doc, (size_t)i, "level", "error");
+    }
+    mark_changed(ch, UI_CH_DOC);
+}
+
+void ui_chat_notice(ui_chat *ch, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    add_notice(ch, 0, fmt, ap);
     va_end(ap);
-    int i = eng_journal_add(ch->doc, ENG_J_NOTICE, buf);
-    if (i >= 0)
-        ch->doc->e[i].transient = 1;
-    mark_changed(ch, UI_CH_DOC);
+}
+
+void ui_chat_error(ui_chat *ch, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add_notice(ch, 1, fmt, ap);
+    va_end(ap);
+}
+
+int ui_chat_is_error(const ui_chat *ch, size_t i)
+{
+    const char *lv = eng_journal_get_meta(ch->doc, i, "level");
+    return lv && !strcmp(lv, "error");
 }
 
 /* ---- journal ---- */
@@ -81,7 +103,7 @@ static int save_now(ui_chat *ch)
     if (rc) {
         if (strcmp(ch->last_error, e.msg)) {
             snprintf(ch->last_error, sizeof ch->last_error, "%s", e.msg);
-            ui_chat_notice(ch, "cannot save the conversation: %s", e.msg);
+            ui_chat_error(ch, "cannot save the conversation: %s", e.msg);
         }
         return rc;
     }
@@ -405,11 +427,11 @@ static void on_event(ui_chat *ch, eng_event *ev)
             ch->loading = 0;
             ch->load_error = 1;
             ch->prog_active = 0;
-            ui_chat_notice(ch, "cannot load %s: %s%s", ch->loading_path, ev->text ? ev->text : "?",
+            ui_chat_error(ch, "cannot load %s: %s%s", ch->loading_path, ev->text ? ev->text : "?",
                            ch->have_model ? " (the previous model stays)" : "");
             mark_changed(ch, UI_CH_PROGRESS | UI_CH_STATE);
         } else
-            ui_chat_notice(ch, "error: %s", ev->text ? ev->text : "?");
+            ui_chat_error(ch, "error: %s", ev->text ? ev->text : "?");
         snprintf(ch->last_error, sizeof ch->last_error, "%s", ev->text ? ev->text : "");
         break;
     case ENG_EV_NOTICE:
@@ -678,7 +700,7 @@ enum ui_action ui_chat_input(ui_chat *ch, const char *text)
         else if (ch->busy)
             ui_chat_notice(ch, "a reply is running; stop it first");
         else if (restore(ch, arg, &e))
-            ui_chat_notice(ch, "cannot load '%s': %s", arg, e.msg);
+            ui_chat_error(ch, "cannot load '%s': %s", arg, e.msg);
     } else if (!strcmp(cmd, "list")) {
         char **names;
         int k = ui_chat_list(ch, &names);

@@ -97,6 +97,11 @@ void ui_chat_set_kernel(ui_chat *ch, const char *name);
 void ui_chat_set_threads(ui_chat *ch, int n);
 /* A message shown in the conversation but never saved. */
 void ui_chat_notice(ui_chat *ch, const char *fmt, ...) ENG_PRINTF(2, 3);
+/* The same for something that failed: marked (meta "level" = "error") so
+ * a front end can show it as an error without reading its words. */
+void ui_chat_error(ui_chat *ch, const char *fmt, ...) ENG_PRINTF(2, 3);
+/* 1 when the conversation's entry i is such an error notice. */
+int ui_chat_is_error(const ui_chat *ch, size_t i);
 /* The help text (slash commands). */
 const char *ui_chat_help(void);
 

@@ -165,7 +165,7 @@ static int build_lines(tui *t, int width, dline **out)
         const char *sup = eng_journal_get_meta(doc, i, "superseded");
         int old = sup && !strcmp(sup, "1");
         int kind = x->kind == ENG_J_USER ? C_USER : x->kind == ENG_J_ASSISTANT ? C_BOT : C_NOTE;
-        if (x->kind == ENG_J_NOTICE && (!strncmp(x->text, "error", 5) || !strncmp(x->text, "cannot", 6)))
+        if (x->kind == ENG_J_NOTICE && ui_chat_is_error(t->ch, i))
             kind = C_ERR;
         const char *label = add_label(t, &d, i, kind, old);
         size_t tn;

@@ -87,6 +87,16 @@ static int notice_since(size_t from, const char *s)
     return 0;
 }
 
+/* The error flag of the notice holding s since from: 1 error, 0 plain,
+ * -1 no such notice. */
+static int notice_error(size_t from, const char *s)
+{
+    for (size_t i = from; i < ch.doc->n; i++)
+        if (ch.doc->e[i].kind == ENG_J_NOTICE && strstr(ch.doc->e[i].text, s))
+            return ui_chat_is_error(&ch, i);
+    return -1;
+}
+
 static int count_kind(const eng_journal *j, enum eng_jkind k)
 {
     int n = 0;
@@ -408,6 +418,12 @@ static void check_misc(void)
     CHECK(wait_until(idle));
     CHECK(ch.load_error && ch.have_model && !strcmp(ch.st.model_path, was));
     CHECK(notice_since(mark, "cannot load /nonexistent/m.gguf") && notice_since(mark, "the previous model stays"));
+    /* failures are marked as errors (the screen colours them by the mark) */
+    CHECK(notice_error(mark, "cannot load /nonexistent/m.gguf") == 1);
+    CHECK(notice_error(mark, "usage: /model") == -1);
+    mark = ch.doc->n;
+    input("/model");
+    CHECK(notice_error(mark, "usage: /model") == 0);
 }
 
 int main(void)
