@@ -13,6 +13,7 @@
 #include "port.h"
 #include "sampler.h"
 #include "template.h"
+#include "files.h"
 
 static const char usage[] =
     "usage: nibble export-ollama MODEL.gguf OUTDIR [--template FAMILY] [--name NAME]\n"
@@ -134,8 +135,7 @@ int cmd_export(int argc, char **argv)
         fprintf(stderr, "nibble export-ollama: %s: %s\n", pos[1], strerror(errno));
         return 1;
     }
-    const char *base = strrchr(pos[0], '/');
-    base = base ? base + 1 : pos[0];
+    const char *base = eng_path_base(pos[0]);
     char file[1024], dst[4200], mf[4200], tmp[4300], err[600];
     if (name)
         snprintf(file, sizeof file, "%s.gguf", name);
