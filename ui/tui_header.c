@@ -29,17 +29,6 @@ typedef struct cell {
 
 #define WIDE_W 110
 
-static void human(double bytes, char *b, size_t n)
-{
-    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int i = 0;
-    while (bytes >= 1024 && i < 4) {
-        bytes /= 1024;
-        i++;
-    }
-    snprintf(b, n, i ? "%.1f %s" : "%.0f %s", bytes, u[i]);
-}
-
 static void label(tui *t, int y, int x, const char *s)
 {
     attron(tui_pair(t, C_METER) | A_BOLD);
@@ -153,7 +142,7 @@ static void memory(tui *t, const hdr *h, int y, int x, int cols)
     (void)h;
     ui_chat *ch = t->ch;
     char mem[32], buf[96];
-    human((double)eng_rss_bytes(), mem, sizeof mem);
+    eng_format_bytes((double)eng_rss_bytes(), mem, sizeof mem);
     snprintf(buf, sizeof buf, "Mem %s   %s", mem, ch->busy ? "replying..." : ch->loading ? "loading..." : "ready");
     tui_putz(y, x, cols, buf);
 }

@@ -132,3 +132,14 @@ uint64_t eng_rss_bytes(void)
 uint64_t eng_rss_bytes(void) { return 0; }
 #endif
 #endif
+
+void eng_format_bytes(double bytes, char *out, size_t n)
+{
+    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 4) {
+        bytes /= 1024;
+        u++;
+    }
+    snprintf(out, n, u ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
+}

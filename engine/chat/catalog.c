@@ -8,6 +8,7 @@
 #include "err.h"
 #include "gguf.h"
 #include "simd.h"
+#include "sys.h"
 
 int eng_kernel_count(void) { return SIMD_K_COUNT; }
 
@@ -22,24 +23,12 @@ int eng_kernel_describe(int i, eng_kernel_desc *out)
     return 0;
 }
 
-/* 1536 -> "1.5 KiB": the size as a person reads it. */
-static void human_size(double b, char *out, size_t n)
-{
-    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (b >= 1024 && u < 4) {
-        b /= 1024;
-        u++;
-    }
-    snprintf(out, n, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
-}
-
 void eng_model_file_describe(const char *path, char *note, size_t n)
 {
     struct stat sb;
     char size[32] = "?";
     if (!stat(path, &sb))
-        human_size((double)sb.st_size, size, sizeof size);
+        eng_format_bytes((double)sb.st_size, size, sizeof size);
     eng_gguf *g;
     eng_err e = {{0}};
     if (eng_gguf_open(path, &g, &e)) {
