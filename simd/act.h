@@ -41,6 +41,18 @@ static inline void act_silu_mul(float *restrict g, const float *restrict u, size
         g[i] = act_x_sigmoid(g[i], g[i]) * u[i];
 }
 
+/* gpt-oss's clamped SwiGLU: x = min(g, limit), y = u clamped to
+ * [-limit, limit], g = x * sigmoid(alpha x) * (y + 1). A NaN gate stays
+ * NaN (the min keeps it), as does a NaN up. */
+static inline void act_swiglu_oai(float *restrict g, const float *restrict u, size_t n, float alpha, float limit)
+{
+    for (size_t i = 0; i < n; i++) {
+        float x = g[i] > limit ? limit : g[i];
+        float y = u[i] > limit ? limit : u[i] < -limit ? -limit : u[i];
+        g[i] = act_x_sigmoid(x, alpha * x) * (y + 1.0f);
+    }
+}
+
 /* g[i] = gelu(g[i]), the tanh form GPT-2 was trained with:
  * 0.5 x (1 + tanh(y)), y = sqrt(2/pi) (x + 0.044715 x^3), which is
  * x * sigmoid(2y) exactly; computed that way, so large negative x gives
@@ -58,6 +70,9 @@ void simd_silu_mul_ref(float *g, const float *u, size_t n);
 void simd_silu_mul_avx2(float *g, const float *u, size_t n);
 void simd_silu_mul_avx512(float *g, const float *u, size_t n);
 void simd_gelu_ref(float *g, size_t n);
+void simd_swiglu_oai_ref(float *g, const float *u, size_t n, float alpha, float limit);
+void simd_swiglu_oai_avx2(float *g, const float *u, size_t n, float alpha, float limit);
+void simd_swiglu_oai_avx512(float *g, const float *u, size_t n, float alpha, float limit);
 void simd_gelu_avx2(float *g, size_t n);
 void simd_gelu_avx512(float *g, size_t n);
 

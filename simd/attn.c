@@ -62,6 +62,28 @@ void simd_attn_merge(size_t hd, size_t nchunks, const float *part, size_t cstrid
         out[d] = out[d] * inv;
 }
 
+void simd_attn_merge_sink(size_t hd, size_t nchunks, const float *part, size_t cstride, float sink, float *out)
+{
+    float mx = sink, sum = 0.0f;
+    for (size_t c = 0; c < nchunks; c++)
+        if (part[c * cstride] > mx)
+            mx = part[c * cstride];
+    for (size_t c = 0; c < nchunks; c++)
+        sum += part[c * cstride + 1] * attn_exp(part[c * cstride] - mx);
+    sum += attn_exp(sink - mx); /* the sink's share, last */
+    float inv = 1.0f / sum;
+    for (size_t d = 0; d < hd; d++)
+        out[d] = 0.0f;
+    for (size_t c = 0; c < nchunks; c++) {
+        const float *row = part + c * cstride;
+        float f = attn_exp(row[0] - mx);
+        for (size_t d = 0; d < hd; d++)
+            out[d] += row[2 + d] * f;
+    }
+    for (size_t d = 0; d < hd; d++)
+        out[d] = out[d] * inv;
+}
+
 void simd_set_attn(enum simd_kernel k, simd_kernel_set *s)
 {
     s->attn = simd_attn_ref;

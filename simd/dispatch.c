@@ -77,6 +77,7 @@ static void install(const simd_kernel_set *set)
     s.attn = set->attn ? set->attn : simd_attn_ref;
     s.silu_mul = set->silu_mul ? set->silu_mul : simd_silu_mul_ref;
     s.gelu = set->gelu ? set->gelu : simd_gelu_ref;
+    s.swiglu_oai = set->swiglu_oai ? set->swiglu_oai : simd_swiglu_oai_ref;
     for (int t = 0; t < SIMD_TYPE_COUNT; t++) {
         if (set->dot[t]) s.dot[t] = set->dot[t];
         s.dot_batch[t] = set->dot_batch[t] ? set->dot_batch[t] : generic_batch[t];
@@ -89,6 +90,7 @@ static void install(const simd_kernel_set *set)
     simd_table.attn = s.attn;
     simd_table.silu_mul = s.silu_mul;
     simd_table.gelu = s.gelu;
+    simd_table.swiglu_oai = s.swiglu_oai;
     /* a type without a dot kernel gets none of the other forms either */
     for (int t = 0; t < SIMD_TYPE_COUNT; t++) {
         simd_traits *row = &simd_table.type[t];
@@ -106,6 +108,7 @@ simd_kernel_set simd_installed_set(void)
     simd_kernel_set s = {
         .q8a_quant = simd_table.q8a_quant, .q8k_quant = simd_table.q8k_quant, .dot_f32 = simd_table.dot_f32,
         .attn = simd_table.attn,           .silu_mul = simd_table.silu_mul,   .gelu = simd_table.gelu,
+        .swiglu_oai = simd_table.swiglu_oai,
     };
     for (int t = 0; t < SIMD_TYPE_COUNT; t++) {
         s.dot[t] = simd_table.type[t].dot;
@@ -323,4 +326,11 @@ void simd_gelu(float *g, size_t n)
     if (!initialised)
         simd_init();
     simd_table.gelu(g, n);
+}
+
+void simd_swiglu_oai(float *g, const float *u, size_t n, float alpha, float limit)
+{
+    if (!initialised)
+        simd_init();
+    simd_table.swiglu_oai(g, u, n, alpha, limit);
 }

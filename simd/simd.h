@@ -341,5 +341,13 @@ void simd_silu_mul(float *g, const float *u, size_t n);
 /* g[i] = gelu(g[i]), the tanh form (GPT-2), computed as x * sigmoid(2y)
  * with the same exp; the same bits on every set and vector width. */
 void simd_gelu(float *g, size_t n);
+/* gpt-oss's clamped SwiGLU: x = min(g[i], limit), y = u[i] clamped to
+ * [-limit, limit], g[i] = x * sigmoid(alpha x) * (y + 1), with the same
+ * exp; the same bits on every set and vector width. */
+void simd_swiglu_oai(float *g, const float *u, size_t n, float alpha, float limit);
+/* simd_attn_merge with an attention sink: one more logit `sink` in the
+ * softmax's denominator that adds no value (gpt-oss); the result is
+ * simd_attn_merge's scaled by sum / (sum + e^(sink - max)). */
+void simd_attn_merge_sink(size_t hd, size_t nchunks, const float *part, size_t cstride, float sink, float *out);
 
 #endif

@@ -18,6 +18,7 @@ typedef struct simd_kernel_set {
     simd_dot_packed_fn dot_packed[SIMD_TYPE_COUNT]; /* optional; no fallback */
     void (*silu_mul)(float *g, const float *u, size_t n); /* optional; else act.c's baseline build */
     void (*gelu)(float *g, size_t n);                     /* likewise */
+    void (*swiglu_oai)(float *g, const float *u, size_t n, float alpha, float limit); /* likewise */
 } simd_kernel_set;
 
 /* The dispatch table, simd/'s one global: a row per weight type (its
@@ -33,6 +34,7 @@ typedef struct simd_dispatch {
     simd_attn_fn attn;
     void (*silu_mul)(float *g, const float *u, size_t n);
     void (*gelu)(float *g, size_t n);
+    void (*swiglu_oai)(float *g, const float *u, size_t n, float alpha, float limit);
 } simd_dispatch;
 extern simd_dispatch simd_table;
 /* The installed set read back from the table as a kernel set, every
