@@ -23,6 +23,8 @@
 /* The least weight bytes a thread takes at once from a shared matmul. */
 #define MM_CHUNK_BYTES (64u * 1024u)
 
+typedef struct mm_part mm_part;
+
 struct eng_ctx {
     eng_model *m;
     uint32_t n_ctx, pos;
@@ -43,30 +45,52 @@ struct eng_ctx {
     void *act_k;           /* [BATCH] activation rows, q8k format (K-quant weights) */
     eng_mm_observer obs;   /* optional: sees every matmul's input (AWQ statistics) */
     void *obs_user;
-    double *inv_freq;      /* [rope_dims/2] */
+    double *inv_freq;      /* [rope_dims/2] angle per position, scaling included */
+    float rope_mscale;     /* cos and sin are multiplied by it (YaRN) */
     float *rcos, *rsin;    /* [BATCH][rope_dims/2] */
     void *embrow;          /* one embedding row, taken out of a packed output matrix */
+    /* mixture of experts (NULL for dense models); k = experts a token
+     * runs, rows g = 0 .. nt*k-1 are the batch's (token, expert) pairs
+     * grouped by expert */
+    float *rlog;           /* [BATCH][n_expert] router logits */
+    int32_t *sel;          /* [BATCH][k] experts of each token */
+    float *selw;           /* [BATCH][k] their weights */
+    uint32_t *gidx;        /* [BATCH][k] row g of each (token, slot) */
+    uint32_t *gtok, *gexp; /* [BATCH*k] token and expert of row g */
+    uint32_t *ecount, *estart; /* [n_expert] rows of each expert, first row */
+    float *xe, *ye;        /* [BATCH*k][dim] expert inputs and outputs */
+    float *he, *he2;       /* [BATCH*k][expert_ffn] gate and up */
+    void *eact, *eact_k;   /* [BATCH*k] activation rows, q8 and q8k formats */
+    mm_part *eparts;       /* [2*n_expert] */
+    eng_weight *eview;     /* [2*n_expert] one expert's rows of a layer's expert matrices */
 };
 
 /* ---- matmul: up to three weights sharing one input, split by rows ---- */
 
-typedef struct mm_part {
+struct mm_part {
     const eng_weight *w;
     const void *act;
     size_t astride;
     float *out;   /* out[t * ostride + row] */
     size_t ostride;
+    uint32_t nt;  /* activation rows (tokens) this part multiplies */
     simd_dot_packed_fn dot_packed; /* set when w's packed rows are used */
     size_t gbytes;                 /* bytes per packed group */
     uint32_t packed_rows;          /* w's packed rows when the job began */
-} mm_part;
+};
 
+/* The parts of one pool run: up to three weights sharing an input (a
+ * dense layer), or the selected experts' matrices, each with its own
+ * tokens (a mixture of experts). */
 typedef struct mm_job {
-    mm_part p[3];
+    mm_part *p;
     int np;
-    uint32_t nt, total; /* tokens; rows of all parts */
+    uint32_t total;     /* rows of all parts */
+    uint64_t cost;      /* weight bytes times tokens, over all parts */
     uint64_t bytes;     /* weight bytes of all parts */
 } mm_job;
+
+static uint64_t part_cost(const mm_part *p) { return (uint64_t)p->w->rows * p->w->row_bytes * p->nt; }
 
 /* A part boundary inside a packed weight moves up to a whole group; every
  * worker moves the same boundary the same way, so the parts still cover
@@ -79,22 +103,23 @@ static uint32_t group_edge(uint32_t r, uint32_t rows)
 
 /* The pool cuts a job into ranges of units 0..total-1; unit u begins at
  * this row (counted over the job's weights in order), so that units are
- * equal shares of the weight bytes rather than rows: a range's time is
- * the time to stream its bytes, and the weights of one job may differ in
- * type (q4_k_m files mix q4_k, q6_k, q5_0 and q8_0). */
+ * equal shares of the weight bytes (times the tokens of each part)
+ * rather than rows: a range's time is the time to stream its bytes, and
+ * the weights of one job may differ in type (q4_k_m files mix q4_k,
+ * q6_k, q5_0 and q8_0) and experts in tokens. */
 static uint32_t mm_edge(const mm_job *j, uint32_t u)
 {
     if (u >= j->total)
         return j->total;
-    uint64_t target = j->bytes * (uint64_t)u / (uint64_t)j->total, bbase = 0;
+    uint64_t target = j->cost * (uint64_t)u / (uint64_t)j->total, bbase = 0;
     uint32_t base = 0;
     for (int i = 0; i < j->np; i++) {
-        const eng_weight *w = j->p[i].w;
-        uint64_t wb = (uint64_t)w->rows * w->row_bytes;
+        const mm_part *p = &j->p[i];
+        uint64_t wb = part_cost(p);
         if (target < bbase + wb)
-            return base + (uint32_t)((target - bbase) / w->row_bytes);
+            return base + (uint32_t)((target - bbase) / (p->w->row_bytes * p->nt));
         bbase += wb;
-        base += w->rows;
+        base += p->w->rows;
     }
     return j->total;
 }
@@ -115,7 +140,7 @@ static void mm_range(void *arg, uint32_t u0, uint32_t u1)
             uint32_t end = b < p->packed_rows ? b : p->packed_rows;
             if (a < end) { /* whole groups: the packed rows */
                 p->dot_packed(w->cols, (const char *)w->packed + (size_t)(a / SIMD_PACK_ROWS) * p->gbytes,
-                              (end - a) / SIMD_PACK_ROWS, p->act, p->astride, j->nt, p->out + a, p->ostride);
+                              (end - a) / SIMD_PACK_ROWS, p->act, p->astride, p->nt, p->out + a, p->ostride);
                 a = end;
             }
         }
@@ -123,7 +148,7 @@ static void mm_range(void *arg, uint32_t u0, uint32_t u1)
             /* all of this worker's rows in one call: the kernel shares
              * activation work across them */
             const char *row = (const char *)w->data + (size_t)a * w->row_bytes;
-            simd_type_traits(w->type)->dot_rows(w->cols, row, w->row_bytes, b - a, p->act, p->astride, j->nt,
+            simd_type_traits(w->type)->dot_rows(w->cols, row, w->row_bytes, b - a, p->act, p->astride, p->nt,
                                                 p->out + a, p->ostride);
         }
         base += w->rows;
@@ -131,6 +156,20 @@ static void mm_range(void *arg, uint32_t u0, uint32_t u1)
             break;
     }
 }
+
+/* The packed rows of a part's weight, if the active set reads them (it
+ * may have been switched since the model was packed); read once, so
+ * every worker splits the same way while packing goes on. */
+static void mm_part_packed(mm_part *p)
+{
+    const eng_weight *w = p->w;
+    if (w->packed && (p->dot_packed = simd_type_traits(w->type)->dot_packed)) {
+        p->gbytes = simd_pack_group_bytes(w->type, w->cols);
+        p->packed_rows = atomic_load_explicit(&w->packed_rows, memory_order_acquire);
+    }
+}
+
+static void mm_run(eng_ctx *c, mm_job *j);
 
 /* y_i[t] = W_i x[t] for each weight of the group; x is nt rows of cols
  * floats, quantized here once if any weight wants int8 activations. */
@@ -152,24 +191,33 @@ static void matmul(eng_ctx *c, const float *x, uint32_t nt, int np, const eng_we
     if (need_q8k)
         for (uint32_t t = 0; t < nt; t++)
             simd_act_quant(SIMD_ACT_Q8K, x + (size_t)t * cols, (char *)c->act_k + t * kstride, cols);
-    mm_job j = {.np = np, .nt = nt, .total = 0};
+    mm_part parts[3];
+    mm_job j = {.p = parts, .np = np};
     for (int i = 0; i < np; i++) {
         int q8 = w[i]->act == SIMD_ACT_Q8, q8k = w[i]->act == SIMD_ACT_Q8K;
-        j.p[i] = (mm_part){w[i], q8 ? c->act : q8k ? c->act_k : (const void *)x,
-                           q8 ? qstride : q8k ? kstride : cols * sizeof(float), out[i], w[i]->rows, NULL, 0, 0};
-        /* the packed rows, if the active set reads them (it may have been
-         * switched since the model was packed); read once, so every
-         * worker splits the same way while packing goes on */
-        if (w[i]->packed && (j.p[i].dot_packed = simd_type_traits(w[i]->type)->dot_packed)) {
-            j.p[i].gbytes = simd_pack_group_bytes(w[i]->type, w[i]->cols);
-            j.p[i].packed_rows = atomic_load_explicit(&w[i]->packed_rows, memory_order_acquire);
-        }
-        j.total += w[i]->rows;
-        j.bytes += (uint64_t)w[i]->rows * w[i]->row_bytes;
+        parts[i] = (mm_part){w[i], q8 ? c->act : q8k ? c->act_k : (const void *)x,
+                             q8 ? qstride : q8k ? kstride : cols * sizeof(float), out[i], w[i]->rows, nt, NULL, 0, 0};
+        mm_part_packed(&parts[i]);
     }
+    mm_run(c, &j);
+}
+
+/* Run a job whose parts are filled in: on this thread if it is small,
+ * else on the pool. */
+static void mm_run(eng_ctx *c, mm_job *j)
+{
+    j->total = 0;
+    j->cost = j->bytes = 0;
+    for (int i = 0; i < j->np; i++) {
+        j->total += j->p[i].w->rows;
+        j->cost += part_cost(&j->p[i]);
+        j->bytes += (uint64_t)j->p[i].w->rows * j->p[i].w->row_bytes;
+    }
+    if (!j->total)
+        return;
     /* A small product costs less than waking the workers: run it here. */
-    if (j.bytes * nt < SMALL_MATMUL_BYTES)
-        mm_range(&j, 0, j.total);
+    if (j->cost < SMALL_MATMUL_BYTES)
+        mm_range(j, 0, j->total);
     else
         /* each thread streams one contiguous share of the rows, then
          * helps with what is left of the other's in pieces of at least
@@ -177,8 +225,8 @@ static void matmul(eng_ctx *c, const float *x, uint32_t nt, int np, const eng_we
          * ramp (about a microsecond), so small interleaved parts cost more
          * than the imbalance they remove (eight equal parts for two
          * threads: 10-15% slower decode of qwen05 q4_0). */
-        eng_pool_run_range(c->pool, mm_range, &j, j.total,
-                           (uint32_t)((uint64_t)MM_CHUNK_BYTES * j.total / j.bytes + 1));
+        eng_pool_run_range(c->pool, mm_range, j, j->total,
+                           (uint32_t)((uint64_t)MM_CHUNK_BYTES * j->total / j->bytes + 1));
 }
 
 static void matmul1(eng_ctx *c, const float *x, uint32_t nt, const eng_weight *w, float *out)
@@ -252,6 +300,24 @@ typedef struct att_job {
     uint32_t split; /* tasks per (token, kv head): > 1 only for one token */
 } att_job;
 
+/* The first position a query at position q (0-based) sees: q+1-window
+ * on a windowed layer, else 0. */
+static size_t att_first(const eng_layer *L, size_t q)
+{
+    return L->window && q + 1 > L->window ? q + 1 - L->window : 0;
+}
+
+/* One head's output from its chunk rows, with the head's sink if the
+ * layer has them. */
+static void att_merge(const eng_layer *L, uint32_t h, size_t hd, size_t nch, const float *part, size_t cstride,
+                      float *out)
+{
+    if (L->sinks)
+        simd_attn_merge_sink(hd, nch, part, cstride, L->sinks[h], out);
+    else
+        simd_attn_merge(hd, nch, part, cstride, out);
+}
+
 static void att_worker(void *arg, int ith, int nth)
 {
     const att_job *j = arg;
@@ -267,7 +333,9 @@ static void att_worker(void *arg, int ith, int nth)
     uint32_t per_tok = nkv * j->split;
     for (uint32_t task = (uint32_t)ith; task < j->nt * per_tok; task += (uint32_t)nth) {
         uint32_t t = task / per_tok, g = task % per_tok / j->split, r = task % j->split;
-        size_t n = (size_t)j->pos + t + 1, nch = (n + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK;
+        /* positions first .. n-1, in chunks from first */
+        size_t n = (size_t)j->pos + t + 1, first = att_first(L, n - 1);
+        size_t nch = (n - first + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK;
         size_t c0 = nch * r / j->split, c1 = nch * (r + 1) / j->split;
         /* one task per token: rows in this thread's buffer, merged here;
          * split: rows in c->apart ([head][chunk]), merged by the caller */
@@ -276,7 +344,7 @@ static void att_worker(void *arg, int ith, int nth)
         a.pstride = j->split == 1 ? row : c->nch_max * row;
         a.q = c->q + (size_t)t * nh * hd + (size_t)g * grp * hd;
         for (size_t ch = c0; ch < c1; ch++) {
-            size_t p0 = ch * SIMD_ATTN_CHUNK;
+            size_t p0 = first + ch * SIMD_ATTN_CHUNK;
             a.n = n - p0 < SIMD_ATTN_CHUNK ? n - p0 : SIMD_ATTN_CHUNK;
             a.k = kl + p0 * nkvd + (size_t)g * hd;
             a.v = vl + p0 * nkvd + (size_t)g * hd;
@@ -285,8 +353,8 @@ static void att_worker(void *arg, int ith, int nth)
         }
         if (j->split == 1)
             for (uint32_t h = 0; h < grp; h++)
-                simd_attn_merge(hd, nch, tparts + h * row, cstride,
-                                c->att + (size_t)t * nh * hd + (size_t)(g * grp + h) * hd);
+                att_merge(L, g * grp + h, hd, nch, tparts + h * row, cstride,
+                          c->att + (size_t)t * nh * hd + (size_t)(g * grp + h) * hd);
     }
 }
 
@@ -364,13 +432,14 @@ static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
         att_worker(&aj, 0, 1);
     } else {
         uint32_t nth = (uint32_t)eng_pool_threads(c->pool);
-        size_t nch = (c->pos + nt + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK;
+        size_t last = c->pos + nt - 1;
+        size_t nch = (last + 1 - att_first(L, last) + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK;
         if (nt == 1)
             aj.split = att_split(L->n_kv_heads, nth, nch);
         eng_pool_run(c->pool, att_worker, &aj);
         if (aj.split > 1)
             for (uint32_t h = 0; h < L->n_heads; h++)
-                simd_attn_merge(hd, nch, c->apart + (size_t)h * c->nch_max * (hd + 2), hd + 2, c->att + (size_t)h * hd);
+                att_merge(L, h, hd, nch, c->apart + (size_t)h * c->nch_max * (hd + 2), hd + 2, c->att + (size_t)h * hd);
     }
     matmul1(c, c->att, nt, &L->wo, c->xb2);
     add_bias(c->xb2, L->bo, nt, dim);
@@ -397,6 +466,211 @@ static void ffn_block(eng_ctx *c, uint32_t l, uint32_t nt)
     }
     matmul1(c, c->hb, nt, &L->w_down, c->xb2);
     add_bias(c->xb2, L->b_down, nt, dim);
+    add_rows(c->x, c->xb2, (size_t)nt * dim);
+}
+
+/* ---- mixture of experts ---- */
+
+/* Token t's experts and their weights from its router logits lg (n of
+ * them): the k largest (the lower index first among equals), weighed
+ * as the family says (enum eng_moe_gating). */
+static void moe_route(const eng_model *m, const eng_experts *x, float *lg, int32_t *sel, float *w)
+{
+    uint32_t n = x->n, k = x->used;
+    if (m->gating == ENG_MOE_SOFTMAX) {
+        /* probabilities over all experts first: they are the weights */
+        float mx = lg[0];
+        for (uint32_t i = 1; i < n; i++)
+            mx = lg[i] > mx ? lg[i] : mx;
+        double sum = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            lg[i] = expf(lg[i] - mx);
+            sum += lg[i];
+        }
+        for (uint32_t i = 0; i < n; i++)
+            lg[i] = (float)(lg[i] / sum);
+    }
+    for (uint32_t s = 0; s < k; s++) {
+        int32_t best = -1;
+        for (uint32_t i = 0; i < n; i++) {
+            int taken = 0;
+            for (uint32_t j = 0; j < s && !taken; j++)
+                taken = sel[j] == (int32_t)i;
+            /* NaN logits lose to every number, and are taken only when
+             * nothing else is left */
+            if (!taken && (best < 0 || lg[i] > lg[best] || (isnan(lg[best]) && !isnan(lg[i]))))
+                best = (int32_t)i;
+        }
+        sel[s] = best;
+        w[s] = lg[best];
+    }
+    if (m->gating == ENG_MOE_TOPK_SOFTMAX) {
+        float mx = w[0]; /* the largest: w is in decreasing order */
+        float sum = 0;
+        for (uint32_t s = 0; s < k; s++) {
+            w[s] = expf(w[s] - mx);
+            sum += w[s];
+        }
+        for (uint32_t s = 0; s < k; s++)
+            w[s] /= sum;
+    } else if (m->moe_norm) {
+        float sum = 0;
+        for (uint32_t s = 0; s < k; s++)
+            sum += w[s];
+        if (sum < 6.103515625e-5f) /* llama.cpp's floor: the smallest normal half */
+            sum = 6.103515625e-5f;
+        for (uint32_t s = 0; s < k; s++)
+            w[s] /= sum;
+    }
+}
+
+/* v = rows [e*rows, (e+1)*rows) of all (expert e's share of a layer's
+ * expert matrix), with the packed copy's groups of them when rows is a
+ * whole number of groups. */
+static void expert_view(const eng_weight *all, uint32_t e, uint32_t rows, eng_weight *v)
+{
+    size_t first = (size_t)e * rows;
+    v->data = (const char *)all->data + first * all->row_bytes;
+    v->type = all->type;
+    v->rows = rows;
+    v->cols = all->cols;
+    v->row_bytes = all->row_bytes;
+    v->act = all->act;
+    v->packed = NULL;
+    uint32_t done = 0;
+    if (all->packed && rows % SIMD_PACK_ROWS == 0) {
+        uint32_t pr = atomic_load_explicit(&all->packed_rows, memory_order_acquire);
+        if (pr > first) {
+            v->packed = (const char *)all->packed + first / SIMD_PACK_ROWS * simd_pack_group_bytes(all->type, all->cols);
+            done = pr - first < rows ? (uint32_t)(pr - first) : rows;
+        }
+    }
+    atomic_store_explicit(&v->packed_rows, done, memory_order_relaxed);
+}
+
+/* Rows of floats (n rows of cols) into the activation formats the
+ * weights ws[0..nw-1] take. */
+static void moe_quant(eng_ctx *c, const float *x, uint32_t n, uint32_t cols, const eng_weight *const *ws, int nw)
+{
+    int q8 = 0, q8k = 0;
+    for (int i = 0; i < nw; i++) {
+        q8 |= ws[i]->act == SIMD_ACT_Q8;
+        q8k |= ws[i]->act == SIMD_ACT_Q8K;
+    }
+    size_t qs = simd_act_row_bytes(SIMD_ACT_Q8, cols), ks = simd_act_row_bytes(SIMD_ACT_Q8K, cols);
+    for (uint32_t g = 0; g < n; g++) {
+        if (q8)
+            simd_act_quant(SIMD_ACT_Q8, x + (size_t)g * cols, (char *)c->eact + g * qs, cols);
+        if (q8k)
+            simd_act_quant(SIMD_ACT_Q8K, x + (size_t)g * cols, (char *)c->eact_k + g * ks, cols);
+    }
+}
+
+/* One part of an expert job: expert view w on rows [g0, g0+cnt) of the
+ * (quantized) input, writing rows of out (ostride floats each). */
+static mm_part moe_part(eng_ctx *c, const eng_weight *w, const float *x, uint32_t g0, uint32_t cnt, float *out,
+                        size_t ostride)
+{
+    size_t cols = w->cols, stride;
+    const void *act;
+    if (w->act == SIMD_ACT_Q8) {
+        stride = simd_act_row_bytes(SIMD_ACT_Q8, cols);
+        act = c->eact;
+    } else if (w->act == SIMD_ACT_Q8K) {
+        stride = simd_act_row_bytes(SIMD_ACT_Q8K, cols);
+        act = c->eact_k;
+    } else {
+        stride = cols * sizeof(float);
+        act = x;
+    }
+    mm_part p = {w, (const char *)act + g0 * stride, stride, out + (size_t)g0 * ostride, ostride, cnt, NULL, 0, 0};
+    mm_part_packed(&p);
+    return p;
+}
+
+/* The layer's mixture of experts on nt tokens: route each token, group
+ * the batch's (token, expert) pairs by expert so that each selected
+ * expert's rows are read once for all its tokens, run gate and up of all
+ * selected experts as one pool job (split over experts and rows), the
+ * activation, then down as a second job, and add each token's experts'
+ * outputs, weighed, in the order of its selection. */
+static void moe_block(eng_ctx *c, uint32_t l, uint32_t nt)
+{
+    const eng_model *m = c->m;
+    const eng_layer *L = &m->layers[l];
+    const eng_experts *x = &L->moe;
+    uint32_t dim = m->info.dim, k = x->used, ff = x->ffn, ne = x->n, rows = nt * k;
+    norm_rows(m, c->xb, c->x, nt, L->ffn_norm, NULL);
+    matmul1(c, c->xb, nt, &x->router, c->rlog);
+    add_bias(c->rlog, x->router_b, nt, ne);
+    for (uint32_t t = 0; t < nt; t++)
+        moe_route(m, x, c->rlog + (size_t)t * ne, c->sel + t * k, c->selw + t * k);
+    /* rows grouped by expert, tokens in order within an expert */
+    memset(c->ecount, 0, ne * sizeof *c->ecount);
+    for (uint32_t i = 0; i < rows; i++)
+        c->ecount[c->sel[i]]++;
+    for (uint32_t e = 0, at = 0; e < ne; e++) {
+        c->estart[e] = at;
+        at += c->ecount[e];
+        c->ecount[e] = 0; /* refilled below */
+    }
+    for (uint32_t i = 0; i < rows; i++) {
+        uint32_t e = (uint32_t)c->sel[i], g = c->estart[e] + c->ecount[e]++;
+        c->gidx[i] = g;
+        c->gtok[g] = i / k;
+        c->gexp[g] = e;
+        memcpy(c->xe + (size_t)g * dim, c->xb + (size_t)(i / k) * dim, dim * sizeof(float));
+    }
+    const eng_weight *gu[2] = {&x->gate, &x->up};
+    moe_quant(c, c->xe, rows, dim, gu, 2);
+    int np = 0;
+    for (uint32_t e = 0; e < ne; e++) {
+        if (!c->ecount[e])
+            continue;
+        eng_weight *vg = &c->eview[2 * e], *vu = &c->eview[2 * e + 1];
+        expert_view(&x->gate, e, ff, vg);
+        expert_view(&x->up, e, ff, vu);
+        c->eparts[np++] = moe_part(c, vg, c->xe, c->estart[e], c->ecount[e], c->he, ff);
+        c->eparts[np++] = moe_part(c, vu, c->xe, c->estart[e], c->ecount[e], c->he2, ff);
+    }
+    mm_job j = {.p = c->eparts, .np = np};
+    mm_run(c, &j);
+    for (uint32_t g = 0; g < rows; g++) {
+        float *hg = c->he + (size_t)g * ff, *hu = c->he2 + (size_t)g * ff;
+        if (x->b_gate)
+            add_rows(hg, x->b_gate + (size_t)c->gexp[g] * ff, ff);
+        if (x->b_up)
+            add_rows(hu, x->b_up + (size_t)c->gexp[g] * ff, ff);
+    }
+    if (m->ffn_kind == ENG_FFN_SWIGLU_OAI)
+        simd_swiglu_oai(c->he, c->he2, (size_t)rows * ff, 1.702f, 7.0f);
+    else
+        simd_silu_mul(c->he, c->he2, (size_t)rows * ff);
+    const eng_weight *dn = &x->down;
+    moe_quant(c, c->he, rows, ff, &dn, 1);
+    np = 0;
+    for (uint32_t e = 0; e < ne; e++) {
+        if (!c->ecount[e])
+            continue;
+        eng_weight *vd = &c->eview[2 * e];
+        expert_view(&x->down, e, dim, vd);
+        c->eparts[np++] = moe_part(c, vd, c->he, c->estart[e], c->ecount[e], c->ye, dim);
+    }
+    j = (mm_job){.p = c->eparts, .np = np};
+    mm_run(c, &j);
+    for (uint32_t t = 0; t < nt; t++) {
+        float *acc = c->xb2 + (size_t)t * dim;
+        for (uint32_t s = 0; s < k; s++) {
+            uint32_t g = c->gidx[t * k + s];
+            const float *y = c->ye + (size_t)g * dim;
+            const float *bd = x->b_down ? x->b_down + (size_t)c->gexp[g] * dim : NULL;
+            float w = c->selw[t * k + s];
+            for (uint32_t i = 0; i < dim; i++) {
+                float v = (bd ? y[i] + bd[i] : y[i]) * w;
+                acc[i] = s ? acc[i] + v : v;
+            }
+        }
+    }
     add_rows(c->x, c->xb2, (size_t)nt * dim);
 }
 
@@ -436,15 +710,17 @@ static void forward_batch(eng_ctx *c, const int32_t *tok, uint32_t nt)
     uint32_t half = in->rope_dims / 2;
     for (uint32_t t = 0; t < nt; t++)
         for (uint32_t i = 0; i < half; i++) {
-            double th = (double)(c->pos + t) / in->rope_scale * c->inv_freq[i];
-            c->rcos[t * half + i] = (float)cos(th);
-            c->rsin[t * half + i] = (float)sin(th);
+            double th = (double)(c->pos + t) * c->inv_freq[i];
+            c->rcos[t * half + i] = (float)cos(th) * c->rope_mscale;
+            c->rsin[t * half + i] = (float)sin(th) * c->rope_mscale;
         }
     for (uint32_t l = 0; l < in->n_layers; l++) {
         if (m->layers[l].n_heads)
             attention_block(c, l, nt);
         if (m->layers[l].ffn)
             ffn_block(c, l, nt);
+        else if (m->layers[l].moe.n)
+            moe_block(c, l, nt);
     }
 }
 
@@ -516,6 +792,70 @@ int eng_ctx_threads(const eng_ctx *c) { return eng_pool_threads(c->pool); }
 
 size_t eng_ctx_kv_bytes(const eng_ctx *c) { return 2 * c->m->kv_floats * c->n_ctx * sizeof(simd_f16); }
 
+/* The mixture of experts' scratch (sizes at struct eng_ctx). */
+static int moe_alloc(eng_ctx *c)
+{
+    const eng_model_info *in = &c->m->info;
+    size_t ne = in->n_expert, rows = (size_t)BATCH * in->n_expert_used, ff = in->expert_ffn, dim = in->dim;
+    size_t w = ff > dim ? ff : dim;
+    c->rlog = malloc(BATCH * ne * sizeof *c->rlog);
+    c->sel = malloc(rows * sizeof *c->sel);
+    c->selw = malloc(rows * sizeof *c->selw);
+    c->gidx = malloc(rows * sizeof *c->gidx);
+    c->gtok = malloc(rows * sizeof *c->gtok);
+    c->gexp = malloc(rows * sizeof *c->gexp);
+    c->ecount = malloc(ne * sizeof *c->ecount);
+    c->estart = malloc(ne * sizeof *c->estart);
+    c->xe = malloc(rows * dim * sizeof(float));
+    c->ye = malloc(rows * dim * sizeof(float));
+    c->he = malloc(rows * ff * sizeof(float));
+    c->he2 = malloc(rows * ff * sizeof(float));
+    c->eact = malloc(rows * simd_act_row_bytes(SIMD_ACT_Q8, (w + SIMD_QK - 1) / SIMD_QK * SIMD_QK) + 64);
+    c->eact_k = malloc(rows * simd_act_row_bytes(SIMD_ACT_Q8K, (w + SIMD_QKK - 1) / SIMD_QKK * SIMD_QKK) + 64);
+    c->eparts = malloc(2 * ne * sizeof *c->eparts);
+    c->eview = calloc(2 * ne, sizeof *c->eview);
+    return !c->rlog || !c->sel || !c->selw || !c->gidx || !c->gtok || !c->gexp || !c->ecount || !c->estart ||
+                   !c->xe || !c->ye || !c->he || !c->he2 || !c->eact || !c->eact_k || !c->eparts || !c->eview
+               ? ENG_ENOMEM
+               : 0;
+}
+
+/* Each rotated pair's angle per position: base^(-2i/dims), divided by a
+ * frequency factor (Llama 3) and by a linear scale, or YaRN's blend as
+ * llama.cpp computes it: pairs below the "fast" correction dimension keep
+ * their angle, pairs above the "slow" one are interpolated by the factor,
+ * a linear ramp between; cos and sin then carry 1 + 0.1 ln(factor). */
+static void rope_setup(eng_ctx *c)
+{
+    const eng_model *m = c->m;
+    const eng_model_info *in = &m->info;
+    uint32_t dims = in->rope_dims;
+    float lo = 0, hi = 0;
+    c->rope_mscale = m->rope_attn_factor > 0 ? m->rope_attn_factor : 1.0f;
+    if (in->rope_yarn > 0) {
+        /* the pair that turns beta times over the original context */
+        double k = dims / (2.0 * log((double)in->rope_base)), two_pi = 2 * 3.14159265358979323846;
+        lo = floorf((float)(k * log(m->yarn_orig_ctx / (32.0 * two_pi))));
+        hi = ceilf((float)(k * log(m->yarn_orig_ctx / (1.0 * two_pi))));
+        lo = lo > 0 ? lo : 0;
+        hi = hi < dims - 1 ? hi : (float)(dims - 1);
+        c->rope_mscale *= 1.0f + 0.1f * logf(in->rope_yarn);
+    }
+    for (uint32_t i = 0; i < dims / 2; i++) {
+        double f = pow((double)in->rope_base, -2.0 * i / dims);
+        if (m->rope_freqs)
+            f /= m->rope_freqs[i];
+        if (in->rope_yarn > 0) {
+            float y = (i - lo) / (hi - lo > 0.001f ? hi - lo : 0.001f);
+            float keep = 1 - (y < 0 ? 0 : y > 1 ? 1 : y); /* 1: extrapolate (keep), 0: interpolate */
+            f = f / in->rope_yarn * (1 - keep) + f * keep;
+        } else {
+            f /= in->rope_scale;
+        }
+        c->inv_freq[i] = f;
+    }
+}
+
 int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_err *e)
 {
     *out = NULL;
@@ -573,11 +913,11 @@ int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_
         return eng_errf(e, ENG_ENOMEM, "out of memory for a context of %u tokens (KV cache %.1f MB)", n_ctx,
                         2.0 * kv * sizeof(simd_f16) / 1e6);
     }
-    for (uint32_t i = 0; i < in->rope_dims / 2; i++) {
-        c->inv_freq[i] = pow((double)in->rope_base, -2.0 * i / in->rope_dims);
-        if (m->rope_freqs)
-            c->inv_freq[i] /= m->rope_freqs[i];
+    if (in->n_expert && moe_alloc(c)) {
+        eng_ctx_free(c);
+        return eng_errf(e, ENG_ENOMEM, "out of memory for the experts' buffers");
     }
+    rope_setup(c);
     if (eng_ctx_set_threads(c, n_threads)) {
         eng_ctx_free(c);
         return eng_errf(e, ENG_ENOMEM, "cannot start %d worker threads", n_threads);
@@ -593,6 +933,9 @@ void eng_ctx_free(eng_ctx *c)
     eng_pool_free(c->pool);
     free(c->kc); free(c->vc); free(c->x); free(c->xb); free(c->xb2);
     free(c->q); free(c->k); free(c->v); free(c->att); free(c->hb); free(c->hb2);
+    free(c->rlog); free(c->sel); free(c->selw); free(c->gidx); free(c->gtok); free(c->gexp); free(c->ecount);
+    free(c->estart); free(c->xe); free(c->ye); free(c->he); free(c->he2); free(c->eact); free(c->eact_k);
+    free(c->eparts); free(c->eview);
     free(c->scores); free(c->apart); free(c->act); free(c->act_k); free(c->inv_freq); free(c->rcos); free(c->rsin); free(c->embrow); free(c->kv_off);
     free(c);
 }

@@ -19,14 +19,19 @@ typedef struct arch_desc {
     enum eng_ffn ffn;
     int learned_pos;   /* position embeddings instead of RoPE (gpt2) */
     int qk_norm;       /* per-head RMSNorm of q and k (qwen3) */
+    int moe;           /* every layer's FFN is a mixture of experts */
+    enum eng_moe_gating gating;
+    int oai;           /* gpt-oss: sinks, alternating sliding windows, clamped SwiGLU, biased experts */
 } arch_desc;
 
 static const arch_desc archs[] = {
-    {"llama", 0, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 0},
-    {"qwen2", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 0},
-    {"qwen3", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 1},
-    {"phi3", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 0},
-    {"gpt2", 0, ENG_NORM_LAYER, ENG_FFN_GELU, 1, 0},
+    {"llama", 0, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 0, 0, 0, 0},
+    {"qwen2", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 0, 0, 0, 0},
+    {"qwen3", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 1, 0, 0, 0},
+    {"phi3", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 0, 0, 0, 0},
+    {"gpt2", 0, ENG_NORM_LAYER, ENG_FFN_GELU, 1, 0, 0, 0, 0},
+    {"qwen3moe", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 1, 1, ENG_MOE_SOFTMAX, 0},
+    {"gpt-oss", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU_OAI, 0, 0, 1, ENG_MOE_TOPK_SOFTMAX, 1},
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
@@ -37,6 +42,8 @@ static const arch_desc archs[] = {
 #define MAX_FFN (1u << 20)
 #define MAX_VOCAB (1u << 24)
 #define MAX_CTX (1u << 24)
+#define MAX_EXPERTS 4096u
+#define MAX_EXPERTS_USED 64u
 
 static int own(eng_model *m, void *p)
 {
@@ -206,6 +213,59 @@ static int get_mat(eng_model *m, const char *name, uint32_t cols, uint32_t rows,
     return get_mat_rows(m, name, cols, rows, 0, rows, optional, w, e);
 }
 
+/* The experts' matrices: a 3-D tensor [cols, rows, n] seen as one weight
+ * of n*rows rows (expert e's rows follow expert e-1's), in the file's
+ * type (quantize on load converts float ones like any matrix). */
+static int get_experts(eng_model *m, const char *name, uint32_t cols, uint32_t rows, uint32_t n, eng_weight *w,
+                       eng_err *e)
+{
+    const eng_gguf_tensor *t = find(m, name);
+    memset(w, 0, sizeof *w);
+    if (!t)
+        return eng_errf(e, ENG_EFORMAT, "missing tensor '%s'", name);
+    if (t->n_dims != 3 || t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != n)
+        return eng_errf(e, ENG_EFORMAT, "tensor '%s' has shape [%llu, %llu, %llu], expected [%u, %u, %u]", name,
+                        (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], (unsigned long long)t->ne[2],
+                        cols, rows, n);
+    const simd_traits *tr = simd_type_traits(t->type);
+    if (!tr->dot || !tr->dequant)
+        return eng_errf(e, ENG_EUNSUP, "tensor '%s': weight type %s is not supported yet", name, tr->name);
+    w->type = t->type;
+    w->rows = rows * n;
+    w->cols = cols;
+    w->row_bytes = simd_row_bytes(t->type, cols);
+    w->data = t->data;
+    w->act = tr->act;
+    if (m->load_quant)
+        return quantize_on_load(m, name, w, e);
+    return 0;
+}
+
+/* A 2-D table of n rows of `len` floats (the experts' biases), copied as
+ * get_vec copies a vector; optional ones may be absent. */
+static int get_table(eng_model *m, const char *name, uint32_t len, uint32_t n, int optional, const float **out,
+                     eng_err *e)
+{
+    const eng_gguf_tensor *t = find(m, name);
+    *out = NULL;
+    if (!t)
+        return optional ? 0 : eng_errf(e, ENG_EFORMAT, "missing tensor '%s'", name);
+    if (t->n_dims != 2 || t->ne[0] != len || t->ne[1] != n)
+        return eng_errf(e, ENG_EFORMAT, "tensor '%s' has %u dims [%llu, %llu], expected [%u, %u]", name, t->n_dims,
+                        (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], len, n);
+    const simd_traits *tr = simd_type_traits(t->type);
+    if (!tr->dequant || len % tr->block)
+        return eng_errf(e, ENG_EUNSUP, "tensor '%s': type %s is not supported", name, tr->name);
+    float *v = malloc((size_t)len * n * sizeof *v);
+    if (!v)
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    size_t rb = simd_row_bytes(t->type, len);
+    for (uint32_t i = 0; i < n; i++)
+        tr->dequant((const char *)t->data + i * rb, v + (size_t)i * len, len);
+    *out = v;
+    return own(m, v);
+}
+
 static const arch_desc *load_arch(eng_model *m, eng_err *e)
 {
     const eng_gguf *g = m->gguf;
@@ -227,7 +287,7 @@ static const arch_desc *load_arch(eng_model *m, eng_err *e)
     for (size_t a = 0; a < N_ARCHS; a++)
         if (s.len == strlen(archs[a].name) && memcmp(archs[a].name, s.ptr, s.len) == 0)
             return &archs[a];
-    eng_errf(e, ENG_EUNSUP, "unsupported architecture '%s' (this version runs llama, qwen2, qwen3, phi3 and gpt2)",
+    eng_errf(e, ENG_EUNSUP, "unsupported architecture '%s' (this version runs llama, qwen2, qwen3, phi3, gpt2, qwen3moe and gpt-oss)",
              in->arch);
     return NULL;
 }
@@ -260,18 +320,45 @@ static int load_rope(eng_model *m, const arch_desc *ad, eng_err *e)
     r = eng_gguf_get_str(g, key, &st, e);
     if (r < 0)
         return r;
-    int linear = 0;
+    int linear = 0, yarn = 0;
     if (r == 0) {
         if (st.len == 6 && memcmp(st.ptr, "linear", 6) == 0)
             linear = 1;
+        else if (st.len == 4 && memcmp(st.ptr, "yarn", 4) == 0)
+            yarn = 1;
         else if (!(st.len == 4 && memcmp(st.ptr, "none", 4) == 0))
-            return eng_errf(e, ENG_EUNSUP, "%s: RoPE scaling type '%.*s' is not supported (none, linear)", key,
+            return eng_errf(e, ENG_EUNSUP, "%s: RoPE scaling type '%.*s' is not supported (none, linear, yarn)", key,
                             (int)(st.len > 32 ? 32 : st.len), st.ptr);
     }
     float factor = 1.0f;
     if ((r = hp_f32(g, ar, "rope.scaling.factor", &factor, e)))
         return r;
-    if (linear || eng_gguf_find(g, key) < 0) {
+    m->rope_attn_factor = 1.0f;
+    if ((r = hp_f32(g, ar, "rope.scaling.attn_factor", &m->rope_attn_factor, e)))
+        return r;
+    if (!(m->rope_attn_factor > 0) || m->rope_attn_factor > 1e3f)
+        return eng_errf(e, ENG_EFORMAT, "%s.rope.scaling.attn_factor %g is not a usable factor", ar, m->rope_attn_factor);
+    if (yarn) {
+        /* YaRN as llama.cpp applies it (gpt-oss): low frequencies
+         * interpolated by the factor, high ones kept, a ramp between
+         * (beta_fast 32, beta_slow 1), and cos/sin scaled by
+         * 1 + 0.1 ln(factor) */
+        if (!(factor >= 1) || factor > 1e6f)
+            return eng_errf(e, ENG_EFORMAT, "%s.rope.scaling.factor %g is not a usable YaRN factor", ar, factor);
+        float log_mul = 0;
+        if ((r = hp_f32(g, ar, "rope.scaling.yarn_log_multiplier", &log_mul, e)))
+            return r;
+        if (log_mul != 0)
+            return eng_errf(e, ENG_EUNSUP, "%s.rope.scaling.yarn_log_multiplier %g is not supported (0 only)", ar,
+                            log_mul);
+        m->yarn_orig_ctx = in->ctx_train;
+        if ((r = hp_u32(g, ar, "rope.scaling.original_context_length", &m->yarn_orig_ctx, 0, e)))
+            return r;
+        if (m->yarn_orig_ctx == 0 || m->yarn_orig_ctx > MAX_CTX)
+            return eng_errf(e, ENG_EFORMAT, "%s.rope.scaling.original_context_length %u is outside 1..%u", ar,
+                            m->yarn_orig_ctx, MAX_CTX);
+        in->rope_yarn = factor;
+    } else if (linear || eng_gguf_find(g, key) < 0) {
         /* an untyped factor is linear, as converters write it */
         if (!(factor > 0) || factor > 1e6f)
             return eng_errf(e, ENG_EFORMAT, "%s.rope.scaling.factor %g is not a usable factor", ar, factor);
@@ -285,6 +372,75 @@ static int load_rope(eng_model *m, const arch_desc *ad, eng_err *e)
     for (uint32_t i = 0; m->rope_freqs && i < in->rope_dims / 2; i++)
         if (!(m->rope_freqs[i] > 0) || !isfinite(m->rope_freqs[i]))
             return eng_errf(e, ENG_EFORMAT, "tensor '%s': factor %u is not a positive number", ff, i);
+    return 0;
+}
+
+/* Mixture of experts: how many experts, how many a token runs, their
+ * FFN width; gpt-oss's sliding window and which layers have it. */
+static int load_moe_hparams(eng_model *m, const arch_desc *ad, eng_err *e)
+{
+    const eng_gguf *g = m->gguf;
+    eng_model_info *in = &m->info;
+    const char *ar = in->arch;
+    int r;
+    if ((r = hp_u32(g, ar, "expert_count", &in->n_expert, 1, e)) ||
+        (r = hp_u32(g, ar, "expert_used_count", &in->n_expert_used, 1, e)))
+        return r;
+    if (in->n_expert == 0 || in->n_expert > MAX_EXPERTS)
+        return eng_errf(e, ENG_EFORMAT, "%s.expert_count %u is outside 1..%u", ar, in->n_expert, MAX_EXPERTS);
+    if (in->n_expert_used == 0 || in->n_expert_used > in->n_expert || in->n_expert_used > MAX_EXPERTS_USED)
+        return eng_errf(e, ENG_EFORMAT, "%s.expert_used_count %u is outside 1..%u", ar, in->n_expert_used,
+                        in->n_expert < MAX_EXPERTS_USED ? in->n_expert : MAX_EXPERTS_USED);
+    /* qwen3moe may leave the width out: the dense width shared by the
+     * experts a token runs, as llama.cpp reads it */
+    in->expert_ffn = ad->oai ? 0 : in->ffn / in->n_expert_used;
+    if ((r = hp_u32(g, ar, "expert_feed_forward_length", &in->expert_ffn, ad->oai, e)))
+        return r;
+    if (in->expert_ffn == 0 || in->expert_ffn > MAX_FFN)
+        return eng_errf(e, ENG_EFORMAT, "%s.expert_feed_forward_length %u is outside 1..%u", ar, in->expert_ffn,
+                        MAX_FFN);
+    m->gating = ad->gating;
+    m->moe_norm = 1;
+    char key[128];
+    snprintf(key, sizeof key, "%s.expert_weights_norm", ar);
+    if (ad->gating == ENG_MOE_SOFTMAX && eng_gguf_find(g, key) >= 0 &&
+        (r = eng_gguf_get_bool(g, key, &m->moe_norm, e)))
+        return r < 0 ? r : eng_errf(e, ENG_EFORMAT, "metadata key '%s' is not a boolean", key);
+    float scale = 0;
+    if ((r = hp_f32(g, ar, "expert_weights_scale", &scale, e)))
+        return r;
+    if (scale != 0 && scale != 1)
+        return eng_errf(e, ENG_EUNSUP, "%s.expert_weights_scale %g is not supported (1 only)", ar, scale);
+    if (!ad->oai)
+        return 0;
+    if ((r = hp_u32(g, ar, "attention.sliding_window", &in->window, 1, e)))
+        return r;
+    if (in->window == 0 || in->window > MAX_CTX)
+        return eng_errf(e, ENG_EFORMAT, "%s.attention.sliding_window %u is outside 1..%u", ar, in->window, MAX_CTX);
+    /* the pattern: a period p (layer l is windowed unless l % p == p-1;
+     * llama.cpp's default for gpt-oss is 2), or one boolean a layer */
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", ar);
+    uint32_t period = 2;
+    int64_t pi = eng_gguf_find(g, key);
+    m->swa = calloc(in->n_layers, 1);
+    if (!m->swa)
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    if (pi >= 0 && eng_gguf_kv_type(g, (uint64_t)pi) == GGUF_ARRAY) {
+        enum eng_gguf_vtype t;
+        uint64_t n;
+        const void *data;
+        if ((r = eng_gguf_get_arr(g, key, -1, &t, &n, &data, e)))
+            return r < 0 ? r : ENG_EFORMAT;
+        if (t != GGUF_BOOL || n != in->n_layers)
+            return eng_errf(e, ENG_EFORMAT, "metadata key '%s': expected %u booleans", key, in->n_layers);
+        for (uint32_t l = 0; l < in->n_layers; l++)
+            m->swa[l] = ((const uint8_t *)data)[l] != 0;
+    } else {
+        if ((r = hp_u32(g, ar, "attention.sliding_window_pattern", &period, 0, e)))
+            return r;
+        for (uint32_t l = 0; l < in->n_layers; l++)
+            m->swa[l] = period == 0 || l % period < period - 1;
+    }
     return 0;
 }
 
@@ -311,7 +467,7 @@ static int load_hparams(eng_model *m, const arch_desc *ad, uint32_t **heads, uin
     if (!*heads || !*kv || !*ffn)
         return eng_errf(e, ENG_ENOMEM, "out of memory");
     if ((r = hp_layers(g, ar, "attention.head_count", in->n_layers, *heads, 1, 0, 0, MAX_HEADS, e)) ||
-        (r = hp_layers(g, ar, "feed_forward_length", in->n_layers, *ffn, 1, 0, 0, MAX_FFN, e)))
+        (r = hp_layers(g, ar, "feed_forward_length", in->n_layers, *ffn, !ad->moe, 0, 0, MAX_FFN, e)))
         return r;
     /* head_count_kv defaults to head_count, layer by layer */
     char key[128];
@@ -353,7 +509,37 @@ static int load_hparams(eng_model *m, const arch_desc *ad, uint32_t **heads, uin
     if (!(in->norm_eps > 0) || in->norm_eps > 1)
         return eng_errf(e, ENG_EFORMAT, "%s: the norm epsilon must be in (0, 1]", ar);
     in->rope_neox = ad->neox;
+    if (ad->moe && (r = load_moe_hparams(m, ad, e)))
+        return r;
     return load_rope(m, ad, e);
+}
+
+/* A layer's mixture of experts: the norm before it, the router, the
+ * experts' three matrices (and gpt-oss's biases). */
+static int load_experts(eng_model *m, const arch_desc *ad, uint32_t l, eng_err *e)
+{
+    eng_layer *L = &m->layers[l];
+    eng_experts *x = &L->moe;
+    uint32_t dim = m->info.dim, ne = m->info.n_expert, ff = m->info.expert_ffn;
+    char n[96];
+    int r;
+#define NAME(s) (snprintf(n, sizeof n, "blk.%u." s, l), n)
+    x->n = ne;
+    x->used = m->info.n_expert_used;
+    x->ffn = ff;
+    /* gpt-oss names the norm before its FFN "post_attention_norm" */
+    if ((r = get_vec(m, ad->oai ? NAME("post_attention_norm.weight") : NAME("ffn_norm.weight"), dim, 0, &L->ffn_norm, e)) ||
+        (r = get_mat(m, NAME("ffn_gate_inp.weight"), dim, ne, 0, &x->router, e)) ||
+        (r = get_vec(m, NAME("ffn_gate_inp.bias"), ne, !ad->oai, &x->router_b, e)) ||
+        (r = get_experts(m, NAME("ffn_gate_exps.weight"), dim, ff, ne, &x->gate, e)) ||
+        (r = get_experts(m, NAME("ffn_up_exps.weight"), dim, ff, ne, &x->up, e)) ||
+        (r = get_experts(m, NAME("ffn_down_exps.weight"), ff, dim, ne, &x->down, e)) ||
+        (r = get_table(m, NAME("ffn_gate_exps.bias"), ff, ne, !ad->oai, &x->b_gate, e)) ||
+        (r = get_table(m, NAME("ffn_up_exps.bias"), ff, ne, !ad->oai, &x->b_up, e)) ||
+        (r = get_table(m, NAME("ffn_down_exps.bias"), dim, ne, !ad->oai, &x->b_down, e)))
+        return r;
+#undef NAME
+    return 0;
 }
 
 static int load_layer(eng_model *m, const arch_desc *ad, uint32_t l, eng_err *e)
@@ -395,7 +581,17 @@ static int load_layer(eng_model *m, const arch_desc *ad, uint32_t l, eng_err *e)
         if (ad->qk_norm && ((r = get_vec(m, NAME("attn_q_norm.weight"), hd, 0, &L->q_norm, e)) ||
                             (r = get_vec(m, NAME("attn_k_norm.weight"), hd, 0, &L->k_norm, e))))
             return r;
+        if (ad->oai) {
+            if ((r = get_vec(m, NAME("attn_sinks.weight"), L->n_heads, 0, &L->sinks, e)))
+                return r;
+            for (uint32_t h = 0; h < L->n_heads; h++)
+                if (!isfinite(L->sinks[h]))
+                    return eng_errf(e, ENG_EFORMAT, "tensor '%s': sink %u is not a finite number", n, h);
+            L->window = m->swa[l] ? m->info.window : 0;
+        }
     }
+    if (ad->moe)
+        return load_experts(m, ad, l, e);
     if (ffn) {
         if ((r = get_vec(m, NAME("ffn_norm.weight"), dim, 0, &L->ffn_norm, e)) ||
             (r = get_vec(m, NAME("ffn_norm.bias"), dim, !bias_norm, &L->ffn_norm_b, e)) ||
@@ -453,7 +649,7 @@ static int load_tensors(eng_model *m, const arch_desc *ad, const uint32_t *heads
         eng_layer *L = &m->layers[l];
         L->n_heads = heads[l];
         L->n_kv_heads = kv[l];
-        L->ffn = ffn[l];
+        L->ffn = ad->moe ? 0 : ffn[l]; /* the experts have their own width */
         if ((r = load_layer(m, ad, l, e)))
             return r;
         uint32_t q = L->n_heads * in->head_dim, k = L->n_kv_heads * in->head_dim;
@@ -466,6 +662,15 @@ static int load_tensors(eng_model *m, const arch_desc *ad, const uint32_t *heads
     }
     /* parameter count, and the weight type most parameters have (for display) */
     in->main_type = eng_gguf_main_type(m->gguf, &in->n_params);
+    /* the experts a token does not run are not active */
+    in->n_active_params = in->n_params;
+    if (in->n_expert) {
+        uint64_t idle = (uint64_t)(in->n_expert - in->n_expert_used) * in->n_layers;
+        uint64_t per = 3ull * in->expert_ffn * dim;
+        in->n_active_params = in->n_params > idle * per ? in->n_params - idle * per : 0;
+    }
+    for (uint32_t l = 0; l < in->n_layers; l++)
+        in->n_window_layers += m->layers[l].window != 0;
     if (m->n_load_quant)
         in->main_type = m->load_quant;
     return 0;
@@ -565,6 +770,7 @@ void eng_model_close(eng_model *m)
     free(m->owned);
     eng_model_pack_free(m);
     free(m->layers);
+    free(m->swa);
     eng_tok_free(m->tok);
     eng_gguf_close(m->gguf);
     free(m);
@@ -586,6 +792,10 @@ uint64_t eng_model_bytes_per_token(const eng_model *m)
         const eng_layer *L = &m->layers[l];
         b += weight_bytes(&L->wq) + weight_bytes(&L->wk) + weight_bytes(&L->wv) + weight_bytes(&L->wo) +
              weight_bytes(&L->w_gate) + weight_bytes(&L->w_up) + weight_bytes(&L->w_down);
+        const eng_experts *x = &L->moe;
+        if (x->n)
+            b += weight_bytes(&x->router) +
+                 (weight_bytes(&x->gate) + weight_bytes(&x->up) + weight_bytes(&x->down)) / x->n * x->used;
     }
     return b;
 }

@@ -20,6 +20,13 @@ struct eng_model {
     eng_weight output;     /* n_vocab rows of dim */
     const float *out_norm, *out_norm_b; /* dim */
     const float *rope_freqs; /* rope_dims/2 frequency divisors (Llama 3), or NULL */
+    /* YaRN (info.rope_yarn > 0): the training context the ramp is measured
+     * against, and the extra factor on cos/sin (rope.scaling.attn_factor) */
+    uint32_t yarn_orig_ctx;
+    float rope_attn_factor;
+    enum eng_moe_gating gating; /* mixture of experts: how the router's logits weigh the experts */
+    int moe_norm;               /* ENG_MOE_SOFTMAX: divide the top k weights by their sum */
+    uint8_t *swa;               /* [n_layers] 1: the layer has the sliding window (gpt-oss), or NULL */
     eng_layer *layers;
     uint32_t max_q, max_kv, max_ffn; /* widest layer: n_heads*hd, n_kv*hd, ffn */
     size_t kv_floats;      /* K (or V) cache values per position, all layers */

@@ -22,6 +22,15 @@ typedef struct eng_model_info {
     int tied_output;       /* output matrix is the token embedding */
     int main_type;         /* weight type of most matrix parameters (enum simd_type) */
     uint64_t n_params, file_size;
+    /* mixture of experts (0 for dense models): experts per layer, experts
+     * a token runs, rows of one expert's FFN, and the parameters one token
+     * uses (n_params less the experts it does not run) */
+    uint32_t n_expert, n_expert_used, expert_ffn;
+    uint64_t n_active_params;
+    /* sliding-window attention: positions a windowed layer's query sees
+     * (0: none), and how many of the layers are windowed */
+    uint32_t window, n_window_layers;
+    float rope_yarn;       /* YaRN context extension factor (0: none) */
 } eng_model_info;
 
 typedef struct eng_model eng_model;
@@ -64,7 +73,9 @@ const eng_model_info *eng_model_get_info(const eng_model *m);
 const eng_tok *eng_model_tok(const eng_model *m);
 const eng_gguf *eng_model_gguf(const eng_model *m);
 /* Bytes one decode step reads: every weight matrix once plus one
- * embedding row (what a bandwidth-bound decode must stream). */
+ * embedding row (what a bandwidth-bound decode must stream); of a
+ * mixture of experts only the experts one token runs (n_expert_used of
+ * each layer's). */
 uint64_t eng_model_bytes_per_token(const eng_model *m);
 
 typedef struct eng_ctx eng_ctx;

@@ -34,7 +34,36 @@ typedef struct eng_weight {
 } eng_weight;
 
 enum eng_norm { ENG_NORM_RMS, ENG_NORM_LAYER };
-enum eng_ffn { ENG_FFN_SWIGLU, ENG_FFN_GELU };
+enum eng_ffn {
+    ENG_FFN_SWIGLU,
+    ENG_FFN_GELU,
+    /* gpt-oss's experts: gate g clamped above at 7, up u to [-7, 7], then
+     * g * sigmoid(1.702 g) * (u + 1) */
+    ENG_FFN_SWIGLU_OAI,
+};
+
+/* How a mixture-of-experts layer turns its router's logits into the
+ * weights of the experts it runs (llama.cpp's gating functions). */
+enum eng_moe_gating {
+    /* softmax over all experts, the top k of those probabilities, then
+     * (if the model says so) divided by their sum (qwen3moe) */
+    ENG_MOE_SOFTMAX,
+    /* the top k logits, then a softmax over those k only (gpt-oss) */
+    ENG_MOE_TOPK_SOFTMAX,
+};
+
+/* The experts of one layer: three 3-D tensors seen as 2-D weights whose
+ * rows are the experts' rows one expert after another (expert e's gate
+ * rows are e*ffn .. e*ffn+ffn-1; its down rows e*dim .. e*dim+dim-1),
+ * used in place in the file's type (MXFP4 stays MXFP4). */
+typedef struct eng_experts {
+    uint32_t n, used, ffn;          /* experts, experts a token runs, rows of one expert's gate/up */
+    eng_weight router;              /* n rows of dim (ffn_gate_inp) */
+    const float *router_b;          /* n, or NULL (gpt-oss) */
+    eng_weight gate, up, down;      /* n*ffn rows of dim; n*dim rows of ffn */
+    const float *b_gate, *b_up;     /* [n][ffn], or NULL (gpt-oss) */
+    const float *b_down;            /* [n][dim], or NULL */
+} eng_experts;
 
 typedef struct eng_layer {
     uint32_t n_heads, n_kv_heads, ffn; /* may differ per layer (pruned models) */
@@ -43,7 +72,10 @@ typedef struct eng_layer {
     const float *bq, *bk, *bv, *bo;    /* optional biases */
     const float *b_up, *b_down;        /* optional FFN biases (gpt2) */
     eng_weight wq, wk, wv, wo;
-    eng_weight w_gate, w_up, w_down;   /* w_gate unused for GELU */
+    eng_weight w_gate, w_up, w_down;   /* w_gate unused for GELU; all empty with experts */
+    eng_experts moe;                   /* moe.n == 0: a dense FFN */
+    const float *sinks;                /* n_heads attention sink logits (gpt-oss), or NULL */
+    uint32_t window;                   /* sliding window: a query sees the last `window` positions; 0: all */
 } eng_layer;
 
 /* Layer l (< info n_layers), borrowed from the model (valid until
