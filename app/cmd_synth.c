@@ -11,21 +11,31 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: nibble synth --shape NAME [--type TYPE] [--arch ARCH] [--seed S] OUT.gguf\n"
+    fprintf(f, "usage: nibble synth --shape NAME [--type TYPE] [--arch ARCH] [--seed S] [--layers N] OUT.gguf\n"
                "       nibble synth --list\n"
                "\n"
                "Write a GGUF model of a real model's shape with seeded random weights\n"
                "(llama.cpp loads it too). TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1\n"
                "q4_k q5_k q6_k mxfp4 (default q8_0); matrices whose rows do not fit the\n"
-               "type's block are f16; under mxfp4 token_embd and output are q8_0. Or the\n"
+               "type's block are f16; under mxfp4 token_embd and output are q8_0, and a\n"
+               "mixture of experts keeps only its experts in mxfp4 (the rest q8_0). Or the\n"
                "mixes q4_k_m / q5_k_m, planned tensor by tensor as nibble quantize does\n"
                "(llama.cpp's rule: output q6_k, attn_v and ffn_down q6_k in some layers,\n"
                "q5_0/q5_1/q8_0 where rows do not fit 256).\n"
-               "ARCH overrides the shape's architecture: llama qwen2 qwen3 phi3 gpt2.\n"
+               "ARCH overrides a dense shape's architecture: llama qwen2 qwen3 phi3 gpt2.\n"
+               "--layers N writes only N layers of the shape's widths (a quick model of\n"
+               "the same per-token shape; a full gpt-oss-20b needs its 13 GB in memory).\n"
                "\nshapes:\n");
     for (const eng_synth_shape *s = eng_synth_shapes(); s->name; s++)
-        fprintf(f, "  %-10s %-6s dim %4u, %2u layers, %2u/%-2u heads, ffn %4u, vocab %6u  (%s)\n", s->name, s->arch,
-                s->dim, s->n_layers, s->n_heads, s->n_kv_heads, s->ffn, s->n_vocab, s->about);
+    {
+        if (s->n_expert)
+            fprintf(f, "  %-13s %-8s dim %4u, %2u layers, %2u/%-2u heads, %u experts (%u a token) of ffn %u, vocab %6u  (%s)\n",
+                    s->name, s->arch, s->dim, s->n_layers, s->n_heads, s->n_kv_heads, s->n_expert, s->n_expert_used,
+                    s->expert_ffn, s->n_vocab, s->about);
+        else
+            fprintf(f, "  %-13s %-8s dim %4u, %2u layers, %2u/%-2u heads, ffn %4u, vocab %6u  (%s)\n", s->name, s->arch,
+                    s->dim, s->n_layers, s->n_heads, s->n_kv_heads, s->ffn, s->n_vocab, s->about);
+    }
 }
 
 /* Type id from a name like "q8_0" (case-insensitive), or -1. */
@@ -47,12 +57,14 @@ int app_type_from_name(const char *name)
 int cmd_synth(int argc, char **argv)
 {
     const char *shape = NULL, *out = NULL, *type = "q8_0";
-    eng_synth_opts o = {NULL, 0, 1, 1, NULL};
+    eng_synth_opts o = {NULL, 0, 1, 1, NULL, 0};
+    int layers = 0;
     const app_flag own[] = {APP_FLAG("--list", NULL, APP_HELP, NULL),
                             APP_FLAG("--shape", NULL, APP_STR, &shape),
                             APP_FLAG("--type", NULL, APP_STR, &type),
                             APP_FLAG("--arch", NULL, APP_STR, &o.arch),
                             APP_FLAG("--seed", NULL, APP_U64, &o.seed),
+                            APP_FLAG("--layers", NULL, APP_INT, &layers, .min = 1, .max = 1024),
                             APP_FLAG("-q", "--quiet", APP_OFF, &o.verbose),
                             APP_FLAG_END};
     const app_cmd cmd = {.name = "synth", .usage_fn = usage, .flags = own, .max_pos = 1};
@@ -69,6 +81,7 @@ int cmd_synth(int argc, char **argv)
         fprintf(stderr, "nibble synth: unknown shape '%s' (see --list)\n", shape);
         return 2;
     }
+    o.n_layers = (uint32_t)layers;
     o.type = app_type_from_name(type);
     const eng_qtarget *mix = o.type < 0 ? eng_qtarget_find(type) : NULL;
     if (mix && mix->more_bits_type >= 0) {

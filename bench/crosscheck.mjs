@@ -22,11 +22,16 @@
 //                    activations legitimately flip near-ties, and a greedy run that flips
 //                    one stays different after it)
 // Where greedy runs part, the note under the row gives llama.cpp's top-2 logit margin there.
+// Mixture-of-experts families (qwen3moe, gpt-oss): top-1 on q8_0 is reported, not required: a
+// router logit that int8 rounding moves past its neighbour picks another expert, and the token's
+// whole FFN changes with it (random routers have many near-ties), so agreement there measures the
+// routers' ties more than the arithmetic; their f32 checks are required as for every family.
 import fs from "node:fs";
 import path from "node:path";
 import {pathToFileURL} from "node:url";
 
 const MIN_TOP1 = 0.99;
+const MOE_FAMILIES = new Set(["qwen3moe", "gpt-oss"]);
 const N_GREEDY = Number(process.env.CROSSCHECK_N || 32); // as crosscheck.sh's nibble run -n
 const THREADS = 1;
 // llama.cpp's KV cache: f32 (default here) like nibble's, so that the model's arithmetic is compared,
@@ -189,7 +194,7 @@ for (const job of jobs) {
     let fig = `${agree}/${total} (${(100 * frac).toFixed(2)}%); |d logp(next)| max ${maxD.toPrecision(2)}` +
               ` mean ${(sumD / Math.max(nD, 1)).toPrecision(2)}`;
     if (agree < total) fig += `; llama.cpp margin at disagreements <= ${worstMargin.toPrecision(2)}`;
-    row(job, `teacher-forced top-1`, frac >= MIN_TOP1, fig, !f32);
+    row(job, `teacher-forced top-1`, frac >= MIN_TOP1, fig, !f32 && !MOE_FAMILIES.has(job.family));
     for (const n of notes) rows.push(["", "", "", "", "", "  " + n]);
 
     await ctx.dispose();

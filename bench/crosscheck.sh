@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # crosscheck.sh - nibble against llama.cpp (node-llama-cpp, ../shared/peer) on the same GGUF
-# files, for every model family nibble runs: llama qwen2 qwen3 phi3 gpt2.
+# files, for every model family nibble runs: llama qwen2 qwen3 phi3 gpt2 on the dense shapes,
+# qwen3moe and gpt-oss on their own (mixture-of-experts) shapes tiny-moe and tiny-oss.
 #
 # usage: bench/crosscheck.sh [--ctest] [--shapes "tiny stories"] [--kv f32|f16] [--seqs N]
 #                            [--keep DIR] [NIBBLE_BINARY]
 #
-# For each family and shape, `nibble synth` writes an F32 and a Q8_0 model with seeded random
+# For each family and shape (a mixture-of-experts shape: its own family), `nibble synth` writes an F32 and a Q8_0 model with seeded random
 # weights. Then, on each file:
 #   F32:  the 3 prompts tokenize alike, and greedy decoding gives the same 32 tokens from each
 #         (llama.cpp starts from nibble's prompt ids, so the forward pass is what is compared);
@@ -19,7 +20,10 @@
 #
 # Without node or the peer (bash ../shared/peer/setup.sh installs it into $NLC_DIR, default
 # ~/.cache/nibble-peer) it says so and exits 0, or 77 with --ctest (ctest's "skipped").
-# --ctest: the stories shape and one random sequence only (the default: tiny and stories, 2).
+# --ctest: the stories, tiny-moe and tiny-oss shapes and one random sequence only (the default:
+# tiny, stories, tiny-moe and tiny-oss, 2). tiny-oss has an 8-position sliding window on its
+# even layers, shorter than every prompt and reply, and sinks; both route tokens to 2 of 8
+# experts.
 # On the tiny shape Q8_0 agreement is at 97.7-98.6% today: nibble's int8 activations keep a
 # float scale per block, llama.cpp's an f16 one, and these flat random models feel the
 # difference (see the note of issue 6). NIBBLE_BINARY defaults to
@@ -41,13 +45,13 @@ while [ $# -gt 0 ]; do
     --kv) kv=$2; shift ;;
     --seqs) n_seqs=$2; shift ;;
     --keep) keep=$2; shift ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "crosscheck: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) nib=$1 ;;
   esac
   shift
 done
-[ -n "$shapes" ] || { [ $ctest = 1 ] && shapes="stories" || shapes="tiny stories"; }
+[ -n "$shapes" ] || { [ $ctest = 1 ] && shapes="stories tiny-moe tiny-oss" || shapes="tiny stories tiny-moe tiny-oss"; }
 [ -n "$n_seqs" ] || { [ $ctest = 1 ] && n_seqs=1 || n_seqs=2; }
 case "$kv" in f32|f16) ;; *) echo "crosscheck: --kv f32 or f16" >&2; exit 2 ;; esac
 families="llama qwen2 qwen3 phi3 gpt2"
@@ -105,10 +109,17 @@ done
 start=$(date +%s)
 : > "$dir/jobs.tsv"
 for shape in $shapes; do
-  for fam in $families; do
+  case "$shape" in
+    tiny-moe) fams=qwen3moe ;;
+    tiny-oss) fams=gpt-oss ;;
+    *) fams=$families ;;
+  esac
+  for fam in $fams; do
+    arch=(--arch "$fam")
+    case "$shape" in tiny-moe|tiny-oss) arch=() ;; esac
     for type in f32 q8_0; do
       m="$dir/$fam-$shape-$type.gguf"
-      "$nib" synth --shape "$shape" --arch "$fam" --type "$type" --seed 7 "$m" >/dev/null 2>"$dir/synth.log" ||
+      "$nib" synth --shape "$shape" "${arch[@]}" --type "$type" --seed 7 "$m" >/dev/null 2>"$dir/synth.log" ||
         { cat "$dir/synth.log" >&2; echo "crosscheck: nibble synth failed for $fam/$shape/$type" >&2; exit 1; }
       # greedy runs to 256 tokens in all: their first 32 tokens are the greedy check, the whole
       # text is teacher-forced too (there nibble's most likely next token is the one it chose)
