@@ -175,12 +175,17 @@ int eng_gguf_writer_arr_str(eng_gguf_writer *w, const char *key, const char *con
 
 int eng_gguf_writer_copy_kv(eng_gguf_writer *w, const eng_gguf *g, uint64_t i)
 {
+    return eng_gguf_writer_copy_kv_as(w, g, i, NULL);
+}
+
+int eng_gguf_writer_copy_kv_as(eng_gguf_writer *w, const eng_gguf *g, uint64_t i, const char *key)
+{
     if (i >= g->n_kv)
         return ENG_EINVAL;
     const kv *k = &g->kvs[i];
-    if (reserved(k->key))
+    if (reserved(k->key) || (key && reserved(key)))
         return 0;
-    kv_head(w, k->key, k->type);
+    kv_head(w, key ? key : k->key, k->type);
     if (k->type == GGUF_STRING) {
         wstr(&w->kv, k->strs[0].ptr, k->strs[0].len);
     } else if (k->type == GGUF_ARRAY) {

@@ -32,6 +32,10 @@ static const arch_desc archs[] = {
     {"gpt2", 0, ENG_NORM_LAYER, ENG_FFN_GELU, 1, 0, 0, 0, 0},
     {"qwen3moe", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 1, 1, ENG_MOE_SOFTMAX, 0},
     {"gpt-oss", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU_OAI, 0, 0, 1, ENG_MOE_TOPK_SOFTMAX, 1},
+    /* llama.cpp's name for llama blocks whose head counts and FFN sizes
+     * differ per layer (Nemotron's); `nibble prune` writes llama models
+     * under it so llama.cpp loads them too */
+    {"deci", 0, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 0, 0, 0, 0},
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
@@ -287,7 +291,9 @@ static const arch_desc *load_arch(eng_model *m, eng_err *e)
     for (size_t a = 0; a < N_ARCHS; a++)
         if (s.len == strlen(archs[a].name) && memcmp(archs[a].name, s.ptr, s.len) == 0)
             return &archs[a];
-    eng_errf(e, ENG_EUNSUP, "unsupported architecture '%s' (this version runs llama, qwen2, qwen3, phi3, gpt2, qwen3moe and gpt-oss)",
+    eng_errf(e, ENG_EUNSUP,
+             "unsupported architecture '%s' (this version runs llama, qwen2, qwen3, phi3, gpt2, qwen3moe, gpt-oss "
+             "and deci)",
              in->arch);
     return NULL;
 }

@@ -131,6 +131,9 @@ int eng_gguf_writer_arr_str(eng_gguf_writer *w, const char *key, const char *con
 /* Copy key i of g (any type) into the writer; ENG_EINVAL if i is out
  * of range. */
 int eng_gguf_writer_copy_kv(eng_gguf_writer *w, const eng_gguf *g, uint64_t i);
+/* The same under another key (NULL: its own), e.g. when a tool renames
+ * the architecture prefix. */
+int eng_gguf_writer_copy_kv_as(eng_gguf_writer *w, const eng_gguf *g, uint64_t i, const char *key);
 /* ne has n_dims entries (ne[0] the row length); data holds the tensor in
  * type `type`, simd_row_bytes(type, ne[0]) * rows bytes. */
 int eng_gguf_writer_tensor(eng_gguf_writer *w, const char *name, int type, uint32_t n_dims,
