@@ -458,11 +458,47 @@ static void check_tools(void)
     }
 }
 
+/* nibble prune: its usage errors, and a run with --then that gives a
+ * smaller model nibble runs */
+static void check_prune(void)
+{
+    const char *h[] = {"prune", "--help", NULL};
+    result r = run(h);
+    CHECKF(r.status == 0 && r.out && strstr(r.out, "--max-per-layer"), "prune --help: %s", r.err);
+    done(&r);
+    const char *a1[] = {"prune", model, "/tmp/x.gguf", "--heads", "0.2", NULL};
+    expect_fail("prune --heads without --calib", a1, 2, "needs --calib");
+    const char *a2[] = {"prune", model, "/tmp/x.gguf", "--neurons", "1.5", NULL};
+    expect_fail("prune --neurons 1.5", a2, 2, "between 0 and 1");
+    const char *a3[] = {"prune", model, "/tmp/x.gguf", "--protect", "most", NULL};
+    expect_fail("prune --protect most", a3, 2, "pagerank or none");
+    const char *a4[] = {"prune", model, "/tmp/x.gguf", "--neurons", "0.2", "--then", "q9", NULL};
+    expect_fail("prune --then q9", a4, 2, "unknown type");
+    char dir[] = "/tmp/nibble-cli-prune-XXXXXX", out[4200];
+    if (!tu_mkdtemp(dir))
+        return;
+    snprintf(out, sizeof out, "%s/p.gguf", dir);
+    const char *a5[] = {"prune", model, out, "--neurons", "0.25", "--then", "q8_0", "-q", NULL};
+    r = run(a5);
+    CHECKF(r.status == 0 && strstr(r.err, "FFN neurons 860 -> 645") && strstr(r.err, "q8_0"), "prune --then: %s",
+           r.err);
+    done(&r);
+    const char *a6[] = {"info", out, NULL};
+    r = run(a6);
+    CHECKF(r.status == 0 && r.out && strstr(r.out, "\"deci\"") && strstr(r.out, "nibble.prune.neurons") &&
+               strstr(r.out, "q8_0") && strstr(r.out, "runnable: yes"),
+           "info of the pruned model: %s%s", r.out, r.err);
+    done(&r);
+    remove(out);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const char *assets = getenv("NIBBLE_ASSETS");
     snprintf(model, sizeof model, "%s/stories260K.gguf", assets ? assets : "assets");
     check_tools();
+    check_prune();
     check_errors();
     check_flag_errors();
     check_golden();
