@@ -102,6 +102,18 @@ int cmd_info(int argc, char **argv)
            in->arch, in->n_vocab, in->dim, in->n_layers, in->n_heads, in->n_kv_heads, in->head_dim, in->ffn,
            in->ctx_train, in->rope_neox ? "neox" : "normal", in->rope_base, in->rope_scale,
            in->tied_output ? ", tied output" : "");
+    if (in->rope_yarn > 0)
+        printf("rope: YaRN, factor %g\n", in->rope_yarn);
+    if (in->n_window_layers)
+        printf("attention: sliding window of %u positions on %u of %u layers\n", in->window, in->n_window_layers,
+               in->n_layers);
+    if (in->n_expert)
+        printf("experts: %u a layer, %u a token, ffn %u each; active parameters %llu (%.2f M) of %llu\n",
+               in->n_expert, in->n_expert_used, in->expert_ffn, (unsigned long long)in->n_active_params,
+               in->n_active_params / 1e6, (unsigned long long)in->n_params);
+    uint64_t bpt = eng_model_bytes_per_token(m);
+    printf("bytes read per token: %llu (%.1f MB)%s\n", (unsigned long long)bpt, bpt / 1e6,
+           in->n_expert ? ", the experts a token runs only" : "");
     eng_model_close(m);
     return 0;
 }

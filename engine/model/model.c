@@ -534,8 +534,15 @@ static int load_experts(eng_model *m, const arch_desc *ad, uint32_t l, eng_err *
     x->used = m->info.n_expert_used;
     x->ffn = ff;
     /* gpt-oss names the norm before its FFN "post_attention_norm" */
+    /* the router is never quantized on load, as llama.cpp's quantizer
+     * leaves it: a small change moves tokens to other experts */
+    int lq = m->load_quant;
+    m->load_quant = 0;
+    r = get_mat(m, NAME("ffn_gate_inp.weight"), dim, ne, 0, &x->router, e);
+    m->load_quant = lq;
+    if (r)
+        return r;
     if ((r = get_vec(m, ad->oai ? NAME("post_attention_norm.weight") : NAME("ffn_norm.weight"), dim, 0, &L->ffn_norm, e)) ||
-        (r = get_mat(m, NAME("ffn_gate_inp.weight"), dim, ne, 0, &x->router, e)) ||
         (r = get_vec(m, NAME("ffn_gate_inp.bias"), ne, !ad->oai, &x->router_b, e)) ||
         (r = get_experts(m, NAME("ffn_gate_exps.weight"), dim, ff, ne, &x->gate, e)) ||
         (r = get_experts(m, NAME("ffn_up_exps.weight"), dim, ff, ne, &x->up, e)) ||

@@ -32,7 +32,7 @@
 #include "model_internal.h"
 
 #define CHUNK_BYTES ((size_t)1 << 20) /* unit of work and of publication */
-#define WEIGHTS_PER_LAYER 7
+#define WEIGHTS_PER_LAYER 10 /* 7 dense, or 4 dense and the experts' 3 */
 
 typedef struct pack_item {
     eng_weight *w;
@@ -121,9 +121,14 @@ static size_t all_matrices(eng_model *m, eng_weight **ws)
     size_t n = 0;
     for (uint32_t l = 0; l < m->info.n_layers; l++) {
         eng_layer *L = &m->layers[l];
-        eng_weight *lw[WEIGHTS_PER_LAYER] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        eng_weight *lw[WEIGHTS_PER_LAYER] = {&L->wq,     &L->wk,     &L->wv,       &L->wo,      &L->w_gate,
+                                             &L->w_up,   &L->w_down, &L->moe.gate, &L->moe.up, &L->moe.down};
+        /* experts are packed only when each expert's rows are whole
+         * groups: the forward pass reads an expert's share of them */
+        int experts = L->moe.n && L->moe.ffn % SIMD_PACK_ROWS == 0 && m->info.dim % SIMD_PACK_ROWS == 0;
         for (int i = 0; i < WEIGHTS_PER_LAYER; i++)
-            ws[n++] = lw[i];
+            if (i < 7 || experts)
+                ws[n++] = lw[i];
     }
     ws[n++] = &m->output;
     return n;

@@ -99,14 +99,17 @@ int eng_quant_plan(const eng_qtarget *t, const char *name, uint32_t n_dims, cons
 {
     *fallback = 0;
     *planned = src_type;
-    if (n_dims < 2 || !ends_with(name, ".weight"))
+    /* routers stay as they are (llama.cpp leaves them unquantized too):
+     * a small change to one moves tokens to other experts */
+    if (n_dims < 2 || !ends_with(name, ".weight") || ends_with(name, ".ffn_gate_inp.weight"))
         return src_type;
     int type = t->type;
     int is_output = !strcmp(name, "output.weight") || (!has_output && !strcmp(name, "token_embd.weight"));
     if (type != SIMD_F32 && type != SIMD_F16 && type != SIMD_BF16 && is_output)
         type = type == SIMD_Q8_0 ? SIMD_Q8_0 : SIMD_Q6_K;
     int l = layer_of(name);
-    if (t->more_bits_type >= 0 && l >= 0 && (ends_with(name, ".attn_v.weight") || ends_with(name, ".ffn_down.weight")) &&
+    if (t->more_bits_type >= 0 && l >= 0 && (ends_with(name, ".attn_v.weight") || ends_with(name, ".ffn_down.weight") ||
+                                              ends_with(name, ".ffn_down_exps.weight")) &&
         more_bits_layer(l, n_layers))
         type = t->more_bits_type;
     if (t->more_bits_type >= 0 && l >= 0 && ends_with(name, ".attn_qkv.weight"))
@@ -243,7 +246,7 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
     /* the input's type, refusing quantized input unless asked */
     for (uint64_t i = 0; i < nt; i++) {
         const eng_gguf_tensor *t = eng_gguf_tensor_at(g, i);
-        if (t->n_dims >= 2 && !is_float_type(t->type)) {
+        if (t->n_dims >= 2 && !is_float_type(t->type) && t->type != SIMD_MXFP4) {
             if (!o->allow_requantize) {
                 r = eng_errf(e, ENG_EINVAL,
                              "%s is already quantized (tensor '%s' is %s): quantizing it again adds the errors of "
@@ -282,6 +285,13 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
         const eng_gguf_tensor *t = eng_gguf_tensor_at(g, i);
         int planned, fb;
         int type = eng_quant_plan(o->target, t->name, t->n_dims, t->ne, t->type, n_layers, has_output, &planned, &fb);
+        /* MXFP4 (gpt-oss's experts) is copied as stored unless
+         * requantizing is asked for: its 4.25 bits are what the model was
+         * trained at, and any other type of that size only adds error */
+        if (t->type == SIMD_MXFP4 && !o->allow_requantize && t->n_dims >= 2) {
+            type = SIMD_MXFP4;
+            fb = 0;
+        }
         const eng_tensor_edit *ed = edit_for(o, t->name);
         if (ed && t->n_dims < 2)
             type = SIMD_F32; /* a scaled norm is written in full precision */

@@ -19,6 +19,7 @@
  * a misshapen expert tensor. */
 #include "gguf.h"
 #include "model.h"
+#include "quantize.h"
 #include "simd.h"
 #include "synth.h"
 #include "testutil.h"
@@ -39,11 +40,14 @@ static int type_of(const char *name)
     return -1;
 }
 
+/* A path in the scratch directory; four live at once. */
 static const char *tmp(const char *name)
 {
-    static char buf[160];
-    snprintf(buf, sizeof buf, "%s/%s", dir, name);
-    return buf;
+    static char buf[4][160];
+    static int next;
+    char *b = buf[next++ % 4];
+    snprintf(b, sizeof buf[0], "%s/%s", dir, name);
+    return b;
 }
 
 /* Logits of all N_TOK tokens (N_TOK x n_vocab), one call or one at a time. */
@@ -170,6 +174,83 @@ static void check_bad_shape(void)
     printf("misshapen experts: %s\n", e.msg);
 }
 
+/* The type of tensor `name` in file path, or -1. */
+static int type_in(const char *path, const char *name)
+{
+    eng_gguf *g = NULL;
+    eng_err e;
+    if (eng_gguf_open(path, &g, &e))
+        return -1;
+    const eng_gguf_tensor *t = eng_gguf_tensor_find(g, name);
+    int type = t ? t->type : -1;
+    eng_gguf_close(g);
+    return type;
+}
+
+/* nibble quantize on 3-D expert tensors: quantized like matrices, the
+ * router kept, MXFP4 experts copied as stored; the result runs. */
+static void check_quantize(void)
+{
+    eng_err e;
+    eng_synth_opts o = {.type = SIMD_F32, .seed = 3};
+    CHECK(eng_synth_write(eng_synth_find("tiny-oss"), &o, tmp("q.gguf"), &e) == 0);
+    eng_quant_opts qo = {.target = eng_qtarget_find("q4_0")};
+    eng_quant_report rep;
+    CHECK(eng_quantize_file(tmp("q.gguf"), tmp("q4.gguf"), &qo, &rep, &e) == 0);
+    CHECK(type_in(tmp("q4.gguf"), "blk.1.ffn_up_exps.weight") == SIMD_Q4_0);
+    CHECK(type_in(tmp("q4.gguf"), "blk.1.ffn_gate_inp.weight") == SIMD_F32);
+    /* gpt-oss as shipped: MXFP4 experts, the rest in floats */
+    eng_gguf *g = NULL;
+    CHECK(eng_gguf_open(tmp("q.gguf"), &g, &e) == 0);
+    eng_gguf_writer *w = eng_gguf_writer_new();
+    void *bufs[64] = {0};
+    int nb = 0;
+    for (uint64_t i = 0; g && w && i < eng_gguf_n_kv(g); i++)
+        CHECK(eng_gguf_writer_copy_kv(w, g, i) == 0);
+    for (uint64_t i = 0; g && w && i < eng_gguf_n_tensors(g); i++) {
+        const eng_gguf_tensor *t = eng_gguf_tensor_at(g, i);
+        const void *data = t->data;
+        int type = t->type;
+        if (strstr(t->name, "_exps.weight") && nb < 64) {
+            uint64_t rows = t->ne[1] * t->ne[2];
+            data = bufs[nb++] = malloc(simd_row_bytes(SIMD_MXFP4, t->ne[0]) * rows);
+            CHECK(data && eng_quant_rows(SIMD_MXFP4, t->data, (void *)data, rows, t->ne[0]) == 0);
+            type = SIMD_MXFP4;
+        }
+        CHECK(eng_gguf_writer_tensor(w, t->name, type, t->n_dims, t->ne, data) == 0);
+    }
+    CHECK(eng_gguf_writer_save(w, tmp("mx.gguf"), &e) == 0);
+    eng_gguf_writer_free(w);
+    eng_gguf_close(g);
+    for (int i = 0; i < nb; i++)
+        free(bufs[i]);
+    /* quantized to q8_0: its MXFP4 tensors stay as they are (no
+     * requantizing asked), so it is not refused as already quantized */
+    qo.target = eng_qtarget_find("q8_0");
+    int r = eng_quantize_file(tmp("mx.gguf"), tmp("mx8.gguf"), &qo, &rep, &e);
+    if (r)
+        fprintf(stderr, "quantize mxfp4 -> q8_0: %s\n", e.msg);
+    CHECK(r == 0);
+    CHECK(type_in(tmp("mx8.gguf"), "blk.0.ffn_down_exps.weight") == SIMD_MXFP4);
+    CHECK(type_in(tmp("mx8.gguf"), "blk.0.attn_q.weight") == SIMD_Q8_0);
+    qo.allow_requantize = 1;
+    CHECK(eng_quantize_file(tmp("mx.gguf"), tmp("mx8r.gguf"), &qo, &rep, &e) == 0);
+    CHECK(type_in(tmp("mx8r.gguf"), "blk.0.ffn_down_exps.weight") == SIMD_Q8_0);
+    eng_model *m = NULL;
+    CHECK(eng_model_open(tmp("q4.gguf"), &m, &e) == 0);
+    float *lg = m ? run(m, (const int32_t[N_TOK]){1, 5, 9}, 1, 0) : NULL;
+    CHECK(lg != NULL);
+    free(lg);
+    eng_model_close(m);
+    /* quantize on load: float experts converted, the router not */
+    m = NULL;
+    CHECK(eng_model_open_opts(tmp("q.gguf"), &(eng_model_opts){.quantize_type = SIMD_Q8_0}, &m, &e) == 0);
+    if (m)
+        CHECK(eng_model_get_info(m)->main_type == SIMD_Q8_0);
+    eng_model_close(m);
+    printf("quantize: 3-D experts quantized, routers kept, MXFP4 kept unless asked\n");
+}
+
 int main(void)
 {
     simd_init();
@@ -197,6 +278,7 @@ int main(void)
     wide_oss.head_dim = 64;
     check_model(&wide_oss, "q6_k");
     check_bad_shape();
+    check_quantize();
     tu_rmtree(dir);
     return tu_result("test_moe");
 }

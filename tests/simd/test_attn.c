@@ -213,11 +213,95 @@ static void check_silu(void)
     }
 }
 
+static float oai1(float g, float u)
+{
+    simd_swiglu_oai(&g, &u, 1, 1.702f, 7.0f);
+    return g;
+}
+
+/* gpt-oss's clamped SwiGLU: the clamps, accuracy against double, and
+ * every set's build against the baseline bit for bit; the attention
+ * merge with a sink: no sink (-inf) is the plain merge to the bit, and a
+ * sink takes its share of the softmax. */
+static void check_oai(void)
+{
+    CHECK(isnan(oai1(NAN, 1.0f)) && isnan(oai1(1.0f, NAN)));
+    CHECK(same(oai1(100.0f, 0.0f), oai1(7.0f, 0.0f)));   /* gate clamped above */
+    CHECK(same(oai1(1.0f, 100.0f), oai1(1.0f, 7.0f)));   /* up clamped to [-7, 7] */
+    CHECK(same(oai1(1.0f, -100.0f), oai1(1.0f, -7.0f)));
+    CHECK(oai1(-100.0f, 3.0f) == 0.0f);                   /* no clamp below for the gate */
+    double worst = 0;
+    for (int i = -400000; i <= 400000; i++) {
+        float g = (float)i * 2.5e-5f, u = 8.0f * frand();
+        double x = g < 7.0f ? g : 7.0, y = u > 7.0f ? 7.0 : u < -7.0f ? -7.0 : u;
+        double want = x / (1.0 + exp(-1.702 * x)) * (y + 1.0), got = oai1(g, u);
+        double err = fabs(got - want) / (fabs(want) + 1e-30);
+        if (fabs(want) > 1e-20 && err > worst)
+            worst = err;
+    }
+    /* (y + 1) near 0 magnifies the rounding of y + 1 itself */
+    CHECKF(worst < 1e-4, "swiglu_oai relative error %g", worst);
+    printf("swiglu_oai: worst relative error %.2g over [-10, 10]\n", worst);
+    enum { N = 203 };
+    float x[N], u[N], g[N], want[N];
+    const float specials[] = {0.0f, -0.0f, NAN, INFINITY, -INFINITY, 7.0f, -7.0f, 1e-40f, 60.0f, -60.0f};
+    for (int k = 0; k < SIMD_K_COUNT; k++) {
+        if (!simd_kernel_supported((enum simd_kernel)k, NULL))
+            continue;
+        CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
+        int bad = 0;
+        for (size_t n = 1; n <= N && !bad; n += n < 40 ? 1 : 27) {
+            for (size_t i = 0; i < n; i++) {
+                x[i] = i % 7 == 3 ? specials[(i / 7) % 10] : 20.0f * frand();
+                u[i] = i % 5 == 2 ? specials[(i / 5) % 10] : 10.0f * frand();
+            }
+            memcpy(want, x, n * sizeof *want);
+            simd_swiglu_oai_ref(want, u, n, 1.702f, 7.0f);
+            memcpy(g, x, n * sizeof *g);
+            simd_swiglu_oai(g, u, n, 1.702f, 7.0f);
+            for (size_t i = 0; i < n && !bad; i++)
+                if (!same(g[i], want[i]) || !same(oai1(x[i], u[i]), want[i])) {
+                    CHECKF(0, "%s swiglu_oai n=%zu i=%zu: %a, baseline %a", simd_kernel_name((enum simd_kernel)k),
+                           n, i, (double)g[i], (double)want[i]);
+                    bad = 1;
+                }
+        }
+        if (!bad)
+            printf("%-14s swiglu_oai bit-identical to the baseline build\n", simd_kernel_name((enum simd_kernel)k));
+    }
+    simd_init();
+    /* merge with a sink: three chunk rows of hd 4 */
+    enum { HD = 4, NC = 3 };
+    float part[NC * (HD + 2)], a[HD], b[HD];
+    for (int c = 0; c < NC; c++) {
+        part[c * (HD + 2)] = frand();            /* max */
+        part[c * (HD + 2) + 1] = 1.0f + frand() * 0.5f; /* sum */
+        for (int d = 0; d < HD; d++)
+            part[c * (HD + 2) + 2 + d] = frand();
+    }
+    simd_attn_merge(HD, NC, part, HD + 2, a);
+    simd_attn_merge_sink(HD, NC, part, HD + 2, -INFINITY, b);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    float sink = 0.7f;
+    simd_attn_merge_sink(HD, NC, part, HD + 2, sink, b);
+    double den = exp((double)sink), num[HD] = {0};
+    for (int c = 0; c < NC; c++) {
+        double f = exp((double)part[c * (HD + 2)]);
+        den += part[c * (HD + 2) + 1] * f;
+        for (int d = 0; d < HD; d++)
+            num[d] += part[c * (HD + 2) + 2 + d] * f;
+    }
+    for (int d = 0; d < HD; d++)
+        CHECKF(fabs(b[d] - num[d] / den) < 1e-5, "merge with sink: %g, want %g", (double)b[d], num[d] / den);
+    printf("attention merge with a sink: as the softmax with one more logit\n");
+}
+
 int main(void)
 {
     simd_init();
     check_exp();
     check_silu();
+    check_oai();
     const size_t hds[] = {8, 16, 24, 40, 64, 72, 128, 6};
     const size_t nqs[] = {1, 2, 3, 4, 5, 7, 8, 9};
     const size_t ns[] = {1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100, 128, 257};
