@@ -30,9 +30,10 @@ static const char usage[] =
     "Model and sampler options are those of 'nibble run': -t, -c, --kernel,\n"
     "--temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, --seed.\n"
     "\n"
-    "Slash commands: /help /reset /regen /stop /system /set /model /kernel\n"
-    "/threads /save /load /list /quit. Conversations are saved as they go under\n"
-    "$XDG_DATA_HOME/nibble/conversations (see docs/TUI.md).\n";
+    "Slash commands: /help /new /regen /stop /system /set /model /kernel\n"
+    "/threads /save /rename /load /list /export /quit. Conversations are saved\n"
+    "from the first message under $XDG_DATA_HOME/nibble/conversations (see\n"
+    "docs/TUI.md).\n";
 
 typedef struct wiring {
     cfg_config cfg;
@@ -173,6 +174,7 @@ int cmd_chat(int argc, char **argv, int first)
         .data_dir = data[0] ? data : NULL,
         .resume = resume,
         .model = model,
+        .model_given = w.o.model != NULL,
         .settings = settings_for,
         .settings_ud = &w,
         .model_dirs = dirp,

@@ -24,7 +24,8 @@ double ui_now_ms(void)
 
 static const char help[] =
     "Commands:\n"
-    "  /reset            forget the conversation (the system prompt stays)\n"
+    "  /new              start a new conversation; the last one stays saved\n"
+    "  /reset            the same (both keep the system prompt)\n"
     "  /regen            answer the last message again\n"
     "  /stop             stop the reply (also Esc or Ctrl+C)\n"
     "  /system TEXT      set the system prompt (empty: none)\n"
@@ -33,9 +34,11 @@ static const char help[] =
     "  /model PATH       open another model file\n"
     "  /kernel NAME      switch kernel set (/kernels lists them)\n"
     "  /threads N        worker threads\n"
-    "  /save [NAME]      save the conversation (under NAME from now on)\n"
-    "  /load NAME        bring back a saved conversation (/list shows them)\n"
-    "  /list             saved conversations, newest first\n"
+    "  /save [NAME]      save now (NAME: rename this conversation's file)\n"
+    "  /rename NAME      rename this conversation\n"
+    "  /load NAME        bring back a saved conversation and its model\n"
+    "  /list [WORDS]     saved conversations, newest first (WORDS: search)\n"
+    "  /export FILE.md   write this conversation as markdown\n"
     "  /help             this list          /quit  leave\n";
 
 const char *ui_chat_help(void) { return help; }
@@ -89,10 +92,26 @@ static void set_name(ui_chat *ch, const char *name)
     snprintf(ch->jpath, sizeof ch->jpath, "%s/%s%s", dir, name, EXT);
 }
 
+/* 1 when the document holds a message of the user (what makes a
+ * conversation worth a file). */
+static int has_messages(const eng_journal *j)
+{
+    for (size_t i = 0; i < j->n; i++)
+        if (j->e[i].kind == ENG_J_USER)
+            return 1;
+    return 0;
+}
+
 static int save_now(ui_chat *ch)
 {
     if (!ch->data_dir[0])
         return 0;
+    if (!ch->on_disk && !has_messages(ch->doc)) {
+        /* nothing said yet: no file (a launch, /reset or a notice alone
+         * must not leave empty conversations behind) */
+        ch->unsaved = 0;
+        return 0;
+    }
     eng_err e = {{0}};
     char dir[1100];
     conv_dir(ch, dir, sizeof dir);
@@ -108,6 +127,7 @@ static int save_now(ui_chat *ch)
         return rc;
     }
     ch->unsaved = 0;
+    ch->on_disk = 1;
     return 0;
 }
 
@@ -138,15 +158,28 @@ static int valid_name(const char *s)
 
 typedef struct named {
     char *name;
-    time_t mtime;
+    long long mtime_ns; /* to the nanosecond where the system keeps it: a
+                         * conversation written in the same second as
+                         * another still sorts as the newer one */
 } named;
 
 static int by_mtime(const void *a, const void *b)
 {
     const named *x = a, *y = b;
-    if (x->mtime != y->mtime)
-        return x->mtime < y->mtime ? 1 : -1;
+    if (x->mtime_ns != y->mtime_ns)
+        return x->mtime_ns < y->mtime_ns ? 1 : -1;
     return strcmp(y->name, x->name);
+}
+
+static long long mtime_ns(const struct stat *sb)
+{
+#if defined(__linux__) || defined(__FreeBSD__) || defined(__OpenBSD__) || defined(__NetBSD__)
+    return (long long)sb->st_mtim.tv_sec * 1000000000LL + sb->st_mtim.tv_nsec;
+#elif defined(__APPLE__)
+    return (long long)sb->st_mtimespec.tv_sec * 1000000000LL + sb->st_mtimespec.tv_nsec;
+#else
+    return (long long)sb->st_mtime * 1000000000LL;
+#endif
 }
 
 int ui_chat_list(const ui_chat *ch, char ***names)
@@ -181,7 +214,7 @@ int ui_chat_list(const ui_chat *ch, char ***names)
             break;
         memcpy(v[n].name, de->d_name, len - strlen(EXT));
         v[n].name[len - strlen(EXT)] = 0;
-        v[n].mtime = sb.st_mtime;
+        v[n].mtime_ns = mtime_ns(&sb);
         n++;
     }
     closedir(d);
@@ -198,21 +231,167 @@ int ui_chat_list(const ui_chat *ch, char ***names)
     return out ? n : 0;
 }
 
+static void conv_path(const ui_chat *ch, const char *name, char *buf, size_t n)
+{
+    char dir[1100];
+    conv_dir(ch, dir, sizeof dir);
+    snprintf(buf, n, "%s/%s%s", dir, name, EXT);
+}
+
+static int conv_exists(const ui_chat *ch, const char *name)
+{
+    char path[1400];
+    struct stat sb;
+    conv_path(ch, name, path, sizeof path);
+    return stat(path, &sb) == 0;
+}
+
+/* A new conversation's name: its start time, with -2, -3 ... when that
+ * name is taken (two /new in one second must not share a file). */
+static void fresh_name(ui_chat *ch)
+{
+    char base[64], name[96];
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(base, sizeof base, "%Y%m%d-%H%M%S", &tm);
+    snprintf(name, sizeof name, "%s", base);
+    for (int k = 2; conv_exists(ch, name) && k < 10000; k++)
+        snprintf(name, sizeof name, "%s-%d", base, k);
+    set_name(ch, name);
+    ch->on_disk = 0;
+}
+
+/* The model file of a conversation: that of its last reply that was not
+ * replaced (replies record it as provenance), or NULL. */
+static const char *conv_model_file(const eng_journal *j, const char **name)
+{
+    for (size_t i = j->n; i-- > 0;) {
+        if (j->e[i].kind != ENG_J_ASSISTANT)
+            continue;
+        const char *sup = eng_journal_get_meta(j, i, "superseded");
+        if (sup && !strcmp(sup, "1"))
+            continue;
+        const char *f = eng_journal_get_meta(j, i, "model_file");
+        if (f && *f) {
+            if (name)
+                *name = eng_journal_get_meta(j, i, "model");
+            return f;
+        }
+    }
+    return NULL;
+}
+
+static void summarize(ui_conv *c, const eng_journal *j)
+{
+    c->turns = 0;
+    c->first[0] = c->model[0] = c->model_file[0] = 0;
+    for (size_t i = 0; i < j->n; i++) {
+        if (j->e[i].kind != ENG_J_USER)
+            continue;
+        if (!c->turns++) {
+            size_t k = strcspn(j->e[i].text, "\n");
+            if (k >= sizeof c->first)
+                k = sizeof c->first - 1;
+            memcpy(c->first, j->e[i].text, k);
+            c->first[k] = 0;
+        }
+    }
+    const char *mname = NULL, *mf = conv_model_file(j, &mname);
+    if (mf) {
+        snprintf(c->model_file, sizeof c->model_file, "%s", mf);
+        snprintf(c->model, sizeof c->model, "%s", mname && *mname ? mname : eng_path_base(mf));
+    }
+}
+
+int ui_chat_convs(const ui_chat *ch, ui_conv **out)
+{
+    *out = NULL;
+    char **names;
+    int n = ui_chat_list(ch, &names);
+    ui_conv *v = n ? calloc((size_t)n, sizeof *v) : NULL;
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (v) {
+            ui_conv *c = &v[k++];
+            char path[1400];
+            struct stat sb;
+            snprintf(c->name, sizeof c->name, "%s", names[i]);
+            conv_path(ch, names[i], path, sizeof path);
+            if (stat(path, &sb) == 0)
+                c->mtime = (long long)sb.st_mtime;
+            eng_journal *j = NULL;
+            eng_err e = {{0}};
+            if (eng_journal_load(path, &j, &e) == 0) {
+                summarize(c, j);
+                eng_journal_free(j);
+            } else
+                snprintf(c->error, sizeof c->error, "%.159s", e.msg);
+        }
+        free(names[i]);
+    }
+    free(names);
+    *out = v;
+    return k;
+}
+
+static int lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+
+/* needle in hay, ASCII letters in any case (other bytes as they are) */
+static int contains_nocase(const char *hay, const char *needle)
+{
+    size_t m = strlen(needle);
+    for (; *hay; hay++) {
+        size_t i = 0;
+        while (i < m && hay[i] && lower((unsigned char)hay[i]) == lower((unsigned char)needle[i]))
+            i++;
+        if (i == m)
+            return 1;
+    }
+    return m == 0;
+}
+
+int ui_conv_filter(ui_conv *v, int n, const char *q)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (!q || !*q || contains_nocase(v[i].name, q) || contains_nocase(v[i].model, q) ||
+            contains_nocase(v[i].first, q))
+            v[k++] = v[i];
+    return k;
+}
+
 /* Replace the document with a saved one and hand its turns to the engine. */
 static void on_event(ui_chat *ch, eng_event *ev);
 
-static int restore(ui_chat *ch, const char *name, eng_err *e)
+/* keep_notes: the notices shown so far (at start: config warnings, why
+ * the conversation's model is not reopened) follow the restored turns. */
+static int restore(ui_chat *ch, const char *name, int keep_notes, eng_err *e)
 {
-    char path[1400], dir[1100];
-    conv_dir(ch, dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/%s%s", dir, name, EXT);
+    char path[1400];
+    conv_path(ch, name, path, sizeof path);
     eng_journal *j;
     int rc = eng_journal_load(path, &j, e);
     if (rc)
         return rc;
+    if (ch->unsaved)
+        save_now(ch); /* the conversation being left keeps what it had */
+    for (size_t i = 0; keep_notes && i < ch->doc->n; i++) {
+        const eng_jentry *x = &ch->doc->e[i];
+        if (x->kind != ENG_J_NOTICE || !x->transient)
+            continue;
+        int k = eng_journal_add(j, ENG_J_NOTICE, x->text);
+        if (k < 0)
+            continue;
+        j->e[k].transient = 1;
+        if (ui_chat_is_error(ch, i))
+            eng_journal_meta(j, (size_t)k, "level", "error");
+    }
     eng_journal_free(ch->doc);
     ch->doc = j;
+    ch->reply = -1;
     set_name(ch, name);
+    ch->on_disk = 1;
     eng_engine_send_simple(ch->en, ENG_CMD_RESET, NULL, 0);
     eng_engine_send_simple(ch->en, ENG_CMD_SET_SYSTEM, j->system ? j->system : "", 0);
     int turns = 0;
@@ -250,6 +429,168 @@ static int restore(ui_chat *ch, const char *name, eng_err *e)
     ui_chat_notice(ch, "resumed '%s' (%d turns)", name, turns);
     mark_changed(ch, UI_CH_DOC);
     return 0;
+}
+
+/* The model a restored conversation was made with: reopen it when it is
+ * not the one loaded (or being loaded), or say why not. keep: a model the
+ * user named (-m) that wins over the conversation's. */
+static void reopen_model(ui_chat *ch, const char *keep)
+{
+    const char *mname = NULL, *mf = conv_model_file(ch->doc, &mname);
+    if (!mf)
+        return;
+    const char *now = ch->loading ? ch->loading_path : ch->have_model ? ch->st.model_path : "";
+    if (!strcmp(mf, now))
+        return;
+    if (keep) {
+        ui_chat_notice(ch, "this conversation was with %s; continuing with %s (-m)", eng_path_base(mf),
+                       eng_path_base(keep));
+        return;
+    }
+    struct stat sb;
+    if (stat(mf, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        ui_chat_error(ch, "this conversation's model %s is gone (%s)%s%s", mf, strerror(errno),
+                      *now ? "; continuing with " : "", *now ? eng_path_base(now) : "");
+        return;
+    }
+    ui_chat_notice(ch, "reopening this conversation's model, %s", eng_path_base(mf));
+    ui_chat_load_model(ch, mf);
+}
+
+int ui_chat_open(ui_chat *ch, const char *name, eng_err *e)
+{
+    if (!valid_name(name))
+        return eng_errf(e, ENG_EINVAL, "'%s' is not a conversation name", name);
+    if (ch->busy)
+        return eng_errf(e, ENG_EINVAL, "a reply is running; stop it first");
+    int rc = restore(ch, name, 0, e);
+    if (!rc)
+        reopen_model(ch, NULL);
+    return rc;
+}
+
+void ui_chat_new(ui_chat *ch)
+{
+    if (ch->busy)
+        ui_chat_stop(ch); /* its DONE finds no reply to finish: ch->reply is cleared */
+    if (ch->unsaved || ch->reply >= 0) {
+        if (ch->reply >= 0)
+            ch->doc->e[ch->reply].partial = 1;
+        save_now(ch); /* the old conversation keeps everything it had */
+    }
+    ch->reply = -1;
+    ch->orphan = ch->busy;
+    eng_engine_send_simple(ch->en, ENG_CMD_RESET, NULL, 0);
+    eng_journal_clear(ch->doc);
+    fresh_name(ch);
+    ch->unsaved = 0;
+    ch->stats.ctx_used = 0;
+    mark_changed(ch, UI_CH_DOC | UI_CH_STATS);
+}
+
+int ui_chat_conv_rename(ui_chat *ch, const char *from, const char *to, eng_err *e)
+{
+    if (!valid_name(from) || !valid_name(to))
+        return eng_errf(e, ENG_EINVAL, "use letters, digits, '-', '_' and '.' for the name");
+    if (!strcmp(from, to))
+        return 0;
+    if (conv_exists(ch, to))
+        return eng_errf(e, ENG_EINVAL, "'%s' already exists", to);
+    int open_one = !strcmp(from, ch->name);
+    char a[1400], b[1400];
+    conv_path(ch, from, a, sizeof a);
+    conv_path(ch, to, b, sizeof b);
+    if (open_one && !ch->on_disk) {
+        set_name(ch, to); /* not written yet: only its name changes */
+        return 0;
+    }
+    if (rename(a, b))
+        return eng_errf(e, ENG_EIO, "cannot rename %s: %s", a, strerror(errno));
+    if (open_one)
+        set_name(ch, to);
+    return 0;
+}
+
+int ui_chat_conv_delete(ui_chat *ch, const char *name, eng_err *e)
+{
+    if (!valid_name(name))
+        return eng_errf(e, ENG_EINVAL, "'%s' is not a conversation name", name);
+    char p[1400];
+    conv_path(ch, name, p, sizeof p);
+    if (remove(p))
+        return eng_errf(e, ENG_EIO, "cannot delete %s: %s", p, strerror(errno));
+    if (!strcmp(name, ch->name)) {
+        ch->on_disk = 0;
+        ch->unsaved = 0;
+        ui_chat_new(ch);
+    }
+    return 0;
+}
+
+/* The conversation as markdown: a heading a turn, the replies as they
+ * came (they are markdown already), notices as quotes. */
+int ui_chat_export(const ui_chat *ch, const char *path, eng_err *e)
+{
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    if (!buf)
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+#define PUT(str, len)                                                                                              \
+    do {                                                                                                           \
+        size_t l_ = (len);                                                                                         \
+        if (n + l_ + 1 > cap) {                                                                                    \
+            while (n + l_ + 1 > cap)                                                                               \
+                cap *= 2;                                                                                          \
+            char *nb_ = realloc(buf, cap);                                                                         \
+            if (!nb_) {                                                                                            \
+                free(buf);                                                                                         \
+                return eng_errf(e, ENG_ENOMEM, "out of memory");                                                   \
+            }                                                                                                      \
+            buf = nb_;                                                                                             \
+        }                                                                                                          \
+        memcpy(buf + n, (str), l_);                                                                                \
+        n += l_;                                                                                                   \
+    } while (0)
+#define PUTS(str) PUT((str), strlen(str))
+    PUTS("# ");
+    PUTS(ch->name);
+    PUTS("\n\n");
+    if (ch->doc->system) {
+        PUTS("*System:* ");
+        PUTS(ch->doc->system);
+        PUTS("\n\n");
+    }
+    for (size_t i = 0; i < ch->doc->n; i++) {
+        const eng_jentry *x = &ch->doc->e[i];
+        if (x->transient)
+            continue;
+        const char *sup = eng_journal_get_meta(ch->doc, i, "superseded");
+        if (x->kind == ENG_J_USER) {
+            PUTS("## You\n\n");
+            PUT(x->text, x->len);
+            PUTS("\n\n");
+        } else if (x->kind == ENG_J_ASSISTANT) {
+            const char *m = eng_journal_get_meta(ch->doc, i, "model");
+            PUTS("## ");
+            PUTS(m && *m ? m : "Reply");
+            if (sup && !strcmp(sup, "1"))
+                PUTS(" (replaced)");
+            if (x->partial)
+                PUTS(" (cut short)");
+            PUTS("\n\n");
+            PUT(x->text, x->len);
+            PUTS("\n\n");
+        } else {
+            PUTS("> ");
+            PUT(x->text, x->len);
+            PUTS("\n\n");
+        }
+    }
+#undef PUTS
+#undef PUT
+    int rc = eng_write_atomic(path, buf, n, e);
+    free(buf);
+    return rc;
 }
 
 /* ---- engine events ---- */
@@ -337,6 +678,13 @@ static void on_loaded(ui_chat *ch, const eng_state *st)
     if (st) { /* NULL only when the engine ran out of memory */
         ch->st = *st;
         ch->gen = st->gen;
+        /* the new model's own settings, kept back until it loaded (a
+         * failed load leaves the old model's as they were) */
+        if (ch->load_set.tmpl[0] && !strcmp(st->model_path, ch->loading_path)) {
+            if (ch->load_set.kernel[0])
+                ui_chat_set_kernel(ch, ch->load_set.kernel);
+            ui_chat_set_gen(ch, &ch->load_set.gen);
+        }
         ch->stats.ctx_size = st->ctx_size;
         ui_chat_notice(ch, "loaded %s: %s (%s, %s, %s template, context %u)", eng_path_base(st->model_path),
                        st->model_name, st->arch, st->weight_type, st->tmpl, st->ctx_size);
@@ -379,6 +727,8 @@ static void on_event(ui_chat *ch, eng_event *ev)
         break;
     }
     case ENG_EV_REPLY: {
+        if (ch->orphan)
+            break;
         int i = eng_journal_add(ch->doc, ENG_J_ASSISTANT, "");
         if (i >= 0) {
             ch->reply = i;
@@ -418,9 +768,16 @@ static void on_event(ui_chat *ch, eng_event *ev)
         }
         ch->reply = -1;
         ch->busy = 0;
+        ch->orphan = 0;
         ch->prog_active = 0;
         save_now(ch);
         mark_changed(ch, UI_CH_DOC | UI_CH_PROGRESS);
+        if (ch->pending_load[0]) {
+            char p[sizeof ch->pending_load];
+            memcpy(p, ch->pending_load, sizeof p);
+            ch->pending_load[0] = 0;
+            ui_chat_load_model(ch, p);
+        }
         break;
     case ENG_EV_ERROR:
         if (ev->code == ENG_CMD_LOAD) {
@@ -430,8 +787,12 @@ static void on_event(ui_chat *ch, eng_event *ev)
             ui_chat_error(ch, "cannot load %s: %s%s", ch->loading_path, ev->text ? ev->text : "?",
                            ch->have_model ? " (the previous model stays)" : "");
             mark_changed(ch, UI_CH_PROGRESS | UI_CH_STATE);
-        } else
+        } else {
             ui_chat_error(ch, "error: %s", ev->text ? ev->text : "?");
+            /* refused before a reply began: no DONE follows */
+            if ((ev->code == ENG_CMD_SUBMIT || ev->code == ENG_CMD_REGENERATE) && ch->reply < 0 && !ch->orphan)
+                ch->busy = 0;
+        }
         snprintf(ch->last_error, sizeof ch->last_error, "%s", ev->text ? ev->text : "");
         break;
     case ENG_EV_NOTICE:
@@ -482,6 +843,10 @@ void ui_chat_regen(ui_chat *ch)
         ui_chat_notice(ch, ch->busy ? "a reply is running; stop it first" : "no model is loaded");
         return;
     }
+    if (!has_messages(ch->doc)) {
+        ui_chat_notice(ch, "nothing to answer again: no message yet");
+        return;
+    }
     /* the old reply stays visible, marked as replaced */
     for (size_t i = ch->doc->n; i-- > 0;) {
         eng_jentry *x = &ch->doc->e[i];
@@ -514,17 +879,28 @@ void ui_chat_set_threads(ui_chat *ch, int n) { eng_engine_send_simple(ch->en, EN
 
 void ui_chat_load_model(ui_chat *ch, const char *path)
 {
+    if (ch->busy) {
+        /* the reply runs to its end (a file that turns out not to load
+         * must not cost it); the switch follows */
+        snprintf(ch->pending_load, sizeof ch->pending_load, "%s", path);
+        ui_chat_notice(ch, "%s opens when this reply ends (Esc stops it now)", eng_path_base(path));
+        return;
+    }
     ui_model_settings s;
     memset(&s, 0, sizeof s);
     s.gen = ch->gen;
     snprintf(s.tmpl, sizeof s.tmpl, "auto");
     if (ch->settings)
         ch->settings(ch->settings_ud, path, &s);
-    if (ch->busy)
-        ui_chat_stop(ch);
-    if (s.kernel[0])
-        ui_chat_set_kernel(ch, s.kernel);
-    ui_chat_set_gen(ch, &s.gen);
+    ch->load_set = s; /* sent once it has loaded (on_loaded) */
+    if (!ch->have_model) {
+        /* nothing to keep: the first model's settings go first, so its
+         * first reply has them even if LOADED is not yet taken */
+        if (s.kernel[0])
+            ui_chat_set_kernel(ch, s.kernel);
+        ui_chat_set_gen(ch, &s.gen);
+        ch->load_set.tmpl[0] = 0;
+    }
     if (s.system[0] && !ch->doc->system) {
         eng_journal_set_system(ch->doc, s.system);
         eng_engine_send_simple(ch->en, ENG_CMD_SET_SYSTEM, s.system, 0);
@@ -633,13 +1009,16 @@ enum ui_action ui_chat_input(ui_chat *ch, const char *text)
         return UI_ACT_QUIT;
     if (!strcmp(cmd, "help") || !strcmp(cmd, "?"))
         return UI_ACT_HELP;
-    if (!strcmp(cmd, "reset")) {
-        if (ch->busy)
-            ui_chat_stop(ch);
-        eng_engine_send_simple(ch->en, ENG_CMD_RESET, NULL, 0);
-        eng_journal_clear(ch->doc);
-        ui_chat_notice(ch, "conversation forgotten%s", ch->doc->system ? " (the system prompt stays)" : "");
-        ch->unsaved = 1;
+    if (!strcmp(cmd, "reset") || !strcmp(cmd, "new")) {
+        char old[sizeof ch->name];
+        int kept = ch->on_disk || has_messages(ch->doc);
+        snprintf(old, sizeof old, "%s", ch->name);
+        ui_chat_new(ch);
+        if (kept && ch->data_dir[0])
+            ui_chat_notice(ch, "new conversation%s; the last one stays saved as '%s' (/load %s)",
+                           ch->doc->system ? " (the system prompt stays)" : "", old, old);
+        else
+            ui_chat_notice(ch, "new conversation%s", ch->doc->system ? " (the system prompt stays)" : "");
     } else if (!strcmp(cmd, "regen") || !strcmp(cmd, "regenerate"))
         ui_chat_regen(ch);
     else if (!strcmp(cmd, "stop"))
@@ -683,39 +1062,67 @@ enum ui_action ui_chat_input(ui_chat *ch, const char *text)
         else
             ui_chat_set_threads(ch, (int)t);
     } else if (!strcmp(cmd, "save")) {
+        eng_err e = {{0}};
         if (!ch->data_dir[0])
             ui_chat_notice(ch, "nothing is saved: no data folder");
         else if (*arg && !valid_name(arg))
             ui_chat_notice(ch, "/save: use letters, digits, '-', '_' and '.' for the name");
-        else {
-            if (*arg)
-                set_name(ch, arg);
-            if (save_now(ch) == 0)
-                ui_chat_notice(ch, "saved as '%s' (%s)", ch->name, ch->jpath);
-        }
+        else if (!has_messages(ch->doc) && !ch->on_disk)
+            ui_chat_notice(ch, "nothing to save yet: the file is made at the first message");
+        else if (*arg && ui_chat_conv_rename(ch, ch->name, arg, &e))
+            ui_chat_error(ch, "/save %s: %s", arg, e.msg);
+        else if (save_now(ch) == 0)
+            ui_chat_notice(ch, "saved as '%s' (%s)", ch->name, ch->jpath);
     } else if (!strcmp(cmd, "load")) {
         eng_err e = {{0}};
         if (!*arg || !valid_name(arg))
             ui_chat_notice(ch, "usage: /load NAME (/list shows the names)");
         else if (ch->busy)
             ui_chat_notice(ch, "a reply is running; stop it first");
-        else if (restore(ch, arg, &e))
+        else if (ui_chat_open(ch, arg, &e))
             ui_chat_error(ch, "cannot load '%s': %s", arg, e.msg);
     } else if (!strcmp(cmd, "list")) {
-        char **names;
-        int k = ui_chat_list(ch, &names);
-        char buf[1500];
+        ui_conv *v;
+        int k = ui_chat_convs(ch, &v);
+        k = ui_conv_filter(v, k, arg);
+        char buf[4000];
         size_t u = 0;
         buf[0] = 0;
-        for (int i = 0; i < k; i++) {
-            if (u < sizeof buf - 1 && i < 20)
-                u += (size_t)snprintf(buf + u, sizeof buf - u, "\n  %s%s", names[i],
-                                      !strcmp(names[i], ch->name) ? "  (this one)" : "");
-            free(names[i]);
+        for (int i = 0; i < k && i < 20 && u < sizeof buf - 1; i++) {
+            char when[32] = "";
+            time_t tt = (time_t)v[i].mtime;
+            struct tm tm;
+            if (localtime_r(&tt, &tm))
+                strftime(when, sizeof when, "%Y-%m-%d %H:%M", &tm);
+            u += (size_t)snprintf(buf + u, sizeof buf - u, "\n  %-20s %s  %-14.14s %3d  %.40s%s", v[i].name, when,
+                                  v[i].error[0] ? "(unreadable)" : v[i].model[0] ? v[i].model : "-", v[i].turns,
+                                  v[i].error[0] ? v[i].error : v[i].first,
+                                  !strcmp(v[i].name, ch->name) ? "  (this one)" : "");
         }
-        free(names);
-        ui_chat_notice(ch, k ? "saved conversations, newest first:%s%s" : "no saved conversations yet", buf,
-                       k > 20 ? "\n  ..." : "");
+        free(v);
+        if (*arg)
+            ui_chat_notice(ch, k ? "conversations with '%s', newest first:%s%s" : "no conversation has '%s'%s%s", arg,
+                           buf, k > 20 ? "\n  ..." : "");
+        else
+            ui_chat_notice(ch, k ? "saved conversations, newest first (name, date, model, turns, first line):%s%s"
+                                 : "no saved conversations yet%s%s",
+                           buf, k > 20 ? "\n  ..." : "");
+    } else if (!strcmp(cmd, "export")) {
+        eng_err e = {{0}};
+        if (!*arg)
+            ui_chat_notice(ch, "usage: /export FILE.md");
+        else if (ui_chat_export(ch, arg, &e))
+            ui_chat_error(ch, "/export: %s", e.msg);
+        else
+            ui_chat_notice(ch, "written to %s", arg);
+    } else if (!strcmp(cmd, "rename")) {
+        eng_err e = {{0}};
+        if (!*arg)
+            ui_chat_notice(ch, "usage: /rename NAME (this conversation's new name)");
+        else if (ui_chat_conv_rename(ch, ch->name, arg, &e))
+            ui_chat_error(ch, "/rename: %s", e.msg);
+        else
+            ui_chat_notice(ch, "this conversation is now '%s'", ch->name);
     } else
         ui_chat_notice(ch, "unknown command /%s; /help lists them", cmd);
     return UI_ACT_NONE;
@@ -739,31 +1146,58 @@ int ui_chat_init(ui_chat *ch, eng_engine *en, const ui_chat_opts *o, eng_err *e)
     if (o->data_dir)
         snprintf(ch->data_dir, sizeof ch->data_dir, "%s", o->data_dir);
     /* a new conversation is named by its start time */
-    char name[64];
-    time_t now = time(NULL);
-    struct tm tm;
-    localtime_r(&now, &tm);
-    strftime(name, sizeof name, "%Y%m%d-%H%M%S", &tm);
-    set_name(ch, name);
-    /* settings first, then the model, then the conversation */
-    if (o->model)
-        ui_chat_load_model(ch, o->model);
+    fresh_name(ch);
+    /* the conversation first (its model may be the one to open), then the
+     * model, then the turns */
+    eng_journal *conv = NULL; /* read for its model only */
+    char want[128] = "";
     if (o->resume && ch->data_dir[0]) {
-        char **names = NULL;
-        const char *want = o->resume;
-        int k = 0;
-        if (!*want) {
-            k = ui_chat_list(ch, &names);
-            want = k ? names[0] : NULL;
+        if (*o->resume)
+            snprintf(want, sizeof want, "%s", o->resume);
+        else {
+            /* the newest conversation that has a message: a file with none
+             * (an older build wrote them at every launch) is no conversation */
+            ui_conv *v;
+            int k = ui_chat_convs(ch, &v);
+            for (int i = 0; i < k && !want[0]; i++)
+                if (v[i].turns > 0)
+                    snprintf(want, sizeof want, "%s", v[i].name);
+            free(v);
+            if (!want[0])
+                ui_chat_notice(ch, "--resume: no saved conversation yet; starting a new one");
         }
+    }
+    const char *model = o->model;
+    char conv_model[1024] = "";
+    if (want[0]) {
+        char path[1400];
         eng_err re = {{0}};
-        if (!want)
-            ui_chat_notice(ch, "--resume: no saved conversation yet; starting a new one");
-        else if (restore(ch, want, &re))
-            ui_chat_notice(ch, "--resume: %s", re.msg);
-        for (int i = 0; i < k; i++)
-            free(names[i]);
-        free(names);
+        conv_path(ch, want, path, sizeof path);
+        if (!valid_name(want))
+            ui_chat_error(ch, "--resume: '%s' is not a conversation name", want), want[0] = 0;
+        else if (eng_journal_load(path, &conv, &re))
+            ui_chat_error(ch, "--resume: %s", re.msg), want[0] = 0;
+        else {
+            const char *mf = conv_model_file(conv, NULL);
+            struct stat sb;
+            if (mf && !(o->model_given && model)) {
+                if (stat(mf, &sb) == 0 && S_ISREG(sb.st_mode))
+                    snprintf(conv_model, sizeof conv_model, "%s", mf), model = conv_model;
+                else
+                    ui_chat_error(ch, "--resume: this conversation's model %s is gone (%s)%s%s", mf, strerror(errno),
+                                  model ? "; continuing with " : "", model ? eng_path_base(model) : "");
+            } else if (mf && model && strcmp(mf, model))
+                ui_chat_notice(ch, "this conversation was with %s; continuing with %s (-m)", eng_path_base(mf),
+                               eng_path_base(model));
+            eng_journal_free(conv);
+        }
+    }
+    if (model)
+        ui_chat_load_model(ch, model);
+    if (want[0]) {
+        eng_err re = {{0}};
+        if (restore(ch, want, 1, &re))
+            ui_chat_error(ch, "--resume: %s", re.msg);
     }
     ch->unsaved = 0;
     return 0;

@@ -28,6 +28,7 @@ typedef struct ui_chat_opts {
     const char *data_dir;  /* e.g. ~/.local/share/nibble; NULL: nothing is saved */
     const char *resume;    /* NULL: a new conversation; "": the latest; else a name */
     const char *model;     /* model file to open first */
+    int model_given;       /* model came from -m: it wins over a resumed conversation's */
     ui_settings_fn settings;
     void *settings_ud;
     const char *const *model_dirs; /* folders the model menu scans */
@@ -67,6 +68,13 @@ typedef struct ui_chat {
     char last_error[512];
     double last_save_ms;
     int unsaved;           /* the doc changed since the last save */
+    int on_disk;           /* jpath was written for this conversation (a file is
+                            * made at the first message, never before) */
+    int orphan;            /* a reply left behind by /new is still ending: its
+                            * events belong to no document */
+    char pending_load[1024]; /* a model switch asked for during a reply: done at its end */
+    ui_model_settings load_set; /* the settings of the model being loaded: applied
+                                 * when it has loaded, so a failed load keeps the old ones */
     unsigned changed;      /* UI_CH_* since the front end last looked */
 } ui_chat;
 
@@ -108,6 +116,33 @@ const char *ui_chat_help(void);
 /* Files in the conversations folder, newest first: names (caller frees
  * each and the array); returns the count. */
 int ui_chat_list(const ui_chat *ch, char ***names);
+
+/* A saved conversation as the list shows it. */
+typedef struct ui_conv {
+    char name[128];
+    long long mtime;       /* seconds since 1970 */
+    int turns;             /* the user's messages */
+    char model[128];       /* the model of its last reply ("" if none) */
+    char model_file[1024];
+    char first[128];       /* the first line of its first message */
+    char error[160];       /* "" or why the file cannot be read (cut to fit) */
+} ui_conv;
+/* Every saved conversation, newest first, with its summary; *out is
+ * malloc'ed (caller frees). Returns the count. */
+int ui_chat_convs(const ui_chat *ch, ui_conv **out);
+/* Keep only those whose name, model or first line contains q (any case). */
+int ui_conv_filter(ui_conv *v, int n, const char *q);
+/* Open a saved conversation (as /load): its turns go to the engine and its
+ * model is reopened when it differs (or a notice says why it cannot be). */
+int ui_chat_open(ui_chat *ch, const char *name, eng_err *e);
+/* Rename or delete a saved conversation's file; the open one follows a
+ * rename, and deleting the open one starts a new conversation. */
+int ui_chat_conv_rename(ui_chat *ch, const char *from, const char *to, eng_err *e);
+int ui_chat_conv_delete(ui_chat *ch, const char *name, eng_err *e);
+/* Start a new conversation (as /new, /reset): the old file stays. */
+void ui_chat_new(ui_chat *ch);
+/* Write the conversation as markdown to path. */
+int ui_chat_export(const ui_chat *ch, const char *path, eng_err *e);
 
 double ui_now_ms(void);
 

@@ -9,18 +9,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include "chat.h"
 #include "testutil.h"
 
 #define LONG_MS 60000
 
 static ui_chat ch;
+static eng_engine *en_of_test;
 static int load_ctx; /* n_ctx the settings give the next load (0: the model's) */
 
 static void settings(void *ud, const char *path, ui_model_settings *out)
 {
-    (void)ud, (void)path;
+    (void)ud;
     out->n_ctx = load_ctx;
+    if (strstr(path, "bad")) /* a model with settings of its own (a [model:] section) */
+        out->gen.sp.temp = 1.25f;
 }
 
 /* Pump events as a front end does until cond holds; 0 if time ran out. */
@@ -273,7 +277,7 @@ static void check_replies(char *first, size_t n)
     size_t mark = ch.doc->n;
     input("/reset");
     CHECK(count_kind(ch.doc, ENG_J_USER) == 0 && count_kind(ch.doc, ENG_J_ASSISTANT) == 0);
-    CHECK(notice_since(0, "conversation forgotten") && ch.doc->n <= mark);
+    CHECK(notice_since(0, "new conversation") && ch.doc->n <= mark);
     CHECKF(!strcmp(ask("Once upon a time"), first), "after /reset the reply changed");
     CHECKF(ch.stats.ctx_used == used, "after /reset the context holds %u tokens, not %u", ch.stats.ctx_used, used);
 
@@ -333,10 +337,23 @@ static void check_save_load(const char *data, const char *first)
     CHECK(notice_since(mark, "/save: use letters"));
     snprintf(path, sizeof path, "%s/evil.nbj", data);
     CHECK(!file_exists(path));
+    mark = ch.doc->n;
+    input("/list");
+    CHECK(notice_since(mark, "alpha ") && notice_since(mark, "(this one)"));
+    /* another conversation, named: the first keeps its file */
+    input("/new");
+    ask("Once upon a time there was a dog");
     input("/save beta");
     mark = ch.doc->n;
     input("/list");
-    CHECK(notice_since(mark, "alpha") && notice_since(mark, "beta  (this one)"));
+    CHECK(notice_since(mark, "alpha ") && notice_since(mark, "beta ") && notice_since(mark, "Once upon a time there was a dog  (this one)"));
+    mark = ch.doc->n;
+    input("/list dog"); /* a search: only beta has it */
+    CHECK(notice_since(mark, "beta ") && !notice_since(mark, "alpha "));
+    /* a name that is taken is not overwritten */
+    mark = ch.doc->n;
+    input("/save alpha");
+    CHECK(notice_since(mark, "'alpha' already exists") && !strcmp(ch.name, "beta"));
 
     input("/reset");
     CHECK(count_kind(ch.doc, ENG_J_ASSISTANT) == 0);
@@ -400,7 +417,8 @@ static void check_misc(void)
     size_t mark = ch.doc->n;
     CHECK(input("/help") == UI_ACT_HELP && input("/?") == UI_ACT_HELP);
     static const char *const cmds[] = {"/reset", "/regen", "/stop", "/system", "/set", "/model", "/kernel",
-                                       "/threads", "/save", "/load", "/list", "/help", "/quit"};
+                                       "/threads", "/save", "/load", "/list", "/help", "/quit",
+                                       "/new", "/rename", "/export"};
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
         char item[32]; /* listed as a command, not only named in passing */
         snprintf(item, sizeof item, "  %s ", cmds[i]);
@@ -424,6 +442,195 @@ static void check_misc(void)
     mark = ch.doc->n;
     input("/model");
     CHECK(notice_error(mark, "usage: /model") == 0);
+}
+
+/* The conversation files in data/conversations. */
+static int count_files(const char *data)
+{
+    char dir[700];
+    snprintf(dir, sizeof dir, "%s/conversations", data);
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        n += strstr(de->d_name, ".nbj") != NULL;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* The saved text of conversation `name` (static), "" if unreadable. */
+static const char *saved_text(const char *data, const char *name)
+{
+    static char all[8192];
+    char path[1400];
+    snprintf(path, sizeof path, "%s/conversations/%s.nbj", data, name);
+    eng_journal *j = NULL;
+    eng_err e;
+    all[0] = 0;
+    if (eng_journal_load(path, &j, &e))
+        return all;
+    size_t u = 0;
+    for (size_t i = 0; i < j->n && u < sizeof all - 1; i++)
+        if (j->e[i].kind == ENG_J_USER)
+            u += (size_t)snprintf(all + u, sizeof all - u, "%s|", j->e[i].text);
+    eng_journal_free(j);
+    return all;
+}
+
+static void copy_file(const char *from, const char *to, size_t limit)
+{
+    size_t n;
+    char *b = tu_read(from, &n);
+    CHECK(b != NULL);
+    FILE *f = fopen(to, "wb");
+    CHECK(f != NULL);
+    if (b && f)
+        fwrite(b, 1, n < limit ? n : limit, f);
+    if (f)
+        fclose(f);
+    free(b);
+}
+
+static int loaded_path_is(const char *p) { return idle() && ch.have_model && !strcmp(ch.st.model_path, p); }
+static const char *want_path;
+static int loaded_want(void) { return loaded_path_is(want_path); }
+
+/* The conversation store: files are made at the first message, /reset
+ * and /new keep the old file, --resume takes the newest conversation that
+ * has a message and reopens its model, /load too; a failed model load
+ * keeps the old model's settings and a reply running when it was asked
+ * for; /export, /rename, deleting. */
+static void check_store(const char *data, const char *model, const char *xdg)
+{
+    char b[1200], bad[1200];
+    snprintf(b, sizeof b, "%s/story-b.gguf", xdg);
+    snprintf(bad, sizeof bad, "%s/bad-truncated.gguf", xdg);
+    copy_file(model, b, (size_t)-1);
+    copy_file(model, bad, 5000);
+    ui_chat_opts o = {.data_dir = data, .model = model, .settings = settings};
+
+    /* defect 1: ALPHA, BETA, /reset, GAMMA: the first file still has both */
+    input("/new");
+    load_ctx = 0;
+    want_path = model;
+    ui_chat_load_model(&ch, model);
+    CHECK(wait_until(loaded_want));
+    ask("ALPHA");
+    ask("BETA");
+    char first[128];
+    snprintf(first, sizeof first, "%s", ch.name);
+    size_t mark = ch.doc->n;
+    input("/reset");
+    CHECK(strcmp(ch.name, first) && notice_since(0, "stays saved as"));
+    ask("GAMMA");
+    CHECKF(!strcmp(saved_text(data, first), "ALPHA|BETA|"), "first conversation now: %s", saved_text(data, first));
+    CHECKF(!strcmp(saved_text(data, ch.name), "GAMMA|"), "second: %s", saved_text(data, ch.name));
+
+    /* /export writes markdown */
+    char md[1300];
+    snprintf(md, sizeof md, "%s/out.md", xdg);
+    mark = ch.doc->n;
+    input("/export %s", md);
+    size_t n;
+    char *text = tu_read(md, &n);
+    CHECK(notice_since(mark, "written to") && text && strstr(text, "## You\n\nGAMMA\n") && !strstr(text, "ALPHA"));
+    free(text);
+
+    /* the reply that ends the session is made with story-b */
+    want_path = b;
+    ui_chat_load_model(&ch, b);
+    CHECK(wait_until(loaded_want));
+    ask("DELTA");
+    char with_b[128];
+    snprintf(with_b, sizeof with_b, "%s", ch.name);
+
+    /* defect 5: a model that fails to load leaves the old settings alone */
+    float temp = ch.gen.sp.temp;
+    CHECK(temp != 1.25f);
+    input("/model %s", bad);
+    CHECK(wait_until(idle));
+    CHECK(ch.load_error && !strcmp(ch.st.model_path, b));
+    sync_engine();
+    CHECKF(ch.gen.sp.temp == temp && ch.st.gen.sp.temp == temp, "temp %g / %g, was %g", ch.gen.sp.temp,
+           ch.st.gen.sp.temp, temp);
+    /* ... and asked for during a reply, it lets the reply finish */
+    input("/set max_tokens 12");
+    CHECK(eng_engine_send_simple(ch.en, ENG_CMD_SET_DELAY, NULL, 10) == 0);
+    input("EPSILON");
+    CHECK(wait_until(reply_started));
+    mark = ch.doc->n;
+    input("/model %s", bad);
+    CHECK(notice_since(mark, "opens when this reply ends"));
+    CHECK(wait_until(idle));
+    CHECK(eng_engine_send_simple(ch.en, ENG_CMD_SET_DELAY, NULL, 0) == 0);
+    const char *end = meta_of_last_reply("end");
+    CHECKF(end && strcmp(end, eng_done_name(ENG_DONE_STOPPED)), "end: %s", end ? end : "(none)");
+    CHECK(wait_until(idle) && ch.load_error && !strcmp(ch.st.model_path, b));
+    input("/set max_tokens 24");
+
+    /* defect 2: a launch without a message leaves no file */
+    ui_chat_close(&ch);
+    int files = count_files(data);
+    CHECK(ui_chat_init(&ch, en_of_test, &o, &(eng_err){{0}}) == 0);
+    CHECK(wait_until(idle));
+    double t0 = ui_now_ms();
+    while (ui_now_ms() - t0 < 700) { /* past the save timer */
+        eng_engine_wait(ch.en, 50);
+        ui_chat_pump(&ch);
+        ui_chat_tick(&ch);
+    }
+    input("/reset");
+    ui_chat_close(&ch);
+    CHECKF(count_files(data) == files, "%d files, were %d", count_files(data), files);
+    /* an empty file as older builds left (and a newer one): --resume skips it */
+    char empty[1400];
+    snprintf(empty, sizeof empty, "%s/conversations/29991231-235959.nbj", data);
+    FILE *f = fopen(empty, "w");
+    CHECK(f != NULL);
+    if (f)
+        fputs("nibble-journal 1\n", f), fclose(f);
+
+    /* defect 3: --resume reopens the conversation's model (story-b), not -m's default */
+    ui_chat_opts r = o;
+    r.resume = "";
+    CHECK(ui_chat_init(&ch, en_of_test, &r, &(eng_err){{0}}) == 0);
+    want_path = b;
+    CHECK(wait_until(loaded_want));
+    CHECKF(!strcmp(ch.name, with_b), "resumed %s, not %s", ch.name, with_b);
+    CHECK(notice_since(0, "resumed '"));
+    ui_chat_close(&ch);
+    /* with -m given, -m wins, and that is said */
+    r.model_given = 1;
+    CHECK(ui_chat_init(&ch, en_of_test, &r, &(eng_err){{0}}) == 0);
+    want_path = model;
+    CHECK(wait_until(loaded_want));
+    CHECK(notice_since(0, "continuing with stories260K.gguf (-m)"));
+    /* /load reopens the model too */
+    input("/load %s", with_b);
+    want_path = b;
+    CHECK(wait_until(loaded_want));
+    ui_chat_close(&ch);
+    /* the model is gone: said, and the default is used */
+    remove(b);
+    r.model_given = 0;
+    CHECK(ui_chat_init(&ch, en_of_test, &r, &(eng_err){{0}}) == 0);
+    want_path = model;
+    CHECK(wait_until(loaded_want));
+    CHECK(notice_since(0, "story-b.gguf is gone"));
+
+    /* rename and delete */
+    eng_err e = {{0}};
+    char gone[128];
+    snprintf(gone, sizeof gone, "%s", ch.name);
+    CHECK(ui_chat_conv_rename(&ch, ch.name, "renamed", &e) == 0 && !strcmp(ch.name, "renamed"));
+    CHECK(strstr(saved_text(data, "renamed"), "DELTA") && !saved_text(data, gone)[0]);
+    CHECK(ui_chat_conv_rename(&ch, "renamed", first, &e) != 0); /* taken */
+    files = count_files(data);
+    CHECK(ui_chat_conv_delete(&ch, first, &e) == 0 && count_files(data) == files - 1);
+    CHECK(ui_chat_conv_delete(&ch, "renamed", &e) == 0 && strcmp(ch.name, "renamed") && ch.doc->n == 0);
+    remove(empty);
+    remove(bad);
 }
 
 int main(void)
@@ -451,6 +658,7 @@ int main(void)
 
     eng_engine *en;
     CHECK(eng_engine_start(&en, &e) == 0);
+    en_of_test = en;
 
     /* before any model: the UI refuses what needs one */
     ui_chat_opts o0 = {.data_dir = data};
@@ -481,6 +689,7 @@ int main(void)
     check_save_load(data, first);
     check_misc();
     check_notices(data);
+    check_store(data, model, xdg);
 
     ui_chat_close(&ch);
     eng_engine_stop(en);
