@@ -146,6 +146,8 @@ static void key_fn(tui *t, uint32_t c)
     case KEY_DC: ui_editor_delete(ed); return;
     case KEY_LEFT: ui_editor_left(ed); return;
     case KEY_RIGHT: ui_editor_right(ed); return;
+    case K_WORD_LEFT: ui_editor_word_left(ed); return;
+    case K_WORD_RIGHT: ui_editor_word_right(ed); return;
     case KEY_UP: ui_editor_up(ed, w); return;
     case KEY_DOWN: ui_editor_down(ed, w); return;
     case KEY_HOME:

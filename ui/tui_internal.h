@@ -35,6 +35,9 @@
 /* key codes of our own (define_key) for bracketed paste */
 #define K_PASTE_BEGIN (KEY_MAX + 1)
 #define K_PASTE_END (KEY_MAX + 2)
+/* Ctrl (or Alt) with Left/Right, whichever way the terminal spells it */
+#define K_WORD_LEFT (KEY_MAX + 3)
+#define K_WORD_RIGHT (KEY_MAX + 4)
 
 /* colour pairs */
 enum { C_TITLE = 1, C_METER, C_USER, C_BOT, C_NOTE, C_ERR, C_FKEY, C_FLABEL, C_DIM, C_MARK, C_SEL, C_WARN, C_BAR };
@@ -187,5 +190,8 @@ int tui_key_common(tui *t, int fn, uint32_t c);
 int tui_key_main(tui *t, int fn, uint32_t c);
 /* Read every key waiting on the terminal and hand it to the view. */
 void tui_read_keys(tui *t);
+/* Teach curses the Ctrl+arrow and Home/End spellings of xterm, rxvt,
+ * screen and the Linux console, whatever $TERM says (ncurses only). */
+void tui_keys_define(void);
 
 #endif

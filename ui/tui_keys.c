@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <wchar.h>
 
+#include "keyseq.h"
 #include "text.h"
 #include "tui_internal.h"
 
@@ -193,6 +194,85 @@ static void resized(tui *t)
     t->dirty = 1;
 }
 
+/* A decoded sequence as the key code the views know; 0: none. */
+static int seq_code(enum ui_key k)
+{
+    switch (k) {
+    case UI_K_UP: return KEY_UP;
+    case UI_K_DOWN: return KEY_DOWN;
+    case UI_K_LEFT: return KEY_LEFT;
+    case UI_K_RIGHT: return KEY_RIGHT;
+    case UI_K_WORD_LEFT: return K_WORD_LEFT;
+    case UI_K_WORD_RIGHT: return K_WORD_RIGHT;
+    case UI_K_HOME: return KEY_HOME;
+    case UI_K_END: return KEY_END;
+    case UI_K_INS: return KEY_IC;
+    case UI_K_DEL: return KEY_DC;
+    case UI_K_PGUP: return KEY_PPAGE;
+    case UI_K_PGDN: return KEY_NPAGE;
+    case UI_K_BTAB: return KEY_BTAB;
+    case UI_K_ENTER: return KEY_ENTER;
+    case UI_K_PASTE_BEGIN: return K_PASTE_BEGIN;
+    case UI_K_PASTE_END: return K_PASTE_END;
+    default:
+        if (k >= UI_K_F1 && k <= UI_K_F12)
+            return KEY_F(1 + (k - UI_K_F1));
+        return 0;
+    }
+}
+
+void tui_keys_define(void)
+{
+#ifdef NCURSES_VERSION
+    static const struct {
+        const char *seq;
+        int code;
+    } defs[] = {
+        {"\033[1;5D", K_WORD_LEFT}, {"\033[1;5C", K_WORD_RIGHT}, /* xterm, screen, tmux */
+        {"\033[1;3D", K_WORD_LEFT}, {"\033[1;3C", K_WORD_RIGHT}, /* Alt+arrows */
+        {"\033[5D", K_WORD_LEFT},   {"\033[5C", K_WORD_RIGHT},   /* older xterm */
+        {"\033Od", K_WORD_LEFT},    {"\033Oc", K_WORD_RIGHT},    /* rxvt */
+        {"\033[1~", KEY_HOME},      {"\033[4~", KEY_END},        /* screen, tmux, linux */
+        {"\033[7~", KEY_HOME},      {"\033[8~", KEY_END},        /* rxvt */
+        {"\033[H", KEY_HOME},       {"\033[F", KEY_END},         /* xterm */
+        {"\033OH", KEY_HOME},       {"\033OF", KEY_END},         /* xterm, application mode */
+    };
+    for (size_t i = 0; i < sizeof defs / sizeof *defs; i++)
+        define_key(defs[i].seq, defs[i].code);
+#endif
+}
+
+/* After Esc came '[' or 'O' (seq[0]): read the rest of a terminal
+ * sequence and hand its key on; a sequence for no key we use is dropped,
+ * never typed. Esc '[' alone is Alt+'['. */
+static void read_seq(tui *t, uint32_t first)
+{
+    uint32_t seq[32];
+    size_t n = 1, used = 0;
+    seq[0] = first;
+    enum ui_key k;
+    while ((k = ui_keyseq(seq, n, &used)) == UI_K_MORE && n < sizeof seq / sizeof *seq) {
+        uint32_t c;
+        timeout(30); /* the rest of a sequence comes in the same write */
+        int r = get_key(&c);
+        nodelay(stdscr, TRUE);
+        if (r != OK)
+            break;
+        seq[n++] = c;
+    }
+    if (k == UI_K_MORE) {
+        if (n == 1)
+            handle_key(t, 0, first, 1); /* Alt+[ or Alt+O */
+        return;                         /* a torn sequence: dropped */
+    }
+    int code = seq_code(k);
+    if (code)
+        handle_key(t, 1, (uint32_t)code, 0);
+    /* a character that ended the sequence without belonging to it */
+    for (size_t i = used ? used : 1; i < n; i++)
+        handle_key(t, 0, seq[i], 0);
+}
+
 void tui_read_keys(tui *t)
 {
     for (;;) {
@@ -219,6 +299,10 @@ void tui_read_keys(tui *t)
             uint32_t c2;
             nodelay(stdscr, TRUE);
             int r2 = get_key(&c2);
+            if (r2 == OK && (c2 == '[' || c2 == 'O')) {
+                read_seq(t, c2);
+                continue;
+            }
             if (r2 == OK) {
                 alt = 1;
                 c = c2;

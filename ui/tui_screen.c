@@ -81,6 +81,7 @@ int tui_screen_begin(tui *t, tui_screen *s)
     /* bracketed paste: the terminal's marks become two keys of our own */
     define_key("\033[200~", K_PASTE_BEGIN);
     define_key("\033[201~", K_PASTE_END);
+    tui_keys_define();
     ui_term_paste(1);
 #endif
     return 0;

@@ -277,6 +277,41 @@ config)
     wait_for "\[exited 0\]" 10 || fail "no clean exit"
     screen | grep -q "nibble.ini:2" || fail "warning not left on the terminal after exit"
     ;;
+keys)
+    # Home, End and Ctrl+Left/Right as xterm, rxvt and screen send them,
+    # whatever TERM says: they move the cursor and type nothing; a
+    # sequence for a key nibble has no use for types nothing either
+    hx() { tm send-keys -t s -H "$@"; }
+    home_xterm() { hx 1b 5b 48; }; end_xterm() { hx 1b 5b 46; }
+    wl_xterm() { hx 1b 5b 31 3b 35 44; }; wr_xterm() { hx 1b 5b 31 3b 35 43; }
+    home_rxvt() { hx 1b 5b 37 7e; }; end_rxvt() { hx 1b 5b 38 7e; }
+    wl_rxvt() { hx 1b 4f 64; }; wr_rxvt() { hx 1b 4f 63; }
+    home_screen() { hx 1b 5b 31 7e; }; end_screen() { hx 1b 5b 34 7e; }
+    wl_screen() { hx 1b 5b 35 44; }; wr_screen() { hx 1b 5b 35 43; }
+    real=$bin
+    for term in xterm-256color screen-256color rxvt-unicode; do
+        bin=env
+        start 100 30 TERM=$term "$real" -m "$T/models/story-a.gguf"
+        bin=$real
+        for set in xterm rxvt screen; do
+            keys C-e C-u
+            tm send-keys -t s -l "hello world"
+            home_$set; tm send-keys -t s -l A
+            end_$set; tm send-keys -t s -l Z
+            wl_$set; tm send-keys -t s -l W
+            wl_$set; wl_$set; wr_$set; tm send-keys -t s -l R
+            hx 1b 5b 39 39 7e        # Esc [ 99 ~: no key
+            hx 1b 5b 31 3b 35 50     # Ctrl+F1
+            hx 1b 5b 3f 31 3b 32 63  # a terminal's answer to a query
+            tm send-keys -t s -l .
+            wait_for "^> AhelloR\. WworldZ\s*$" 5 ||
+                fail "TERM=$term, $set's keys: the input is not 'AhelloR. WworldZ'"
+        done
+        keys C-u
+        tm kill-server
+        rm -f "$T/pid"
+    done
+    ;;
 *)
     echo "unknown scenario $scenario"
     exit 2
