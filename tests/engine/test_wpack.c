@@ -81,7 +81,7 @@ static void check_type(const char *dir, const char *tname, int tied)
     /* vocab 500: the output matrix ends in a partial group of 4 rows.
      * Tied: the output is the embedding, whose rows then come out of the
      * packed copy (tokens 496-499 from the file). */
-    eng_synth_shape shape = {"wpack", "llama", 256, 2, 4, 2, 512, 500, 64, 256, 10000.0f, tied, "test"};
+    eng_synth_shape shape = {"wpack", "llama", 256, 2, 4, 2, 512, 500, 64, 256, 10000.0f, tied, "test", 0, 0, 0, 0, 0.0f, 0};
     eng_synth_opts so = {.seed = 7};
     const eng_qtarget *mix = eng_qtarget_find(tname);
     if (mix && mix->more_bits_type >= 0) {
