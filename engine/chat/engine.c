@@ -473,8 +473,10 @@ static int sync_kv(run *r, int progress, eng_err *e)
         return 0;
     if (common >= r->nbuf)
         common = r->nbuf ? r->nbuf - 1 : 0; /* re-run the last token for its logits */
-    if (common < pos || !eng_session_logits(s))
+    if (common < pos || !eng_session_logits(s)) {
         eng_session_rewind(s, (uint32_t)common);
+        common = eng_session_pos(s); /* less where a sliding window forgot what common needs */
+    }
     if (r->nbuf > eng_session_ctx_size(s))
         return eng_errf(e, ENG_EINVAL, "the conversation (%zu tokens) does not fit the context (%u)", r->nbuf,
                         eng_session_ctx_size(s));

@@ -1,7 +1,17 @@
 /* The forward pass of the decoder families: pre-norm blocks (RMSNorm, or
  * LayerNorm with bias for gpt2), RoPE (or learned positions for gpt2),
  * grouped-query attention over an f16 KV cache, SwiGLU (or GELU for
- * gpt2). Head counts and FFN sizes may differ per layer.
+ * gpt2, gated GELU for gemma3). Head counts and FFN sizes may differ per
+ * layer. What a family adds comes in as hooks on the model (embedding
+ * scale, post-norms, attention scale, sliding windows with their own
+ * RoPE, logit soft-cap), not as a copy of the pass.
+ *
+ * Sliding-window layers keep a ring of kv_slots positions, a multiple of
+ * SIMD_ATTN_CHUNK of at least window + BATCH - 1 (a batch writes its
+ * keys before its first token reads the window behind it): position p
+ * lives in slot p % slots, so each attention chunk (positions 64c ..
+ * 64c+63) is contiguous in the ring and is cut exactly as in a full
+ * layer, only starting at the window's first position.
  *
  * Tokens run in batches of up to BATCH: every matmul reads each weight row
  * once per batch (dot_batch), so a prompt costs weight bandwidth once per
@@ -29,8 +39,10 @@ struct eng_ctx {
     eng_model *m;
     uint32_t n_ctx, pos;
     eng_pool *pool;
-    simd_f16 *kc, *vc;     /* per layer l: [n_ctx][n_kv(l)*head_dim] at kv_off[l] */
+    simd_f16 *kc, *vc;     /* per layer l: [kv_slots[l]][n_kv(l)*head_dim] at kv_off[l] */
     size_t *kv_off;        /* [n_layers] */
+    uint32_t *kv_slots;    /* [n_layers]: n_ctx, or the ring of a windowed layer */
+    uint32_t high;         /* highest position written + 1 since the cache was last emptied */
     float *x, *xb, *xb2;   /* [BATCH][dim] */
     float *q, *k, *v;      /* [BATCH][n_heads*hd], [BATCH][n_kv*hd] x2 */
     float *att;            /* [BATCH][n_heads*hd] attention output */
@@ -45,9 +57,10 @@ struct eng_ctx {
     void *act_k;           /* [BATCH] activation rows, q8k format (K-quant weights) */
     eng_mm_observer obs;   /* optional: sees every matmul's input (AWQ statistics) */
     void *obs_user;
-    double *inv_freq;      /* [rope_dims/2] angle per position, scaling included */
-    float rope_mscale;     /* cos and sin are multiplied by it (YaRN) */
-    float *rcos, *rsin;    /* [BATCH][rope_dims/2] */
+    double *inv_freq;      /* [2][rope_dims/2] angle per position: global layers (scaling
+                            * included), then windowed ones (rope_local: own base, unscaled) */
+    float rope_mscale;     /* the global table's cos and sin are multiplied by it (YaRN) */
+    float *rcos, *rsin;    /* [2][BATCH][rope_dims/2], the same two */
     void *embrow;          /* one embedding row, taken out of a packed output matrix */
     /* mixture of experts (NULL for dense models); k = experts a token
      * runs, rows g = 0 .. nt*k-1 are the batch's (token, expert) pairs
@@ -300,11 +313,14 @@ typedef struct att_job {
     uint32_t split; /* tasks per (token, kv head): > 1 only for one token */
 } att_job;
 
-/* The first position a query at position q (0-based) sees: q+1-window
- * on a windowed layer, else 0. */
-static size_t att_first(const eng_layer *L, size_t q)
+/* The positions a token at position p sees in a layer with this window
+ * (0: all): [*lo, p], in *nch chunks from chunk lo / SIMD_ATTN_CHUNK
+ * (chunks are aligned to absolute positions, so that they stay whole in
+ * a windowed layer's ring and the bits do not depend on its size). */
+static void att_span(uint32_t window, size_t p, size_t *lo, size_t *nch)
 {
-    return L->window && q + 1 > L->window ? q + 1 - L->window : 0;
+    *lo = window && p + 1 > window ? p + 1 - window : 0;
+    *nch = p / SIMD_ATTN_CHUNK - *lo / SIMD_ATTN_CHUNK + 1;
 }
 
 /* One head's output from its chunk rows, with the head's sink if the
@@ -328,14 +344,15 @@ static void att_worker(void *arg, int ith, int nth)
     float *scratch = c->scores + (size_t)ith * c->scores_per_thread;
     float *tparts = scratch + (size_t)c->grp_max * SIMD_ATTN_CHUNK; /* [chunk][head of the group][row] */
     const simd_f16 *kl = c->kc + c->kv_off[j->layer], *vl = c->vc + c->kv_off[j->layer];
-    simd_attn_args a = {.hd = hd, .nq = grp, .qstride = hd, .kvstride = nkvd, .scale = 1.0f / sqrtf((float)hd),
+    size_t slots = c->kv_slots[j->layer];
+    simd_attn_args a = {.hd = hd, .nq = grp, .qstride = hd, .kvstride = nkvd, .scale = c->m->attn_scale,
                         .scratch = scratch};
     uint32_t per_tok = nkv * j->split;
     for (uint32_t task = (uint32_t)ith; task < j->nt * per_tok; task += (uint32_t)nth) {
         uint32_t t = task / per_tok, g = task % per_tok / j->split, r = task % j->split;
-        /* positions first .. n-1, in chunks from first */
-        size_t n = (size_t)j->pos + t + 1, first = att_first(L, n - 1);
-        size_t nch = (n - first + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK;
+        size_t p = (size_t)j->pos + t, lo, nch;
+        att_span(L->window, p, &lo, &nch);
+        size_t ch0 = lo / SIMD_ATTN_CHUNK;
         size_t c0 = nch * r / j->split, c1 = nch * (r + 1) / j->split;
         /* one task per token: rows in this thread's buffer, merged here;
          * split: rows in c->apart ([head][chunk]), merged by the caller */
@@ -344,10 +361,14 @@ static void att_worker(void *arg, int ith, int nth)
         a.pstride = j->split == 1 ? row : c->nch_max * row;
         a.q = c->q + (size_t)t * nh * hd + (size_t)g * grp * hd;
         for (size_t ch = c0; ch < c1; ch++) {
-            size_t p0 = first + ch * SIMD_ATTN_CHUNK;
-            a.n = n - p0 < SIMD_ATTN_CHUNK ? n - p0 : SIMD_ATTN_CHUNK;
-            a.k = kl + p0 * nkvd + (size_t)g * hd;
-            a.v = vl + p0 * nkvd + (size_t)g * hd;
+            size_t p0 = (ch0 + ch) * SIMD_ATTN_CHUNK, p1 = p0 + SIMD_ATTN_CHUNK;
+            if (p0 < lo)
+                p0 = lo;
+            if (p1 > p + 1)
+                p1 = p + 1;
+            a.n = p1 - p0;
+            a.k = kl + p0 % slots * nkvd + (size_t)g * hd;
+            a.v = vl + p0 % slots * nkvd + (size_t)g * hd;
             a.part = base + ch * cstride;
             simd_attn_chunk(&a);
         }
@@ -394,6 +415,15 @@ static void add_rows(float *x, const float *y, size_t n)
         x[i] += y[i];
 }
 
+/* RMSNorm of a block's nt output rows in place before they join the
+ * residual (gemma3's post-attention and post-FFN norms); g NULL: none. */
+static void post_norm(const eng_model *m, float *y, uint32_t nt, const float *g)
+{
+    uint32_t dim = m->info.dim;
+    for (uint32_t t = 0; g && t < nt; t++)
+        rmsnorm(y + (size_t)t * dim, y + (size_t)t * dim, g, dim, m->info.norm_eps);
+}
+
 static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
 {
     const eng_model *m = c->m;
@@ -410,13 +440,15 @@ static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
     add_bias(c->v, L->bv, nt, nkvd);
     head_norm(c->q, nt, L->n_heads, hd, L->q_norm, in->norm_eps);
     head_norm(c->k, nt, L->n_kv_heads, hd, L->k_norm, in->norm_eps);
+    /* windowed layers of a rope_local family take the second table */
+    size_t tab = m->rope_local && L->window ? (size_t)BATCH * half : 0;
     for (uint32_t t = 0; t < nt; t++) {
         if (half) {
-            const float *cs = c->rcos + t * half, *sn = c->rsin + t * half;
+            const float *cs = c->rcos + tab + t * half, *sn = c->rsin + tab + t * half;
             rope(c->q + (size_t)t * nq, L->n_heads, hd, in->rope_dims, in->rope_neox, cs, sn);
             rope(c->k + (size_t)t * nkvd, L->n_kv_heads, hd, in->rope_dims, in->rope_neox, cs, sn);
         }
-        size_t at = c->kv_off[l] + (size_t)(c->pos + t) * nkvd;
+        size_t at = c->kv_off[l] + (size_t)((c->pos + t) % c->kv_slots[l]) * nkvd;
         /* the cache holds halves, as llama.cpp's does by default: half
          * the bytes for attention to read, and within f16's range and
          * precision for keys and values */
@@ -428,12 +460,14 @@ static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
      * that share it, and its arithmetic grows with those heads: split it
      * when the cache bytes times the query heads per kv head are worth
      * waking the workers for */
-    if ((size_t)(c->pos + nt) * nkvd * 2 * sizeof(simd_f16) * nt * (L->n_heads / L->n_kv_heads) < SMALL_MATMUL_BYTES) {
+    size_t seen = c->pos + nt, lo, nch;
+    if (L->window && seen > L->window)
+        seen = L->window;
+    if (seen * nkvd * 2 * sizeof(simd_f16) * nt * (L->n_heads / L->n_kv_heads) < SMALL_MATMUL_BYTES) {
         att_worker(&aj, 0, 1);
     } else {
         uint32_t nth = (uint32_t)eng_pool_threads(c->pool);
-        size_t last = c->pos + nt - 1;
-        size_t nch = (last + 1 - att_first(L, last) + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK;
+        att_span(L->window, c->pos + nt - 1, &lo, &nch);
         if (nt == 1)
             aj.split = att_split(L->n_kv_heads, nth, nch);
         eng_pool_run(c->pool, att_worker, &aj);
@@ -443,6 +477,7 @@ static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
     }
     matmul1(c, c->att, nt, &L->wo, c->xb2);
     add_bias(c->xb2, L->bo, nt, dim);
+    post_norm(m, c->xb2, nt, L->attn_post_norm);
     add_rows(c->x, c->xb2, (size_t)nt * dim);
 }
 
@@ -462,10 +497,17 @@ static void ffn_block(eng_ctx *c, uint32_t l, uint32_t nt)
         float *gu_out[2] = {c->hb, c->hb2};
         matmul(c, c->xb, nt, 2, gu, gu_out);
         add_bias(c->hb2, L->b_up, nt, ffn);
-        simd_silu_mul(c->hb, c->hb2, n);
+        if (m->ffn_kind == ENG_FFN_GEGLU) {
+            simd_gelu(c->hb, n);
+            for (size_t i = 0; i < n; i++)
+                c->hb[i] *= c->hb2[i];
+        } else {
+            simd_silu_mul(c->hb, c->hb2, n);
+        }
     }
     matmul1(c, c->hb, nt, &L->w_down, c->xb2);
     add_bias(c->xb2, L->b_down, nt, dim);
+    post_norm(m, c->xb2, nt, L->ffn_post_norm);
     add_rows(c->x, c->xb2, (size_t)nt * dim);
 }
 
@@ -700,6 +742,9 @@ static void forward_batch(eng_ctx *c, const int32_t *tok, uint32_t nt)
     const simd_traits *et = simd_type_traits(m->tok_embd.type);
     for (uint32_t t = 0; t < nt; t++)
         et->dequant(embd_row(c, tok[t]), c->x + (size_t)t * dim, dim);
+    if (m->embd_scale != 1.0f)
+        for (size_t i = 0; i < (size_t)nt * dim; i++)
+            c->x[i] *= m->embd_scale;
     if (m->pos_embd.data) {
         const simd_traits *pt = simd_type_traits(m->pos_embd.type);
         for (uint32_t t = 0; t < nt; t++) {
@@ -708,12 +753,19 @@ static void forward_batch(eng_ctx *c, const int32_t *tok, uint32_t nt)
         }
     }
     uint32_t half = in->rope_dims / 2;
-    for (uint32_t t = 0; t < nt; t++)
-        for (uint32_t i = 0; i < half; i++) {
-            double th = (double)(c->pos + t) * c->inv_freq[i];
-            c->rcos[t * half + i] = (float)cos(th) * c->rope_mscale;
-            c->rsin[t * half + i] = (float)sin(th) * c->rope_mscale;
-        }
+    /* the global layers' table, and the windowed layers' (own base, no
+     * position scaling) for a rope_local family */
+    for (int set = 0; set < 1 + m->rope_local; set++) {
+        float ms = set ? 1.0f : c->rope_mscale;
+        const double *f = c->inv_freq + (size_t)set * half;
+        float *cs = c->rcos + (size_t)set * BATCH * half, *sn = c->rsin + (size_t)set * BATCH * half;
+        for (uint32_t t = 0; t < nt; t++)
+            for (uint32_t i = 0; i < half; i++) {
+                double th = (double)(c->pos + t) * f[i];
+                cs[t * half + i] = (float)cos(th) * ms;
+                sn[t * half + i] = (float)sin(th) * ms;
+            }
+    }
     for (uint32_t l = 0; l < in->n_layers; l++) {
         if (m->layers[l].n_heads)
             attention_block(c, l, nt);
@@ -730,6 +782,11 @@ static void logits_rows(eng_ctx *c, uint32_t first, uint32_t count, float *out)
     const eng_model *m = c->m;
     norm_rows(m, c->xb, c->x + (size_t)first * m->info.dim, count, m->out_norm, m->out_norm_b);
     matmul1(c, c->xb, count, &m->output, out);
+    if (m->logit_softcap > 0) {
+        float cap = m->logit_softcap;
+        for (size_t i = 0; i < (size_t)count * m->info.n_vocab; i++)
+            out[i] = cap * tanhf(out[i] / cap);
+    }
 }
 
 int eng_ctx_eval(eng_ctx *c, const int32_t *tokens, uint32_t n, float *logits, int all_logits, eng_err *e)
@@ -747,6 +804,8 @@ int eng_ctx_eval(eng_ctx *c, const int32_t *tokens, uint32_t n, float *logits, i
         uint32_t nt = n - done < BATCH ? n - done : BATCH;
         forward_batch(c, tokens + done, nt);
         c->pos += nt;
+        if (c->pos > c->high)
+            c->high = c->pos;
         if (logits && all_logits)
             logits_rows(c, 0, nt, logits + (size_t)done * in->n_vocab);
         else if (logits && done + nt == n)
@@ -790,7 +849,27 @@ int eng_ctx_set_threads(eng_ctx *c, int n_threads)
 
 int eng_ctx_threads(const eng_ctx *c) { return eng_pool_threads(c->pool); }
 
-size_t eng_ctx_kv_bytes(const eng_ctx *c) { return 2 * c->m->kv_floats * c->n_ctx * sizeof(simd_f16); }
+/* Positions a layer's cache holds for a context of n_ctx: all, or a
+ * windowed layer's ring (see the top of this file). */
+static uint32_t kv_slots(const eng_layer *L, uint32_t n_ctx)
+{
+    if (!L->window)
+        return n_ctx;
+    uint64_t ring = ((uint64_t)L->window + BATCH - 1 + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK * SIMD_ATTN_CHUNK;
+    return ring < n_ctx ? (uint32_t)ring : n_ctx;
+}
+
+uint64_t eng_model_kv_bytes(const eng_model *m, uint32_t n_ctx, int full)
+{
+    uint64_t b = 0;
+    for (uint32_t l = 0; l < m->info.n_layers; l++) {
+        const eng_layer *L = &m->layers[l];
+        b += (uint64_t)L->n_kv_heads * m->info.head_dim * (full ? n_ctx : kv_slots(L, n_ctx));
+    }
+    return 2 * b * sizeof(simd_f16);
+}
+
+size_t eng_ctx_kv_bytes(const eng_ctx *c) { return (size_t)eng_model_kv_bytes(c->m, c->n_ctx, 0); }
 
 /* The mixture of experts' scratch (sizes at struct eng_ctx). */
 static int moe_alloc(eng_ctx *c)
@@ -853,6 +932,7 @@ static void rope_setup(eng_ctx *c)
             f /= in->rope_scale;
         }
         c->inv_freq[i] = f;
+        c->inv_freq[dims / 2 + i] = pow((double)m->rope_base_local, -2.0 * i / dims);
     }
 }
 
@@ -883,12 +963,14 @@ int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_
     size_t maxc = dim > nq ? dim : nq;
     if (ffn > maxc)
         maxc = ffn;
-    size_t kv = m->kv_floats * n_ctx;
+    size_t kv = 0;
     c->apart = malloc((in->head_dim ? nq / in->head_dim : 1) * c->nch_max * (in->head_dim + 2) * sizeof(float) + 1);
     c->kv_off = malloc(in->n_layers * sizeof *c->kv_off);
-    for (uint32_t l = 0, off = 0; c->kv_off && l < in->n_layers; l++) {
-        c->kv_off[l] = (size_t)off * n_ctx;
-        off += m->layers[l].n_kv_heads * in->head_dim;
+    c->kv_slots = malloc(in->n_layers * sizeof *c->kv_slots);
+    for (uint32_t l = 0; c->kv_off && c->kv_slots && l < in->n_layers; l++) {
+        c->kv_off[l] = kv;
+        c->kv_slots[l] = kv_slots(&m->layers[l], n_ctx);
+        kv += (size_t)m->layers[l].n_kv_heads * in->head_dim * c->kv_slots[l];
     }
     c->kc = malloc(kv * sizeof(simd_f16) + 1);
     c->vc = malloc(kv * sizeof(simd_f16) + 1);
@@ -903,12 +985,12 @@ int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_
     c->hb2 = malloc(BATCH * ffn * sizeof(float));
     c->act = malloc(BATCH * simd_act_row_bytes(SIMD_ACT_Q8, (maxc + SIMD_QK - 1) / SIMD_QK * SIMD_QK) + 64);
     c->act_k = malloc(BATCH * simd_act_row_bytes(SIMD_ACT_Q8K, (maxc + SIMD_QKK - 1) / SIMD_QKK * SIMD_QKK) + 64);
-    c->inv_freq = malloc((in->rope_dims / 2 + 1) * sizeof(double));
-    c->rcos = malloc(BATCH * (in->rope_dims / 2 + 1) * sizeof(float));
-    c->rsin = malloc(BATCH * (in->rope_dims / 2 + 1) * sizeof(float));
+    c->inv_freq = malloc(2 * (in->rope_dims / 2 + 1) * sizeof(double));
+    c->rcos = malloc(2 * BATCH * (in->rope_dims / 2 + 1) * sizeof(float));
+    c->rsin = malloc(2 * BATCH * (in->rope_dims / 2 + 1) * sizeof(float));
     c->embrow = malloc(m->tok_embd.row_bytes + 64);
     if (!c->embrow || !c->kc || !c->vc || !c->x || !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->att || !c->hb || !c->hb2 ||
-        !c->act || !c->act_k || !c->inv_freq || !c->rcos || !c->rsin || !c->kv_off || !c->apart) {
+        !c->act || !c->act_k || !c->inv_freq || !c->rcos || !c->rsin || !c->kv_off || !c->kv_slots || !c->apart) {
         eng_ctx_free(c);
         return eng_errf(e, ENG_ENOMEM, "out of memory for a context of %u tokens (KV cache %.1f MB)", n_ctx,
                         2.0 * kv * sizeof(simd_f16) / 1e6);
@@ -936,7 +1018,7 @@ void eng_ctx_free(eng_ctx *c)
     free(c->rlog); free(c->sel); free(c->selw); free(c->gidx); free(c->gtok); free(c->gexp); free(c->ecount);
     free(c->estart); free(c->xe); free(c->ye); free(c->he); free(c->he2); free(c->eact); free(c->eact_k);
     free(c->eparts); free(c->eview);
-    free(c->scores); free(c->apart); free(c->act); free(c->act_k); free(c->inv_freq); free(c->rcos); free(c->rsin); free(c->embrow); free(c->kv_off);
+    free(c->scores); free(c->apart); free(c->act); free(c->act_k); free(c->inv_freq); free(c->rcos); free(c->rsin); free(c->embrow); free(c->kv_off); free(c->kv_slots);
     free(c);
 }
 
@@ -949,8 +1031,21 @@ void eng_ctx_set_observer(eng_ctx *c, eng_mm_observer fn, void *user)
 }
 uint32_t eng_ctx_pos(const eng_ctx *c) { return c->pos; }
 
-void eng_ctx_truncate(eng_ctx *c, uint32_t pos)
+uint32_t eng_ctx_truncate(eng_ctx *c, uint32_t pos)
 {
-    if (pos < c->pos)
-        c->pos = pos;
+    if (pos >= c->pos)
+        return c->pos;
+    /* A windowed layer's ring has written every position below high; the
+     * oldest key that positions from pos on read, q = pos - window + 1,
+     * is still in its slot unless a position q + slots was written. */
+    for (uint32_t l = 0; l < c->m->info.n_layers && pos; l++) {
+        uint32_t w = c->m->layers[l].window, slots = c->kv_slots[l];
+        uint64_t q = w && pos + 1 > w ? pos + 1 - w : 0;
+        if (w && c->m->layers[l].n_heads && q + slots < c->high)
+            pos = 0;
+    }
+    c->pos = pos;
+    if (pos == 0)
+        c->high = 0;
+    return pos;
 }

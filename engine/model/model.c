@@ -22,20 +22,30 @@ typedef struct arch_desc {
     int moe;           /* every layer's FFN is a mixture of experts */
     enum eng_moe_gating gating;
     int oai;           /* gpt-oss: sinks, alternating sliding windows, clamped SwiGLU, biased experts */
+    /* Gemma 3: embeddings scaled by sqrt(dim), RMSNorm of the attention's
+     * and the FFN's outputs (attn_post_norm, ffn_post_norm), sliding-window
+     * layers (attention.sliding_window; 5 local layers to 1 global unless
+     * attention.sliding_window_pattern says otherwise) that rotate with
+     * their own RoPE base (rope.freq_base_swa, default 10000) unscaled, an
+     * optional final logit soft-cap. The norms' weights are used as
+     * stored: the converter has already added Gemma's 1 to them (HF's
+     * RMSNorm multiplies by 1 + w). */
+    int gemma;
 } arch_desc;
 
 static const arch_desc archs[] = {
-    {"llama", 0, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 0, 0, 0, 0},
-    {"qwen2", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 0, 0, 0, 0},
-    {"qwen3", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 1, 0, 0, 0},
-    {"phi3", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 0, 0, 0, 0},
-    {"gpt2", 0, ENG_NORM_LAYER, ENG_FFN_GELU, 1, 0, 0, 0, 0},
-    {"qwen3moe", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 1, 1, ENG_MOE_SOFTMAX, 0},
-    {"gpt-oss", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU_OAI, 0, 0, 1, ENG_MOE_TOPK_SOFTMAX, 1},
+    {"llama", 0, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 0, 0, 0, 0, 0},
+    {"qwen2", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 0, 0, 0, 0, 0},
+    {"qwen3", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 1, 0, 0, 0, 0},
+    {"phi3", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 0, 0, 0, 0, 0},
+    {"gpt2", 0, ENG_NORM_LAYER, ENG_FFN_GELU, 1, 0, 0, 0, 0, 0},
+    {"qwen3moe", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 1, 1, ENG_MOE_SOFTMAX, 0, 0},
+    {"gpt-oss", 1, ENG_NORM_RMS, ENG_FFN_SWIGLU_OAI, 0, 0, 1, ENG_MOE_TOPK_SOFTMAX, 1, 0},
     /* llama.cpp's name for llama blocks whose head counts and FFN sizes
      * differ per layer (Nemotron's); `nibble prune` writes llama models
      * under it so llama.cpp loads them too */
-    {"deci", 0, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 0, 0, 0, 0},
+    {"deci", 0, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 0, 0, 0, 0, 0},
+    {"gemma3", 1, ENG_NORM_RMS, ENG_FFN_GEGLU, 0, 1, 0, 0, 0, 1},
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
@@ -292,8 +302,8 @@ static const arch_desc *load_arch(eng_model *m, eng_err *e)
         if (s.len == strlen(archs[a].name) && memcmp(archs[a].name, s.ptr, s.len) == 0)
             return &archs[a];
     eng_errf(e, ENG_EUNSUP,
-             "unsupported architecture '%s' (this version runs llama, qwen2, qwen3, phi3, gpt2, qwen3moe, gpt-oss "
-             "and deci)",
+             "unsupported architecture '%s' (this version runs llama, qwen2, qwen3, phi3, gpt2, qwen3moe, gpt-oss, "
+             "deci and gemma3)",
              in->arch);
     return NULL;
 }
@@ -381,6 +391,49 @@ static int load_rope(eng_model *m, const arch_desc *ad, eng_err *e)
     return 0;
 }
 
+/* Sliding-window layers (gpt-oss, gemma3): attention.sliding_window
+ * positions (required, or else absent or 0 for none), on the layers
+ * attention.sliding_window_pattern picks: a period p (layer l is
+ * windowed unless l % p == p-1; p 0: all), default_period when absent,
+ * or one boolean a layer. Fills m->swa and info.window. */
+static int load_windows(eng_model *m, uint32_t default_period, int required, eng_err *e)
+{
+    const eng_gguf *g = m->gguf;
+    eng_model_info *in = &m->info;
+    const char *ar = in->arch;
+    int r;
+    if ((r = hp_u32(g, ar, "attention.sliding_window", &in->window, required, e)))
+        return r;
+    if (in->window == 0 && !required)
+        return 0;
+    if (in->window == 0 || in->window > MAX_CTX)
+        return eng_errf(e, ENG_EFORMAT, "%s.attention.sliding_window %u is outside 1..%u", ar, in->window, MAX_CTX);
+    char key[128];
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", ar);
+    uint32_t period = default_period;
+    int64_t pi = eng_gguf_find(g, key);
+    m->swa = calloc(in->n_layers, 1);
+    if (!m->swa)
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    if (pi >= 0 && eng_gguf_kv_type(g, (uint64_t)pi) == GGUF_ARRAY) {
+        enum eng_gguf_vtype t;
+        uint64_t n;
+        const void *data;
+        if ((r = eng_gguf_get_arr(g, key, -1, &t, &n, &data, e)))
+            return r < 0 ? r : ENG_EFORMAT;
+        if (t != GGUF_BOOL || n != in->n_layers)
+            return eng_errf(e, ENG_EFORMAT, "metadata key '%s': expected %u booleans", key, in->n_layers);
+        for (uint32_t l = 0; l < in->n_layers; l++)
+            m->swa[l] = ((const uint8_t *)data)[l] != 0;
+    } else {
+        if ((r = hp_u32(g, ar, "attention.sliding_window_pattern", &period, 0, e)))
+            return r;
+        for (uint32_t l = 0; l < in->n_layers; l++)
+            m->swa[l] = period == 0 || l % period < period - 1;
+    }
+    return 0;
+}
+
 /* Mixture of experts: how many experts, how many a token runs, their
  * FFN width; gpt-oss's sliding window and which layers have it. */
 static int load_moe_hparams(eng_model *m, const arch_desc *ad, eng_err *e)
@@ -417,37 +470,7 @@ static int load_moe_hparams(eng_model *m, const arch_desc *ad, eng_err *e)
         return r;
     if (scale != 0 && scale != 1)
         return eng_errf(e, ENG_EUNSUP, "%s.expert_weights_scale %g is not supported (1 only)", ar, scale);
-    if (!ad->oai)
-        return 0;
-    if ((r = hp_u32(g, ar, "attention.sliding_window", &in->window, 1, e)))
-        return r;
-    if (in->window == 0 || in->window > MAX_CTX)
-        return eng_errf(e, ENG_EFORMAT, "%s.attention.sliding_window %u is outside 1..%u", ar, in->window, MAX_CTX);
-    /* the pattern: a period p (layer l is windowed unless l % p == p-1;
-     * llama.cpp's default for gpt-oss is 2), or one boolean a layer */
-    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", ar);
-    uint32_t period = 2;
-    int64_t pi = eng_gguf_find(g, key);
-    m->swa = calloc(in->n_layers, 1);
-    if (!m->swa)
-        return eng_errf(e, ENG_ENOMEM, "out of memory");
-    if (pi >= 0 && eng_gguf_kv_type(g, (uint64_t)pi) == GGUF_ARRAY) {
-        enum eng_gguf_vtype t;
-        uint64_t n;
-        const void *data;
-        if ((r = eng_gguf_get_arr(g, key, -1, &t, &n, &data, e)))
-            return r < 0 ? r : ENG_EFORMAT;
-        if (t != GGUF_BOOL || n != in->n_layers)
-            return eng_errf(e, ENG_EFORMAT, "metadata key '%s': expected %u booleans", key, in->n_layers);
-        for (uint32_t l = 0; l < in->n_layers; l++)
-            m->swa[l] = ((const uint8_t *)data)[l] != 0;
-    } else {
-        if ((r = hp_u32(g, ar, "attention.sliding_window_pattern", &period, 0, e)))
-            return r;
-        for (uint32_t l = 0; l < in->n_layers; l++)
-            m->swa[l] = period == 0 || l % period < period - 1;
-    }
-    return 0;
+    return ad->oai ? load_windows(m, 2, 1, e) : 0;
 }
 
 static int load_hparams(eng_model *m, const arch_desc *ad, uint32_t **heads, uint32_t **kv, uint32_t **ffn, eng_err *e)
@@ -516,6 +539,9 @@ static int load_hparams(eng_model *m, const arch_desc *ad, uint32_t **heads, uin
         return eng_errf(e, ENG_EFORMAT, "%s: the norm epsilon must be in (0, 1]", ar);
     in->rope_neox = ad->neox;
     if (ad->moe && (r = load_moe_hparams(m, ad, e)))
+        return r;
+    /* gemma3: 5 local layers to 1 global by default, as llama.cpp */
+    if (ad->gemma && (r = load_windows(m, 6, 0, e)))
         return r;
     return load_rope(m, ad, e);
 }
@@ -600,8 +626,10 @@ static int load_layer(eng_model *m, const arch_desc *ad, uint32_t l, eng_err *e)
             for (uint32_t h = 0; h < L->n_heads; h++)
                 if (!isfinite(L->sinks[h]))
                     return eng_errf(e, ENG_EFORMAT, "tensor '%s': sink %u is not a finite number", n, h);
-            L->window = m->swa[l] ? m->info.window : 0;
         }
+        L->window = m->swa && m->swa[l] ? m->info.window : 0;
+        if (ad->gemma && (r = get_vec(m, NAME("post_attention_norm.weight"), dim, 0, &L->attn_post_norm, e)))
+            return r;
     }
     if (ad->moe)
         return load_experts(m, ad, l, e);
@@ -623,8 +651,10 @@ static int load_layer(eng_model *m, const arch_desc *ad, uint32_t l, eng_err *e)
         } else if ((r = get_mat(m, NAME("ffn_gate.weight"), dim, ffn, 0, &L->w_gate, e)) ||
                    (r = get_mat(m, NAME("ffn_up.weight"), dim, ffn, 0, &L->w_up, e)))
             return r;
-        if (ad->ffn == ENG_FFN_SWIGLU && find(m, NAME("ffn_gate.bias")))
+        if (ad->ffn != ENG_FFN_GELU && find(m, NAME("ffn_gate.bias")))
             return eng_errf(e, ENG_EUNSUP, "tensor '%s': a bias on the FFN gate is not supported", n);
+        if (ad->gemma && (r = get_vec(m, NAME("post_ffw_norm.weight"), dim, 0, &L->ffn_post_norm, e)))
+            return r;
     }
 #undef NAME
     return 0;
@@ -669,7 +699,6 @@ static int load_tensors(eng_model *m, const arch_desc *ad, const uint32_t *heads
         if (q > m->max_q) m->max_q = q;
         if (k > m->max_kv) m->max_kv = k;
         if (L->ffn > m->max_ffn) m->max_ffn = L->ffn;
-        m->kv_floats += k;
         if (m->progress)
             m->progress(m->progress_user, (l + 1.0) / in->n_layers);
     }
@@ -689,6 +718,33 @@ static int load_tensors(eng_model *m, const arch_desc *ad, const uint32_t *heads
     return 0;
 }
 
+/* Gemma 3's hyper-parameters beyond the common ones, as llama.cpp reads
+ * them (it does not read attention.scale, which converters may write). */
+static int load_gemma(eng_model *m, eng_err *e)
+{
+    eng_model_info *in = &m->info;
+    const char *ar = in->arch;
+    int r;
+    m->rope_local = in->window > 0;
+    m->rope_base_local = 10000.0f;
+    if ((r = hp_f32(m->gguf, ar, "rope.freq_base_swa", &m->rope_base_local, e)))
+        return r;
+    if (!(m->rope_base_local > 0))
+        return eng_errf(e, ENG_EFORMAT, "%s.rope.freq_base_swa must be positive", ar);
+    in->rope_base_swa = m->rope_base_local;
+    if ((r = hp_f32(m->gguf, ar, "final_logit_softcapping", &m->logit_softcap, e)))
+        return r;
+    if (!(m->logit_softcap >= 0) || !isfinite(m->logit_softcap))
+        return eng_errf(e, ENG_EFORMAT, "%s.final_logit_softcapping must be a number >= 0", ar);
+    m->embd_scale = sqrtf((float)in->dim);
+    /* queries scale by 1/sqrt(head size), except in the 62-layer (27B)
+     * model, whose query_pre_attn_scalar is dim / heads (Google's config,
+     * as llama.cpp applies it) */
+    if (in->n_layers == 62 && in->n_heads)
+        m->attn_scale = 1.0f / sqrtf((float)(in->dim / in->n_heads));
+    return 0;
+}
+
 static int load(eng_model *m, eng_err *e)
 {
     const arch_desc *ad = load_arch(m, e);
@@ -700,6 +756,11 @@ static int load(eng_model *m, eng_err *e)
     int r = load_hparams(m, ad, &heads, &kv, &ffn, e);
     if (!r)
         r = load_tensors(m, ad, heads, kv, ffn, e);
+    m->embd_scale = 1.0f;
+    m->attn_scale = 1.0f / sqrtf((float)m->info.head_dim);
+    m->info.rope_base_swa = m->info.rope_base;
+    if (!r && ad->gemma)
+        r = load_gemma(m, e);
     free(heads);
     free(kv);
     free(ffn);

@@ -26,10 +26,15 @@ struct eng_model {
     float rope_attn_factor;
     enum eng_moe_gating gating; /* mixture of experts: how the router's logits weigh the experts */
     int moe_norm;               /* ENG_MOE_SOFTMAX: divide the top k weights by their sum */
-    uint8_t *swa;               /* [n_layers] 1: the layer has the sliding window (gpt-oss), or NULL */
+    uint8_t *swa;               /* [n_layers] 1: the layer has the sliding window (gpt-oss, gemma3), or NULL */
+    /* the family's hooks in the one forward pass (1, 0 or NULL: none) */
+    float embd_scale;      /* token embeddings times this (gemma3: sqrt(dim)) */
+    float attn_scale;      /* attention scores times this (1/sqrt(head_dim) unless the family says) */
+    float logit_softcap;   /* logits c * tanh(logit / c), or 0 */
+    int rope_local;        /* windowed layers rotate with rope_base_local, unscaled (gemma3) */
+    float rope_base_local;
     eng_layer *layers;
     uint32_t max_q, max_kv, max_ffn; /* widest layer: n_heads*hd, n_kv*hd, ffn */
-    size_t kv_floats;      /* K (or V) cache values per position, all layers */
     void **owned;          /* buffers converted at load */
     size_t n_owned;
     int load_quant;        /* eng_model_opts.quantize_type (0: none) */

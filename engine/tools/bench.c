@@ -87,6 +87,14 @@ static void note_rss(eng_bench_mem *mem)
         mem->rss = r;
 }
 
+/* Truncate the context back to depth; where a sliding window forgot what
+ * depth needs, run the context's tokens again (outside the timing). */
+static int back_to(eng_ctx *c, const int32_t *ids, uint32_t depth, eng_err *e)
+{
+    uint32_t kept = eng_ctx_truncate(c, depth);
+    return kept < depth ? eng_ctx_eval(c, ids + kept, depth - kept, NULL, 0, e) : 0;
+}
+
 int eng_bench_run(eng_model *m, int n_threads, int n_depth, int n_prompt, int n_gen, int reps, eng_bench_stat *pp,
                   eng_bench_stat *tg, eng_bench_mem *mem, eng_err *e)
 {
@@ -120,7 +128,8 @@ int eng_bench_run(eng_model *m, int n_threads, int n_depth, int n_prompt, int n_
         mem->budget = in->file_size + mem->kv_bytes + ((uint64_t)64 << 20);
     }
     for (int run = 0; n_prompt > 0 && run <= reps; run++) {
-        eng_ctx_truncate(c, depth);
+        if ((r = back_to(c, ids, depth, e)))
+            goto out;
         double t0 = now_s();
         if ((r = eng_ctx_eval(c, ids + depth, (uint32_t)n_prompt, logits, 0, e)))
             goto out;
@@ -131,7 +140,8 @@ int eng_bench_run(eng_model *m, int n_threads, int n_depth, int n_prompt, int n_
     if (n_prompt > 0)
         stat_of(v, reps, pp);
     for (int run = 0; n_gen > 0 && run <= reps; run++) {
-        eng_ctx_truncate(c, depth);
+        if ((r = back_to(c, ids, depth, e)))
+            goto out;
         if ((r = eng_ctx_eval(c, ids + depth, 1, logits, 0, e)))
             goto out;
         double t0 = now_s();

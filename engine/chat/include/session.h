@@ -32,7 +32,9 @@ int eng_session_feed_text(eng_session *s, const char *text, int add_bos, eng_err
  * negative code (e.g. the context is full). Needs a prior feed. */
 int eng_session_next(eng_session *s, int32_t *tok, eng_err *e);
 
-/* Forget everything from position pos on (0 = all). */
+/* Forget everything from position pos on (0 = all). A model with
+ * sliding-window layers may have to forget more (eng_ctx_truncate):
+ * eng_session_pos says where the session continues. */
 void eng_session_rewind(eng_session *s, uint32_t pos);
 uint32_t eng_session_pos(const eng_session *s);
 uint32_t eng_session_ctx_size(const eng_session *s);

@@ -30,6 +30,7 @@ typedef struct eng_model_info {
     /* sliding-window attention: positions a windowed layer's query sees
      * (0: none), and how many of the layers are windowed */
     uint32_t window, n_window_layers;
+    float rope_base_swa;   /* the windowed layers' RoPE base where the family gives them their own (gemma3), else rope_base */
     float rope_yarn;       /* YaRN context extension factor (0: none) */
 } eng_model_info;
 
@@ -72,6 +73,10 @@ void eng_model_kernel_changed(eng_model *m);
 const eng_model_info *eng_model_get_info(const eng_model *m);
 const eng_tok *eng_model_tok(const eng_model *m);
 const eng_gguf *eng_model_gguf(const eng_model *m);
+/* Bytes of the K and V caches for n_ctx positions: as a context keeps
+ * them (windowed layers hold only their window and a batch), or, with
+ * full, as if every layer kept every position (to show what windows save). */
+uint64_t eng_model_kv_bytes(const eng_model *m, uint32_t n_ctx, int full);
 /* Bytes one decode step reads: every weight matrix once plus one
  * embedding row (what a bandwidth-bound decode must stream); of a
  * mixture of experts only the experts one token runs (n_expert_used of
@@ -87,12 +92,16 @@ void eng_ctx_free(eng_ctx *c);
 uint32_t eng_ctx_size(const eng_ctx *c);
 /* Positions already in the KV cache. */
 uint32_t eng_ctx_pos(const eng_ctx *c);
-/* Forget positions >= pos (pos <= eng_ctx_pos). */
-void eng_ctx_truncate(eng_ctx *c, uint32_t pos);
+/* Forget positions >= pos (pos <= eng_ctx_pos) and return the position
+ * the context now continues from: pos, or 0 where a sliding-window layer
+ * has already overwritten keys that the positions from pos on would see
+ * (going back further than about a batch past its window); the caller
+ * then evaluates the tokens before pos again. */
+uint32_t eng_ctx_truncate(eng_ctx *c, uint32_t pos);
 int eng_ctx_set_threads(eng_ctx *c, int n_threads);
 int eng_ctx_threads(const eng_ctx *c);
-/* Bytes of the K and V caches for all n_ctx positions (allocated; pages
- * become resident as positions fill). */
+/* Bytes of the K and V caches of this context (allocated; pages become
+ * resident as positions fill): eng_model_kv_bytes(m, n_ctx, 0). */
 size_t eng_ctx_kv_bytes(const eng_ctx *c);
 
 /* Run n tokens at the next n positions. If logits is not NULL, write the

@@ -40,6 +40,8 @@ enum eng_ffn {
     /* gpt-oss's experts: gate g clamped above at 7, up u to [-7, 7], then
      * g * sigmoid(1.702 g) * (u + 1) */
     ENG_FFN_SWIGLU_OAI,
+    /* gelu(gate) * up, GELU's tanh form (gemma3) */
+    ENG_FFN_GEGLU,
 };
 
 /* How a mixture-of-experts layer turns its router's logits into the
@@ -68,14 +70,19 @@ typedef struct eng_experts {
 typedef struct eng_layer {
     uint32_t n_heads, n_kv_heads, ffn; /* may differ per layer (pruned models) */
     const float *attn_norm, *attn_norm_b, *ffn_norm, *ffn_norm_b; /* dim */
-    const float *q_norm, *k_norm;      /* head_dim, per-head RMSNorm (qwen3) */
+    const float *q_norm, *k_norm;      /* head_dim, per-head RMSNorm (qwen3, gemma3) */
+    /* dim, RMSNorm of the attention's and the FFN's output before each
+     * joins the residual (gemma3), or NULL */
+    const float *attn_post_norm, *ffn_post_norm;
     const float *bq, *bk, *bv, *bo;    /* optional biases */
     const float *b_up, *b_down;        /* optional FFN biases (gpt2) */
     eng_weight wq, wk, wv, wo;
     eng_weight w_gate, w_up, w_down;   /* w_gate unused for GELU; all empty with experts */
     eng_experts moe;                   /* moe.n == 0: a dense FFN */
     const float *sinks;                /* n_heads attention sink logits (gpt-oss), or NULL */
-    uint32_t window;                   /* sliding window: a query sees the last `window` positions; 0: all */
+    /* sliding window: a query sees the last `window` positions, and the
+     * KV cache keeps only those and a batch (0: all) */
+    uint32_t window;
 } eng_layer;
 
 /* Layer l (< info n_layers), borrowed from the model (valid until
