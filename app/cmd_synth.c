@@ -22,7 +22,9 @@ static void usage(FILE *f)
                "mixes q4_k_m / q5_k_m, planned tensor by tensor as nibble quantize does\n"
                "(llama.cpp's rule: output q6_k, attn_v and ffn_down q6_k in some layers,\n"
                "q5_0/q5_1/q8_0 where rows do not fit 256).\n"
-               "ARCH overrides a dense shape's architecture: llama qwen2 qwen3 phi3 gpt2.\n"
+               "ARCH overrides a dense shape's architecture: llama qwen2 qwen3 phi3 gpt2\n"
+               "gemma3 (gemma3 on a shape without its own window: window 16, every\n"
+               "second layer global below 6 layers).\n"
                "--layers N writes only N layers of the shape's widths (a quick model of\n"
                "the same per-token shape; a full gpt-oss-20b needs its 13 GB in memory).\n"
                "\nshapes:\n");

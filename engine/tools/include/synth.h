@@ -19,7 +19,10 @@ typedef struct eng_synth_shape {
      * runs, rows of one expert's FFN (ffn is then the dense width the
      * file states) */
     uint32_t n_expert, n_expert_used, expert_ffn;
-    uint32_t window;    /* gpt-oss: sliding window of the even layers */
+    /* sliding window: gpt-oss's even layers; gemma3's local layers (0 for
+     * gemma3: 16, with every second layer global where the shape has fewer
+     * than 6 layers, so that short cross-check prompts run past it) */
+    uint32_t window;
     float yarn;         /* gpt-oss: YaRN factor over yarn_ctx positions (0: none) */
     uint32_t yarn_ctx;
 } eng_synth_shape;
@@ -31,8 +34,8 @@ const eng_synth_shape *eng_synth_find(const char *name);
 struct eng_qtarget;
 
 typedef struct eng_synth_opts {
-    const char *arch;   /* NULL: the shape's; "llama", "qwen2", "qwen3", "phi3", "gpt2" (dense shapes);
-                         * a mixture-of-experts shape keeps its own */
+    const char *arch;   /* NULL: the shape's; "llama", "qwen2", "qwen3", "phi3", "gpt2", "gemma3" (dense
+                         * shapes); a mixture-of-experts shape keeps its own */
     int type;           /* weight type of the matrices (enum simd_type) */
     uint64_t seed;
     int verbose;        /* progress on stderr */
