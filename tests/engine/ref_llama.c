@@ -137,6 +137,8 @@ static int cfg_ok(const ref_llama_cfg *c)
         int h = heads_of(c, l), kv = kv_of(c, l);
         if (h < 0 || kv < 0 || (h == 0) != (kv == 0) || (h && h % kv) || ffn_of(c, l) < 0)
             return 0;
+        if (c->layer_window && (c->layer_window[l] < 0 || (c->layer_window[l] && !(c->rope_base_local > 0))))
+            return 0;
     }
     return 1;
 }
@@ -157,7 +159,7 @@ int ref_llama_forward_margins(const ref_llama_cfg *c, const ref_llama_weights *w
             return -1;
 
     const int dim = c->dim, hd = c->head_dim;
-    const double scale = 1.0 / sqrt((double)hd);
+    const double scale = c->attn_scale > 0 ? c->attn_scale : 1.0 / sqrt((double)hd);
     /* the widest layer sizes the buffers */
     int max_q = 0, max_kv = 0, max_ffn = 1;
     for (int l = 0; l < c->n_layers; l++) {
@@ -194,13 +196,17 @@ int ref_llama_forward_margins(const ref_llama_cfg *c, const ref_llama_weights *w
         *MG(t) = 0.5;
     for (int t = 0; t < n; t++)
         for (int i = 0; i < dim; i++)
-            x[(size_t)t * dim + i] = (double)w->tok_embd[(size_t)tokens[t] * dim + i] +
+            x[(size_t)t * dim + i] = (double)w->tok_embd[(size_t)tokens[t] * dim + i] *
+                                         (c->embd_scale > 0 ? c->embd_scale : 1.0) +
                                      (w->pos_embd ? (double)w->pos_embd[(size_t)t * dim + i] : 0.0);
 
     for (int l = 0; l < c->n_layers; l++) {
         const ref_llama_layer *L = &w->layers[l];
         const int nh = heads_of(c, l), nkv = kv_of(c, l), ffn = ffn_of(c, l);
         const int qdim = nh * hd, kvdim = nkv * hd;
+        const int win = c->layer_window ? c->layer_window[l] : 0;
+        const double base = win ? c->rope_base_local : c->rope_base, factor = win ? 1.0 : c->rope_factor;
+        const float *freqs = win ? NULL : c->rope_freqs;
 
         /* q, k, v of every position: projected, biased, head-normed, rotated for that position */
         for (int t = 0; t < n && nh; t++) {
@@ -212,14 +218,12 @@ int ref_llama_forward_margins(const ref_llama_cfg *c, const ref_llama_weights *w
             for (int hh = 0; hh < nh; hh++) {
                 if (L->q_norm)
                     rmsnorm(qt + hh * hd, qt + hh * hd, L->q_norm, hd, c->norm_eps);
-                ref_llama_rope_freqs(qt + hh * hd, c->rope_dims, c->rope_neox, t, c->rope_base, c->rope_factor,
-                                     c->rope_freqs);
+                ref_llama_rope_freqs(qt + hh * hd, c->rope_dims, c->rope_neox, t, base, factor, freqs);
             }
             for (int hh = 0; hh < nkv; hh++) {
                 if (L->k_norm)
                     rmsnorm(kt + hh * hd, kt + hh * hd, L->k_norm, hd, c->norm_eps);
-                ref_llama_rope_freqs(kt + hh * hd, c->rope_dims, c->rope_neox, t, c->rope_base, c->rope_factor,
-                                     c->rope_freqs);
+                ref_llama_rope_freqs(kt + hh * hd, c->rope_dims, c->rope_neox, t, base, factor, freqs);
             }
             for (int i = 0; i < kvdim && c->kv_f16; i++) {
                 kt[i] = round_half(kt[i]);
@@ -233,8 +237,9 @@ int ref_llama_forward_margins(const ref_llama_cfg *c, const ref_llama_weights *w
             for (int hh = 0; hh < nh; hh++) {
                 const double *qh = q + (size_t)t * qdim + hh * hd;
                 int kvh = hh / (nh / nkv);
+                int j0 = win && t + 1 > win ? t + 1 - win : 0; /* the window's first position */
                 double mx = -INFINITY;
-                for (int j = 0; j <= t; j++) {
+                for (int j = j0; j <= t; j++) {
                     const double *kj = k + (size_t)j * kvdim + kvh * hd;
                     double s = 0;
                     for (int d = 0; d < hd; d++)
@@ -244,20 +249,22 @@ int ref_llama_forward_margins(const ref_llama_cfg *c, const ref_llama_weights *w
                         mx = p[j];
                 }
                 double sum = 0;
-                for (int j = 0; j <= t; j++) {
+                for (int j = j0; j <= t; j++) {
                     p[j] = exp(p[j] - mx);
                     sum += p[j];
                 }
                 double *ah = att + hh * hd;
                 for (int d = 0; d < hd; d++)
                     ah[d] = 0;
-                for (int j = 0; j <= t; j++) {
+                for (int j = j0; j <= t; j++) {
                     const double *vj = v + (size_t)j * kvdim + kvh * hd;
                     for (int d = 0; d < hd; d++)
                         ah[d] += p[j] / sum * vj[d];
                 }
             }
             matvec(o, L->wo, L->bo, att, dim, qdim, q8, MG(t));
+            if (L->attn_post_norm)
+                rmsnorm(o, o, L->attn_post_norm, dim, c->norm_eps);
             for (int i = 0; i < dim; i++)
                 x[(size_t)t * dim + i] += o[i];
         }
@@ -274,9 +281,11 @@ int ref_llama_forward_margins(const ref_llama_cfg *c, const ref_llama_weights *w
                 matvec(g, L->w_gate, NULL, h, ffn, dim, q8, MG(t));
                 matvec(u, L->w_up, L->b_up, h, ffn, dim, q8, MG(t));
                 for (int i = 0; i < ffn; i++)
-                    g[i] = silu(g[i]) * u[i];
+                    g[i] = (c->geglu ? ref_gelu(g[i]) : silu(g[i])) * u[i];
             }
             matvec(o, L->w_down, L->b_down, g, dim, ffn, q8, MG(t));
+            if (L->ffn_post_norm)
+                rmsnorm(o, o, L->ffn_post_norm, dim, c->norm_eps);
             for (int i = 0; i < dim; i++)
                 xt[i] += o[i];
         }
@@ -284,7 +293,10 @@ int ref_llama_forward_margins(const ref_llama_cfg *c, const ref_llama_weights *w
 
     for (int t = 0; t < n; t++) {
         norm(c, h, x + (size_t)t * dim, w->out_norm, w->out_norm_b);
-        matvec(logits + (size_t)t * c->n_vocab, w->output, NULL, h, c->n_vocab, dim, q8, MG(t));
+        double *lt = logits + (size_t)t * c->n_vocab;
+        matvec(lt, w->output, NULL, h, c->n_vocab, dim, q8, MG(t));
+        for (int v = 0; v < c->n_vocab && c->logit_softcap > 0; v++)
+            lt[v] = c->logit_softcap * tanh(lt[v] / c->logit_softcap);
     }
 #undef MG
     rc = 0;

@@ -17,6 +17,9 @@
  *  - phi3: rope_neox (fusing is the caller's business).
  *  - gpt2: layer_norm (+ every norm's bias), gelu with b_up/b_down, bo,
  *    q/k/v biases, learned positions (pos_embd), rope_dims 0.
+ *  - gemma3: rope_neox, q_norm/k_norm, embd_scale, attn_scale, geglu,
+ *    attn_post_norm/ffn_post_norm, layer_window with rope_base_local,
+ *    logit_softcap.
  * Per-layer head counts and FFN widths (pruned models) go in layer_*. */
 #ifndef NIBBLE_TEST_REF_LLAMA_H
 #define NIBBLE_TEST_REF_LLAMA_H
@@ -50,6 +53,15 @@ typedef struct ref_llama_cfg {
     const float *rope_freqs;
     int layer_norm; /* 1: LayerNorm (x - mean) / sqrt(var + eps) * w + b, else RMSNorm */
     int gelu;       /* 1: FFN is down(gelu_tanh(up(h) + b_up)) + b_down, no gate */
+    int geglu;      /* 1: FFN is down(gelu_tanh(gate(h)) * up(h)) */
+    double embd_scale;    /* token embeddings times this; 0: 1 */
+    double attn_scale;    /* attention scores q.k times this; 0: 1/sqrt(head_dim) */
+    double logit_softcap; /* logits become c * tanh(logit / c); 0: none */
+    /* n_layers windows or NULL: a layer with window w > 0 lets position t
+     * see positions t-w+1 .. t only, and rotates with rope_base_local and
+     * no position scaling (rope_freqs do not apply to it) */
+    const int *layer_window;
+    double rope_base_local;
 } ref_llama_cfg;
 
 typedef struct ref_llama_layer {
@@ -68,6 +80,8 @@ typedef struct ref_llama_layer {
     const float *bo;               /* [dim] attention output bias */
     const float *b_up;             /* [ffn] */
     const float *b_down;           /* [dim] */
+    const float *attn_post_norm, *ffn_post_norm; /* [dim] RMSNorm of the block's output
+                                                    before the residual add */
 } ref_llama_layer;
 
 typedef struct ref_llama_weights {
