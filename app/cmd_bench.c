@@ -237,6 +237,9 @@ int cmd_bench(int argc, char **argv)
                 print_result(&r, 1, n_gen, &tg);
         }
     }
+    if (!json && !status && r.mem.kv_full_bytes > r.mem.kv_bytes)
+        printf("\nKV cache %.1f MB: the sliding-window layers keep only their window (%.1f MB if every layer kept "
+               "every position)\n", r.mem.kv_bytes / 1048576.0, r.mem.kv_full_bytes / 1048576.0);
     eng_model_close(m);
     return status;
 }

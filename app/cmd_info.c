@@ -104,9 +104,13 @@ int cmd_info(int argc, char **argv)
            in->tied_output ? ", tied output" : "");
     if (in->rope_yarn > 0)
         printf("rope: YaRN, factor %g\n", in->rope_yarn);
-    if (in->n_window_layers)
-        printf("attention: sliding window of %u positions on %u of %u layers\n", in->window, in->n_window_layers,
-               in->n_layers);
+    if (in->n_window_layers) {
+        uint32_t n = in->ctx_train;
+        printf("attention: sliding window of %u positions on %u of %u layers (their RoPE base %g); KV cache for %u "
+               "positions %.1f MB, %.1f MB if every layer kept every position\n",
+               in->window, in->n_window_layers, in->n_layers, in->rope_base_swa, n,
+               eng_model_kv_bytes(m, n, 0) / 1048576.0, eng_model_kv_bytes(m, n, 1) / 1048576.0);
+    }
     if (in->n_expert)
         printf("experts: %u a layer, %u a token, ffn %u each; active parameters %llu (%.2f M) of %llu\n",
                in->n_expert, in->n_expert_used, in->expert_ffn, (unsigned long long)in->n_active_params,

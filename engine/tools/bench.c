@@ -125,6 +125,7 @@ int eng_bench_run(eng_model *m, int n_threads, int n_depth, int n_prompt, int n_
     if (mem) {
         memset(mem, 0, sizeof *mem);
         mem->kv_bytes = eng_ctx_kv_bytes(c);
+        mem->kv_full_bytes = eng_model_kv_bytes(m, need, 1);
         mem->budget = in->file_size + mem->kv_bytes + ((uint64_t)64 << 20);
     }
     for (int run = 0; n_prompt > 0 && run <= reps; run++) {

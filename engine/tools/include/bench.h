@@ -25,6 +25,7 @@ uint64_t eng_bench_bytes_per_token(const eng_model *m);
 typedef struct eng_bench_mem {
     uint64_t rss;      /* largest resident set seen after a run (0: cannot be read here) */
     uint64_t kv_bytes; /* the context's K and V caches */
+    uint64_t kv_full_bytes; /* the same if every layer kept every position (more where layers have sliding windows) */
     uint64_t budget;   /* what decoding may use: file + KV cache + 64 MB */
 } eng_bench_mem;
 
