@@ -26,7 +26,7 @@ typedef struct dlines {
     int n, cap;
 } dlines;
 
-int tui_conv_width(tui *t) { return t->W - SIDE_W - 3; }
+int tui_conv_width(tui *t) { return tui_side_docked(t) ? t->W - SIDE_W - 3 : t->W - 2; }
 
 /* The text an entry shows: replies get their marks inserted. */
 static const char *entry_text(tui *t, const eng_jentry *x, size_t *n)

@@ -113,33 +113,45 @@ int tui_conv_rows(tui *t) { return t->H - 1 - tui_input_rows(t) - 1 - 4; }
 
 static void draw_fkeys(tui *t)
 {
-    static const char *keys[][2] = {{"F1", "Help"},  {"F2", "Models"}, {"F3", "Kernel"}, {"F4", "Sampler"},
+    static const char *wide[][2] = {{"F1", "Help"},  {"F2", "Models"}, {"F3", "Kernel"}, {"F4", "Sampler"},
                                     {"F5", "Regen"}, {"F6", "Save"},   {"F9", "Stop"},   {"F10", "Quit"}};
+    /* below 80 columns: the keys one needs to find the rest (F1 lists them) */
+    static const char *narrow[][2] = {{"F1", "Help"}, {"F2", "Models"}, {"F4", "Sampler"}, {"F10", "Quit"}};
+    int nar = t->W < 80;
+    const char *(*keys)[2] = nar ? narrow : wide;
+    size_t nkeys = nar ? sizeof narrow / sizeof narrow[0] : sizeof wide / sizeof wide[0];
     int y = t->H - 1, x = 0;
     move(y, 0);
     tui_fill(y, 0, t->W, tui_pair(t, C_FLABEL));
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0] && x < t->W - 10; i++) {
+    for (size_t i = 0; i < nkeys && x < t->W - 10; i++) {
         attron(tui_pair(t, C_FKEY) | (t->color ? 0 : A_BOLD));
         mvaddstr(y, x, keys[i][0]);
         attroff(tui_pair(t, C_FKEY) | (t->color ? 0 : A_BOLD));
         x += (int)strlen(keys[i][0]);
         attron(tui_pair(t, C_FLABEL) | (t->color ? 0 : A_REVERSE));
         /* at least one blank after a label: "F4Sampler" must not run into "F5" */
-        int lw = (int)strlen(keys[i][1]) + 1 > 7 ? (int)strlen(keys[i][1]) + 1 : 7;
+        int lw = (int)strlen(keys[i][1]) + 1 > 7 || nar ? (int)strlen(keys[i][1]) + 1 : 7;
         mvprintw(y, x, "%-*s", lw, keys[i][1]);
         attroff(tui_pair(t, C_FLABEL) | (t->color ? 0 : A_REVERSE));
         x += lw;
     }
 }
 
+/* The message, wrapped to the width there is. */
 static void draw_too_small(tui *t)
 {
-    char b[128];
-    snprintf(b, sizeof b, "nibble needs at least %dx%d; this terminal is %dx%d.", MIN_W, MIN_H, t->W, t->H);
-    int y = t->H / 2 - 1;
-    tui_putz(y > 0 ? y : 0, 0, t->W, b);
-    if (t->H > 2)
-        tui_putz(y + 1 > 0 ? y + 1 : 1, 0, t->W, "Enlarge the window, or F10 to quit.");
+    char b[192];
+    snprintf(b, sizeof b, "nibble needs at least %dx%d; this terminal is %dx%d. Enlarge the window, or F10 to quit.",
+             MIN_W, MIN_H, t->W, t->H);
+    ui_line ls[32];
+    size_t n = ui_wrap(b, strlen(b), t->W > 1 ? t->W : 1, 1, ls, 32);
+    if (n > 32)
+        n = 32;
+    int y = (t->H - (int)n) / 2;
+    if (y < 0)
+        y = 0;
+    for (size_t i = 0; i < n && y + (int)i < t->H; i++)
+        tui_put(y + (int)i, 0, t->W, b + ls[i].start, ls[i].end - ls[i].start);
     curs_set(0);
     refresh();
 }

@@ -71,6 +71,29 @@ static const cell row_speed[] = {
     {NULL, 1, 0, 0, speeds},
 };
 
+/* Below 80 columns the speeds take a row of their own (the second), and
+ * the sparkline gives way: what the figures say matters more. */
+static const cell row_ctx_narrow[] = {
+    {"Ctx", 1, 3, 3, NULL},
+    {NULL, 1, 0, 12, ctx_gauge},
+    {NULL, 1, 0, 0, ctx_figures},
+};
+
+static void speeds_narrow(tui *t, const hdr *h, int y, int x, int cols)
+{
+    (void)h;
+    ui_chat *ch = t->ch;
+    char buf[160], mem[32];
+    eng_format_bytes((double)eng_rss_bytes(), mem, sizeof mem);
+    snprintf(buf, sizeof buf, "Decode %.*f  Prefill %.*f tok/s  TTFT %.0f ms  Mem %s", ch->decode_tps < 100 ? 1 : 0,
+             ch->decode_tps, ch->prefill_tps < 100 ? 1 : 0, ch->prefill_tps, ch->ttft_ms, mem);
+    tui_putz(y, x, cols, buf);
+}
+
+static const cell row_speed_narrow[] = {
+    {NULL, 1, 0, 0, speeds_narrow},
+};
+
 /* ---- row 2 while loading or prefilling: progress ---- */
 
 static void prog_label(tui *t, const hdr *h, int y, int x, int cols)
@@ -109,6 +132,12 @@ static void prog_text(tui *t, const hdr *h, int y, int x, int cols)
 static const cell row_progress[] = {
     {NULL, 1, 6, 6, prog_label},
     {NULL, 1, 26, 26, prog_gauge},
+    {NULL, 2, 0, 0, prog_text},
+};
+
+static const cell row_progress_narrow[] = {
+    {NULL, 1, 6, 6, prog_label},
+    {NULL, 1, 0, 10, prog_gauge},
     {NULL, 2, 0, 0, prog_text},
 };
 
@@ -195,11 +224,21 @@ void tui_draw_header(tui *t)
     h.used = ch->stats.ctx_used;
     h.size = ch->stats.ctx_size ? ch->stats.ctx_size : ch->st.ctx_size;
     h.f = h.size ? (double)h.used / h.size : 0;
-    draw_row(t, &h, 1, ROW(row_speed));
+    int nar = t->W < 80;
     if (ch->prog_active) {
         h.el = (ui_now_ms() - ch->prog_t0) / 1e3;
         h.isload = ch->prog_stage == ENG_STAGE_LOAD;
+    }
+    if (nar)
+        draw_row(t, &h, 1, ROW(row_ctx_narrow));
+    else
+        draw_row(t, &h, 1, ROW(row_speed));
+    if (ch->prog_active && nar)
+        draw_row(t, &h, 2, ROW(row_progress_narrow));
+    else if (ch->prog_active)
         draw_row(t, &h, 2, ROW(row_progress));
-    } else
+    else if (nar)
+        draw_row(t, &h, 2, ROW(row_speed_narrow));
+    else
         draw_row(t, &h, 2, ROW(row_idle));
 }

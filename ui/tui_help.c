@@ -70,7 +70,7 @@ void tui_ask_quit(tui *t)
 
 static void draw_confirm(tui *t)
 {
-    int w = 56, h = 5, y = t->H / 2 - 3, x = (t->W - w) / 2;
+    int w = t->W - 2 < 56 ? t->W - 2 : 56, h = 5, y = t->H / 2 - 3, x = (t->W - w) / 2;
     tui_box(t, y, x, h, w, " Quit? ");
     tui_putz(y + 2, x + 2, w - 4, "A reply is being written. Quit anyway? (y/n)");
 }

@@ -28,8 +28,9 @@
 #include "ui.h"
 
 #define SIDE_W 28 /* side panel columns */
-#define MIN_W 80
-#define MIN_H 24
+#define SIDE_MIN_W 100 /* narrower: the side panel shows only while it has the keyboard (Tab/F4) */
+#define MIN_W 40
+#define MIN_H 12
 #define INPUT_MAX_ROWS 5
 
 /* key codes of our own (define_key) for bracketed paste */
@@ -168,6 +169,10 @@ void tui_insert_char(ui_editor *ed, uint32_t c);
 
 /* tui_side.c */
 void tui_draw_side(tui *t, int top, int rows);
+/* 1 when the side panel is drawn beside the conversation (wide enough),
+ * 0 when it is collapsed (then drawn over the conversation while the
+ * sliders have the keyboard). */
+int tui_side_docked(const tui *t);
 
 /* tui_menu.c */
 /* Open the model files menu (keeps t->menu_err, which says why a load

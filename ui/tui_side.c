@@ -73,18 +73,41 @@ static void slider_step(tui *t, int dir)
     tui_set_status(t, b);
 }
 
+int tui_side_docked(const tui *t) { return t->W >= SIDE_MIN_W; }
+
+/* The panel: a title row, then each slider as its name and value over a
+ * bar (3 rows), or, when that does not fit, name and value alone (1 row),
+ * scrolled so that the picked one is on screen; the seed below when there
+ * is room. Nothing that can be changed is ever out of sight. */
 void tui_draw_side(tui *t, int top, int rows)
 {
+    int foc = t->view == &tui_view_sliders;
+    int docked = tui_side_docked(t);
+    if (!docked && !foc)
+        return; /* collapsed: Tab/F4 shows it */
     int x = t->W - SIDE_W;
+    if (x < 1)
+        x = 1;
+    int w = t->W - x;
+    if (!docked) /* over the conversation: cleared first */
+        for (int r = 0; r < rows; r++)
+            tui_fill(top + r, x - 1, w + 1, 0);
     attron(tui_pair(t, C_DIM));
     mvvline(top, x - 1, ACS_VLINE, rows);
     attroff(tui_pair(t, C_DIM));
-    int foc = t->view == &tui_view_sliders;
     attron((foc ? tui_pair(t, C_SEL) : tui_pair(t, C_METER)) | A_BOLD);
-    tui_putz(top, x + 1, SIDE_W - 2, foc ? "Sampler  (\u2191\u2193 pick, \u2190\u2192 set)" : "Sampler  (Tab/F4)");
+    tui_putz(top, x + 1, w - 2, foc ? "Sampler  (\u2191\u2193 pick, \u2190\u2192 set)" : "Sampler  (Tab/F4)");
     attroff((foc ? tui_pair(t, C_SEL) : tui_pair(t, C_METER)) | A_BOLD);
-    int y = top + 2;
-    for (int i = 0; i < NSLIDERS && y + 1 < top + rows; i++, y += 3) {
+    int full = 2 + NSLIDERS * 3 + 1 <= rows;
+    int per = full ? 3 : 1, y0 = top + (full ? 2 : 1);
+    int fit = (top + rows - y0) / per; /* sliders that fit */
+    if (fit < 1)
+        fit = 1;
+    int first = 0;
+    if (foc && t->slider >= fit)
+        first = t->slider - fit + 1;
+    int y = y0;
+    for (int i = first; i < NSLIDERS && y < top + rows && i < first + fit; i++, y += per) {
         const slider *s = &sliders[i];
         double v = slider_get(&t->ch->gen, s);
         char val[32], b[64];
@@ -95,16 +118,17 @@ void tui_draw_side(tui *t, int top, int rows)
         int sel = foc && t->slider == i;
         if (sel)
             attron(A_REVERSE | tui_pair(t, C_SEL));
-        tui_putz(y, x + 1, SIDE_W - 2, b);
+        tui_putz(y, x + 1, w - 2, b);
         if (sel)
             attroff(A_REVERSE | tui_pair(t, C_SEL));
-        tui_bar(t, y + 1, x + 1, SIDE_W - 3, (v - s->lo) / (s->hi - s->lo), 0);
+        if (full)
+            tui_bar(t, y + 1, x + 1, w - 3, (v - s->lo) / (s->hi - s->lo), 0);
     }
-    if (y + 2 < top + rows) {
+    if (y < top + rows && first + fit >= NSLIDERS) {
         char b[64];
         snprintf(b, sizeof b, "seed %llu", (unsigned long long)t->ch->gen.sp.seed);
         attron(tui_pair(t, C_DIM));
-        tui_putz(y, x + 1, SIDE_W - 2, b);
+        tui_putz(y, x + 1, w - 2, b);
         attroff(tui_pair(t, C_DIM));
     }
 }

@@ -54,7 +54,7 @@ start() {
     wait_for "F10Quit" 20 || fail "the screen did not come up"
     # a line typed while the model still loads is refused ("still loading"):
     # under a sanitizer loading is slow, so wait for it before any typing
-    case " $* " in *" -m "*) wait_for "loaded [^ ]*\.gguf" 60 || true ;; esac
+    case " $* " in *" -m "*) wait_for "loaded [^ ]*\.gguf|context [0-9]+\)" 60 || true ;; esac
 }
 
 screen() { tm capture-pane -p -t s; }
@@ -200,8 +200,10 @@ resize)
             fail "speed meters cut at $size"
         echo "$a" | tail -1 | grep -q "F4Sampler F5" || fail "key labels run together at $size"
     done
-    tm resize-window -t s -x 70 -y 20
-    wait_for "needs at least 80x24" 10 || fail "no small-terminal message"
+    tm resize-window -t s -x 30 -y 10
+    wait_for "needs at least 40x12" 10 || fail "no small-terminal message"
+    # the message wraps: its end is on the screen too
+    wait_for "quit\.$" 10 || fail "the small-terminal message is cut"
     tm resize-window -t s -x 100 -y 30
     wait_for "F10Quit" 10 || fail "did not come back after growing"
     # the help is longer than an 80x24 screen: it scrolls to its last line
@@ -276,6 +278,34 @@ config)
     keys F10
     wait_for "\[exited 0\]" 10 || fail "no clean exit"
     screen | grep -q "nibble.ini:2" || fail "warning not left on the terminal after exit"
+    ;;
+small)
+    # a message and its reply at 60x20 and 40x12; the side panel is
+    # collapsed there and Tab shows it with every slider and the seed
+    for size in "60 20" "40 12"; do
+        set -- $size
+        start "$1" "$2" -m "$T/models/story-a.gguf" -n 12
+        type_line "Once upon a time"
+        wait_for "─ [a-z ]+ · [0-9]+ tokens" 30 || fail "no reply at $size"
+        a=$(screen)
+        w=$(echo "$a" | wc -L)
+        [ "$w" -le "$1" ] || fail "a line wider than $1 at $size"
+        echo "$a" | tail -1 | grep -q "F10Quit" || fail "no F10Quit on the key bar at $size"
+        echo "$a" | grep -q "Temperature" && fail "the side panel is not collapsed at $size"
+        echo "$a" | grep -Eq "Decode [0-9.]+ +Prefill" || fail "no speeds at $size"
+        keys Tab
+        wait_for "Temperature" 5 || fail "Tab does not show the sliders at $size"
+        for _ in 1 2 3 4 5; do keys Down; done
+        wait_for "Max tokens +12" 5 || fail "max tokens not on screen at $size"
+        keys Tab
+        tm kill-server
+        rm -f "$T/pid"
+    done
+    # at 80x24 (collapsed, below 100 columns) every slider and the seed show
+    start 80 24 -m "$T/models/story-a.gguf" -n 12
+    keys Tab
+    wait_for "Max tokens" 5 || fail "max tokens hidden at 80x24"
+    wait_for "seed [0-9]+" 5 || fail "seed hidden at 80x24"
     ;;
 keys)
     # Home, End and Ctrl+Left/Right as xterm, rxvt and screen send them,
