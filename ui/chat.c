@@ -787,6 +787,21 @@ static void on_event(ui_chat *ch, eng_event *ev)
             ui_chat_error(ch, "cannot load %s: %s%s", ch->loading_path, ev->text ? ev->text : "?",
                            ch->have_model ? " (the previous model stays)" : "");
             mark_changed(ch, UI_CH_PROGRESS | UI_CH_STATE);
+        } else if (ev->err == ENG_ETOOLONG) {
+            /* refused: the message leaves the conversation (it is not in
+             * the model's either) and goes back to the user */
+            for (size_t i = ch->doc->n; i-- > 0;)
+                if (ch->doc->e[i].kind == ENG_J_USER) {
+                    ch->doc->e[i].transient = 1;
+                    eng_journal_meta(ch->doc, i, "refused", "1");
+                    free(ch->refused);
+                    ch->refused = strdup(ch->doc->e[i].text);
+                    break;
+                }
+            ui_chat_error(ch, "%s", ev->text ? ev->text : "the message does not fit the context");
+            if (!ch->orphan)
+                ch->busy = 0;
+            ch->unsaved = 1;
         } else {
             ui_chat_error(ch, "error: %s", ev->text ? ev->text : "?");
             /* refused before a reply began: no DONE follows */
@@ -1209,4 +1224,6 @@ void ui_chat_close(ui_chat *ch)
         save_now(ch);
     eng_journal_free(ch->doc);
     ch->doc = NULL;
+    free(ch->refused);
+    ch->refused = NULL;
 }

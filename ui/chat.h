@@ -72,6 +72,9 @@ typedef struct ui_chat {
                             * made at the first message, never before) */
     int orphan;            /* a reply left behind by /new is still ending: its
                             * events belong to no document */
+    char *refused;         /* a message the engine refused (too long for the
+                            * context), for the front end to give back to the
+                            * input; it owns and frees it. NULL: none */
     char pending_load[1024]; /* a model switch asked for during a reply: done at its end */
     ui_model_settings load_set; /* the settings of the model being loaded: applied
                                  * when it has loaded, so a failed load keeps the old ones */

@@ -35,6 +35,12 @@ static void after_events(tui *t)
         ch->changed = 0;
         t->dirty = 1;
     }
+    if (ch->refused) { /* a message too long for the context: back to the input to shorten */
+        if (!ui_editor_len(t->ed))
+            ui_editor_insert(t->ed, ch->refused, strlen(ch->refused));
+        free(ch->refused);
+        ch->refused = NULL;
+    }
     if (ch->load_error && t->menu_load) {
         t->menu_load = 0;
         snprintf(t->menu_err, sizeof t->menu_err, "%s", ch->last_error);

@@ -572,15 +572,41 @@ static void hold_flush(run *r, utf8_hold *h)
     h->n = 0;
 }
 
-/* Answer the last user turn. */
+/* Tokens of the system prompt and the last turn alone, rendered as the
+ * template does; -1 if it cannot be rendered. */
+static long last_turn_tokens(run *r)
+{
+    turn *all = r->turns;
+    size_t n = r->nturns;
+    r->turns = all + n - 1;
+    r->nturns = 1;
+    int rc = render(r, 1);
+    r->turns = all;
+    r->nturns = n;
+    return rc ? -1 : (long)r->nbuf;
+}
+
+/* Answer the last user turn. A message that cannot fit the context even
+ * alone is refused before the context shift drops anything: it is taken
+ * back and the error says its size (ENG_ETOOLONG, no REPLY, no DONE). */
 static void reply(run *r)
 {
     eng_err e = {{0}};
     double t_submit = now_ms(), t_first = 0, t_gen0 = 0;
     uint32_t n_gen = 0;
     int reason = ENG_DONE_EOG;
-    emit_state(r, ENG_EV_REPLY);
     uint32_t ctx = eng_session_ctx_size(r->s);
+    long alone = last_turn_tokens(r);
+    if (alone >= (long)ctx) {
+        turn_free(&r->turns[r->nturns - 1]);
+        r->nturns--;
+        emit_error(r, ENG_CMD_SUBMIT, ENG_ETOOLONG,
+                   "the message is %ld tokens (with the template and system prompt) and the context holds %u; "
+                   "nothing was sent and nothing was forgotten",
+                   alone, ctx);
+        return;
+    }
+    emit_state(r, ENG_EV_REPLY);
     /* room for the answer: a quarter of the context, at most max_tokens */
     size_t room = ctx / 4;
     if (r->gen.max_tokens > 0 && (size_t)r->gen.max_tokens < room)

@@ -410,6 +410,24 @@ static void check_notices(const char *data)
                 CHECKF(!strncmp(j->e[i].text, "context full", 12), "saved notice: %s", j->e[i].text);
         eng_journal_free(j);
     }
+    size_t mark;
+    /* defect 4: a message longer than the whole context is refused before
+     * any turn is dropped, with its size; it goes back to the input */
+    char longmsg[2048] = "";
+    for (int i = 0; i < 20; i++)
+        strcat(longmsg, "The cat sat on the mat. ");
+    mark = ch.doc->n;
+    input("%s", longmsg);
+    CHECK(wait_until(idle));
+    CHECK(notice_since(mark, "context holds 64") && notice_error(mark, "context holds 64") == 1);
+    CHECK(!notice_since(mark, "context full"));
+    CHECK(last_of(ENG_J_ASSISTANT) < (int)mark); /* no reply started */
+    int u = last_of(ENG_J_USER);
+    CHECK(u >= 0 && ch.doc->e[u].transient && ch.refused && !strcmp(ch.refused, longmsg));
+    free(ch.refused);
+    ch.refused = NULL;
+    ask(" Once upon a time");
+    CHECK(count_kind(ch.doc, ENG_J_ASSISTANT) >= 5);
 }
 
 static void check_misc(void)

@@ -78,7 +78,8 @@ enum eng_notice {
 
 /* Error codes of the engine beyond err.h's (ENG_EV_ERROR's err). */
 enum { ENG_ENOMODEL = -30, /* a command needs a model and none is loaded */
-       ENG_EBUSY = -31     /* too many commands waited for a reply to end; this one was dropped */ };
+       ENG_EBUSY = -31,    /* too many commands waited for a reply to end; this one was dropped */
+       ENG_ETOOLONG = -32  /* SUBMIT: the message alone does not fit the context; refused, nothing dropped */ };
 
 enum eng_stage { ENG_STAGE_LOAD = 1, ENG_STAGE_PREFILL };
 
