@@ -675,6 +675,9 @@ static void on_loaded(ui_chat *ch, const eng_state *st)
     ch->load_error = 0;
     ch->prog_active = 0;
     ch->stats.ctx_used = 0;
+    /* the speeds and the sparkline were another model's: start over */
+    ch->nspark = 0;
+    ch->decode_tps = ch->prefill_tps = ch->ttft_ms = 0;
     if (st) { /* NULL only when the engine ran out of memory */
         ch->st = *st;
         ch->gen = st->gen;

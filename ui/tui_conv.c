@@ -115,11 +115,14 @@ static void add_footer(tui *t, dlines *d, size_t i, int width)
     else if (x->partial)
         snprintf(b, 512, "\u2500 cut short (saved while it was being written)");
     else
-        snprintf(b, 512, "\u2500 %s \u00b7 %s tokens \u00b7 %s tok/s \u00b7 %s \u00d7%s \u00b7 temp %s top-p %s top-k %s",
+        snprintf(b, 512,
+                 "\u2500 %s \u00b7 %s tokens \u00b7 %s tok/s \u00b7 %s \u00d7%s \u00b7 temp %s top-p %s top-k %s "
+                 "min-p %s repeat %s",
                  eng_journal_get_meta(doc, i, "end") ?: "?", tok ? tok : "?",
                  eng_journal_get_meta(doc, i, "decode_tps") ?: "?", eng_journal_get_meta(doc, i, "kernel") ?: "?",
                  eng_journal_get_meta(doc, i, "threads") ?: "?", eng_journal_get_meta(doc, i, "temp") ?: "?",
-                 eng_journal_get_meta(doc, i, "top_p") ?: "?", eng_journal_get_meta(doc, i, "top_k") ?: "?");
+                 eng_journal_get_meta(doc, i, "top_p") ?: "?", eng_journal_get_meta(doc, i, "top_k") ?: "?",
+                 eng_journal_get_meta(doc, i, "min_p") ?: "?", eng_journal_get_meta(doc, i, "repeat_penalty") ?: "?");
     const char *s = tui_frame_keep(t, b);
     ui_line fl[4];
     size_t nf = ui_wrap(s, strlen(s), width - 2, 1, fl, 4);

@@ -54,8 +54,11 @@ static void ctrl_c(tui *t)
     } else if (t->view != &tui_view_input) {
         t->view = &tui_view_input;
     } else if (ui_editor_len(t->ed)) {
+        /* the draft goes into the history, so Up brings it back */
+        ui_editor_history_add(t->ed, ui_editor_text(t->ed));
         ui_editor_clear(t->ed);
         t->paste_guard = 0;
+        tui_set_status(t, "draft cleared; Up brings it back");
     } else if (ui_now_ms() - t->ctrl_c_ms < 3000) {
         t->quit = 1;
     } else {

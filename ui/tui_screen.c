@@ -28,7 +28,9 @@ static void restore_at_exit(void)
 
 static void colors(tui *t)
 {
-    t->color = t->o->color && has_colors();
+    /* NO_COLOR (no-color.org): set and not empty means no colours */
+    const char *nc = getenv("NO_COLOR");
+    t->color = t->o->color && has_colors() && !(nc && *nc);
     if (!t->color)
         return;
     start_color();

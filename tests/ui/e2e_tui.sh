@@ -307,6 +307,25 @@ small)
     wait_for "Max tokens" 5 || fail "max tokens hidden at 80x24"
     wait_for "seed [0-9]+" 5 || fail "seed hidden at 80x24"
     ;;
+nocolor)
+    # NO_COLOR: no colours at all; Ctrl+C on a draft clears it and Up
+    # brings it back; the reply footer names min-p and repeat penalty
+    real=$bin
+    bin=env
+    start 120 40 NO_COLOR=1 "$real" -m "$T/models/story-a.gguf" -n 12
+    bin=$real
+    type_line "Once upon a time"
+    wait_for "$footer_re" 30 || fail "no reply"
+    tm capture-pane -p -e -t s | grep -Eq $'\e\\[([0-9;]*;)?(3[0-7]|4[0-7]|38;5;[0-9]+|48;5;[0-9]+)(;[0-9;]*)?m' &&
+        fail "colours drawn with NO_COLOR set"
+    screen | tr -s ' \n' ' ' | grep -Eq "min-p [0-9.]+ repeat [0-9.]+" || fail "footer lacks min-p and repeat"
+    tm send-keys -t s -l "a draft worth keeping"
+    keys C-c
+    wait_for "draft cleared" 5 || fail "no word that the draft is cleared"
+    screen | grep -q "^> a draft worth keeping" && fail "Ctrl+C did not clear the draft"
+    keys Up
+    wait_for "^> a draft worth keeping" 5 || fail "Up did not bring the draft back"
+    ;;
 keys)
     # Home, End and Ctrl+Left/Right as xterm, rxvt and screen send them,
     # whatever TERM says: they move the cursor and type nothing; a

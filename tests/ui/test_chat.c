@@ -556,9 +556,12 @@ static void check_store(const char *data, const char *model, const char *xdg)
     free(text);
 
     /* the reply that ends the session is made with story-b */
+    CHECK(ch.nspark > 0 && ch.decode_tps > 0);
     want_path = b;
     ui_chat_load_model(&ch, b);
     CHECK(wait_until(loaded_want));
+    /* defect 9: the new model's speeds start afresh (no old sparkline scale) */
+    CHECK(ch.nspark == 0 && ch.decode_tps == 0 && ch.prefill_tps == 0);
     ask("DELTA");
     char with_b[128];
     snprintf(with_b, sizeof with_b, "%s", ch.name);
