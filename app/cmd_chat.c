@@ -31,9 +31,9 @@ static const char usage[] =
     "--temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, --seed.\n"
     "\n"
     "Slash commands: /help /new /regen /stop /system /set /model /kernel\n"
-    "/threads /save /rename /load /list /export /quit. Conversations are saved\n"
-    "from the first message under $XDG_DATA_HOME/nibble/conversations (see\n"
-    "docs/TUI.md).\n";
+    "/threads /save /rename /load /list /export /copy /quit. Conversations are\n"
+    "saved from the first message under $XDG_DATA_HOME/nibble/conversations\n"
+    "(see docs/TUI.md).\n";
 
 typedef struct wiring {
     cfg_config cfg;

@@ -20,7 +20,7 @@ void cfg_defaults(cfg_config *c)
 {
     memset(c, 0, sizeof *c);
     c->color = 1;
-    c->mouse = 1;
+    c->mouse = 0; /* off: drag-select and copy stay the terminal's */
     /* the engine's sampler defaults (engine/sampler/sampler.c), repeated here
      * because config/ stands alone */
     c->v.temp = 0.8f;

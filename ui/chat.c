@@ -39,6 +39,7 @@ static const char help[] =
     "  /load NAME        bring back a saved conversation and its model\n"
     "  /list [WORDS]     saved conversations, newest first (WORDS: search)\n"
     "  /export FILE.md   write this conversation as markdown\n"
+    "  /copy [code [N]]  the last reply (or its Nth code block) to the clipboard\n"
     "  /help             this list          /quit  leave\n";
 
 const char *ui_chat_help(void) { return help; }
@@ -1011,6 +1012,122 @@ static void list_kernels(ui_chat *ch)
     ui_chat_notice(ch, "kernel sets (* in use):%s", buf);
 }
 
+/* ---- /copy ---- */
+
+char *ui_osc52(const char *text, size_t n)
+{
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t m = (n + 2) / 3 * 4;
+    char *out = malloc(m + 16);
+    if (!out)
+        return NULL;
+    size_t u = (size_t)sprintf(out, "\033]52;c;");
+    const unsigned char *s = (const unsigned char *)text;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)s[i] << 16 | (i + 1 < n ? (unsigned)s[i + 1] << 8 : 0) | (i + 2 < n ? s[i + 2] : 0);
+        out[u++] = b64[v >> 18 & 63];
+        out[u++] = b64[v >> 12 & 63];
+        out[u++] = i + 1 < n ? b64[v >> 6 & 63] : '=';
+        out[u++] = i + 2 < n ? b64[v & 63] : '=';
+    }
+    out[u++] = '\a';
+    out[u] = 0;
+    return out;
+}
+
+/* The last reply that was not replaced, or -1. */
+static int last_reply(const ui_chat *ch)
+{
+    for (size_t i = ch->doc->n; i-- > 0;) {
+        if (ch->doc->e[i].kind != ENG_J_ASSISTANT)
+            continue;
+        const char *sup = eng_journal_get_meta(ch->doc, i, "superseded");
+        if (!(sup && !strcmp(sup, "1")))
+            return (int)i;
+    }
+    return -1;
+}
+
+/* The want-th fenced code block (``` or ~~~ lines) of s, 1-based, or the
+ * last when want is 0: its body into *start / *len. Returns how many
+ * blocks s has. An unclosed last block runs to the end (a reply cut short). */
+static int code_block(const char *s, int want, const char **start, size_t *len)
+{
+    int k = 0;
+    const char *p = s, *body = NULL;
+    char fence = 0;
+    *start = NULL;
+    *len = 0;
+    while (*p) {
+        const char *eol = strchr(p, '\n');
+        const char *next = eol ? eol + 1 : p + strlen(p);
+        const char *q = p;
+        while (*q == ' ' && q - p < 4)
+            q++;
+        int is_fence = (q[0] == '`' || q[0] == '~') && q[1] == q[0] && q[2] == q[0];
+        if (is_fence && !fence) {
+            fence = q[0];
+            body = next;
+        } else if (is_fence && q[0] == fence) {
+            k++;
+            if (!want || k == want)
+                *start = body, *len = (size_t)(p - body);
+            fence = 0;
+        }
+        p = next;
+    }
+    if (fence) {
+        k++;
+        if (!want || k == want)
+            *start = body, *len = strlen(body);
+    }
+    if (*len && (*start)[*len - 1] == '\n')
+        (*len)--;
+    return k;
+}
+
+static void copy_cmd(ui_chat *ch, const char *arg)
+{
+    int r = last_reply(ch);
+    if (r < 0) {
+        ui_chat_notice(ch, "/copy: no reply yet");
+        return;
+    }
+    const char *s = ch->doc->e[r].text;
+    size_t n = ch->doc->e[r].len;
+    if (!strncmp(arg, "code", 4) && (!arg[4] || arg[4] == ' ')) {
+        const char *a = arg + 4;
+        char *end;
+        long want = strtol(a, &end, 10);
+        while (*end == ' ')
+            end++;
+        if (*end || want < 0) {
+            ui_chat_notice(ch, "usage: /copy code [N] (N: the block's number, 1 first; none: the last)");
+            return;
+        }
+        int k = code_block(s, (int)want, &s, &n);
+        if (!s) {
+            if (k)
+                ui_chat_notice(ch, "/copy code: the last reply has %d code block%s", k, k == 1 ? "" : "s");
+            else
+                ui_chat_notice(ch, "/copy code: the last reply has no code block");
+            return;
+        }
+    } else if (*arg) {
+        ui_chat_notice(ch, "usage: /copy (the last reply) or /copy code [N]");
+        return;
+    }
+    free(ch->clip);
+    ch->clip = malloc(n + 1);
+    if (!ch->clip)
+        return;
+    memcpy(ch->clip, s, n);
+    ch->clip[n] = 0;
+    ui_chat_notice(ch, "copied %zu bytes through the terminal (OSC 52). If the clipboard did not take them, "
+                       "the terminal does not allow it (in tmux: set -g set-clipboard on); select with the mouse instead",
+                   n);
+}
+
 enum ui_action ui_chat_input(ui_chat *ch, const char *text)
 {
     if (text[0] != '/' || text[1] == '/') {
@@ -1133,7 +1250,9 @@ enum ui_action ui_chat_input(ui_chat *ch, const char *text)
             ui_chat_error(ch, "/export: %s", e.msg);
         else
             ui_chat_notice(ch, "written to %s", arg);
-    } else if (!strcmp(cmd, "rename")) {
+    } else if (!strcmp(cmd, "copy"))
+        copy_cmd(ch, arg);
+    else if (!strcmp(cmd, "rename")) {
         eng_err e = {{0}};
         if (!*arg)
             ui_chat_notice(ch, "usage: /rename NAME (this conversation's new name)");
@@ -1229,4 +1348,6 @@ void ui_chat_close(ui_chat *ch)
     ch->doc = NULL;
     free(ch->refused);
     ch->refused = NULL;
+    free(ch->clip);
+    ch->clip = NULL;
 }

@@ -75,6 +75,8 @@ typedef struct ui_chat {
     char *refused;         /* a message the engine refused (too long for the
                             * context), for the front end to give back to the
                             * input; it owns and frees it. NULL: none */
+    char *clip;            /* text /copy asked to put on the clipboard; the
+                            * front end sends it (ui_osc52) and frees it */
     char pending_load[1024]; /* a model switch asked for during a reply: done at its end */
     ui_model_settings load_set; /* the settings of the model being loaded: applied
                                  * when it has loaded, so a failed load keeps the old ones */
@@ -146,6 +148,11 @@ int ui_chat_conv_delete(ui_chat *ch, const char *name, eng_err *e);
 void ui_chat_new(ui_chat *ch);
 /* Write the conversation as markdown to path. */
 int ui_chat_export(const ui_chat *ch, const char *path, eng_err *e);
+
+/* The terminal sequence that puts text on the clipboard (OSC 52, base64;
+ * tmux and most terminals take it, also over ssh). Caller frees; NULL
+ * when out of memory. */
+char *ui_osc52(const char *text, size_t n);
 
 double ui_now_ms(void);
 

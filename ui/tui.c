@@ -35,6 +35,16 @@ static void after_events(tui *t)
         ch->changed = 0;
         t->dirty = 1;
     }
+    if (ch->clip) { /* /copy: to the terminal's clipboard, between frames */
+        char *seq = ui_osc52(ch->clip, strlen(ch->clip));
+        if (seq) {
+            fputs(seq, stdout);
+            fflush(stdout);
+            free(seq);
+        }
+        free(ch->clip);
+        ch->clip = NULL;
+    }
     if (ch->refused) { /* a message too long for the context: back to the input to shorten */
         if (!ui_editor_len(t->ed))
             ui_editor_insert(t->ed, ch->refused, strlen(ch->refused));

@@ -307,6 +307,24 @@ small)
     wait_for "Max tokens" 5 || fail "max tokens hidden at 80x24"
     wait_for "seed [0-9]+" 5 || fail "seed hidden at 80x24"
     ;;
+copy)
+    # /copy sends the last reply as OSC 52 (read from the pane's pty):
+    # its base64 is the reply the journal holds
+    start 120 40 -m "$T/models/story-a.gguf" -n 16 --temp 0
+    type_line "Once upon a time"
+    wait_for "$footer_re" 30 || fail "no reply"
+    tm pipe-pane -t s -o "cat > $T/pty.out"
+    sleep 0.3
+    type_line "/copy"
+    wait_for "copied [0-9]+ bytes" 10 || fail "no word that it was copied"
+    sleep 0.5
+    tm pipe-pane -t s
+    b64=$(tr -d '\r' <"$T/pty.out" | grep -ao $'\e]52;c;[A-Za-z0-9+/=]*\a' | head -1 | sed $'s/^\e]52;c;//; s/\a$//')
+    [ -n "$b64" ] || fail "no OSC 52 sequence on the pty"
+    got=$(printf '%s' "$b64" | base64 -d)
+    want=$(awk '/^entry assistant/{a=1} a&&/^text /{sub(/^text /,""); print; exit}' "$(journal)")
+    [ "$got" = "$want" ] || fail "OSC 52 carries '$got', the reply is '$want'"
+    ;;
 nocolor)
     # NO_COLOR: no colours at all; Ctrl+C on a draft clears it and Up
     # brings it back; the reply footer names min-p and repeat penalty

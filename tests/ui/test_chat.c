@@ -436,7 +436,7 @@ static void check_misc(void)
     CHECK(input("/help") == UI_ACT_HELP && input("/?") == UI_ACT_HELP);
     static const char *const cmds[] = {"/reset", "/regen", "/stop", "/system", "/set", "/model", "/kernel",
                                        "/threads", "/save", "/load", "/list", "/help", "/quit",
-                                       "/new", "/rename", "/export"};
+                                       "/new", "/rename", "/export", "/copy"};
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
         char item[32]; /* listed as a command, not only named in passing */
         snprintf(item, sizeof item, "  %s ", cmds[i]);
@@ -652,6 +652,39 @@ static void check_store(const char *data, const char *model, const char *xdg)
     CHECK(ui_chat_conv_delete(&ch, "renamed", &e) == 0 && strcmp(ch.name, "renamed") && ch.doc->n == 0);
     remove(empty);
     remove(bad);
+
+    /* /copy: the last reply or one of its code blocks, as OSC 52 */
+    char *seq = ui_osc52("hello", 5);
+    CHECK(seq && !strcmp(seq, "\033]52;c;aGVsbG8=\a"));
+    free(seq);
+    seq = ui_osc52("ab", 2);
+    CHECK(seq && !strcmp(seq, "\033]52;c;YWI=\a"));
+    free(seq);
+    char cpath[1400];
+    snprintf(cpath, sizeof cpath, "%s/conversations/code.nbj", data);
+    f = fopen(cpath, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("nibble-journal 1\nentry user\ntext show me\nentry assistant\n"
+              "text Here:\\n```c\\nint x;\\nint y;\\n```\\nand\\n~~~\\necho hi\\n~~~\\n\nend\n", f);
+        fclose(f);
+    }
+    input("/load code");
+    input("/copy code 1");
+    CHECKF(ch.clip && !strcmp(ch.clip, "int x;\nint y;"), "clip: %s", ch.clip ? ch.clip : "(none)");
+    input("/copy code");
+    CHECKF(ch.clip && !strcmp(ch.clip, "echo hi"), "clip: %s", ch.clip ? ch.clip : "(none)");
+    input("/copy");
+    CHECK(ch.clip && !strncmp(ch.clip, "Here:\n```c\nint x;", 17));
+    mark = ch.doc->n;
+    input("/copy code 3");
+    CHECK(notice_since(mark, "has 2 code blocks"));
+    mark = ch.doc->n;
+    input("/copy frobs");
+    CHECK(notice_since(mark, "usage: /copy"));
+    free(ch.clip);
+    ch.clip = NULL;
+    remove(cpath);
 }
 
 int main(void)
