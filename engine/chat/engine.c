@@ -820,7 +820,13 @@ static void do_load(run *r, eng_cmd *c)
             r->stop_ids[r->n_stop++] = id;
     }
     emit_state(r, ENG_EV_LOADED);
-    if (r->tmpl == ENG_TMPL_NONE)
+    if (r->tmpl == ENG_TMPL_NONE && have_t && !strcmp(in->arch, "gpt-oss"))
+        /* the model runs; its chat format (channels, the analysis one
+         * being its thinking) is the templates' work, not done yet */
+        emit_notice(r, ENG_NOTICE_TMPL_UNRECOGNISED,
+                    "gpt-oss's chat format (harmony) is not supported yet, so plain continuation: "
+                    "it continues the text you type");
+    else if (r->tmpl == ENG_TMPL_NONE)
         emit_notice(r, have_t ? ENG_NOTICE_TMPL_UNRECOGNISED : ENG_NOTICE_TMPL_NONE,
                     "%s: it continues the text you type",
                     have_t ? "unrecognised chat template, so plain continuation (set template= in the config)"
