@@ -114,7 +114,7 @@ int tui_conv_rows(tui *t) { return t->H - 1 - tui_input_rows(t) - 1 - 4; }
 static void draw_fkeys(tui *t)
 {
     static const char *wide[][2] = {{"F1", "Help"},  {"F2", "Models"}, {"F3", "Kernel"}, {"F4", "Sampler"},
-                                    {"F5", "Regen"}, {"F6", "Save"},   {"F9", "Stop"},   {"F10", "Quit"}};
+                                    {"F5", "Regen"}, {"F7", "Chats"},  {"F9", "Stop"},   {"F10", "Quit"}};
     /* below 80 columns: the keys one needs to find the rest (F1 lists them) */
     static const char *narrow[][2] = {{"F1", "Help"}, {"F2", "Models"}, {"F4", "Sampler"}, {"F10", "Quit"}};
     int nar = t->W < 80;

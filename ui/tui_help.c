@@ -22,7 +22,7 @@ static void draw_help(tui *t)
         "  PgUp/PgDn, mouse wheel scroll; Home/End (empty input) top/latest\n"
         "  Esc or Ctrl+C stop a reply (the text so far stays)\n"
         "  Ctrl+C twice on an empty prompt quits   Tab/F4 sampler sliders\n"
-        "  F1 help F2 models F3 kernel+threads F5 regenerate F6 save F9 stop F10 quit\n\n";
+        "  F1 help F2 models F3 kernel+threads F5 regenerate F6 save F7 conversations F9 stop F10 quit\n\n";
     int w = t->W - 8 > 84 ? 84 : t->W - 8, h = t->H - 4;
     int y = 2, x = (t->W - w) / 2;
     char all[4096];

@@ -104,6 +104,10 @@ struct tui {
     int threads_sel;
     ui_editor *path_ed;
     int menu_load; /* a load was started from the menu */
+    int prompt;    /* what the prompt asks: PROMPT_PATH, PROMPT_RENAME, PROMPT_SEARCH */
+    char conv_query[128]; /* the conversations menu's search ("": all) */
+    char conv_sel[128];   /* the conversation the question is about */
+    int conv_confirm;     /* 1: "delete it? y/n" is asked */
     /* keys */
     int pasting, paste_guard;
     double ctrl_c_ms;
@@ -179,6 +183,10 @@ int tui_side_docked(const tui *t);
  * failed) or the kernels and threads menu. */
 void tui_menu_models(tui *t);
 void tui_menu_kernels(tui *t);
+/* The saved conversations: Enter opens, r renames, d deletes (asks
+ * first), / searches. */
+void tui_menu_convs(tui *t);
+enum { PROMPT_PATH, PROMPT_RENAME, PROMPT_SEARCH };
 
 /* The menus' shared keys: F2 and F3 switch menus, F10 closes. */
 int tui_menu_fkeys(tui *t, int fn, uint32_t c);

@@ -19,10 +19,11 @@ int tui_key_common(tui *t, int fn, uint32_t c)
     switch (c) {
     case KEY_F(1): tui_help_open(t); return 1;
     case KEY_F(2): t->menu_err[0] = 0; tui_menu_models(t); return 1;
-    case KEY_F(3): tui_menu_kernels(t); return 1;
+    case KEY_F(3): t->menu_err[0] = 0; tui_menu_kernels(t); return 1;
     case KEY_F(4): t->view = t->view == &tui_view_sliders ? &tui_view_input : &tui_view_sliders; return 1;
     case KEY_F(5): ui_chat_regen(t->ch); t->scroll = 0; return 1;
     case KEY_F(6): ui_chat_input(t->ch, "/save"); return 1;
+    case KEY_F(7): t->conv_query[0] = 0; tui_menu_convs(t); return 1;
     case KEY_F(9): ui_chat_stop(t->ch); return 1;
     case KEY_F(10): tui_ask_quit(t); return 1;
     case KEY_PPAGE: tui_page(t, +1); return 1;

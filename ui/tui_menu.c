@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "catalog.h"
 #include "text.h"
@@ -20,6 +21,8 @@ struct tui_menu {
     void (*choose)(tui *t, const mitem *it);
     /* Left/Right (hi 256) or -/+ (no upper bound) on a row; NULL: nothing */
     void (*step)(tui *t, const mitem *it, int dir, int hi);
+    /* a character key of its own on a row (NULL: none); 1 if taken */
+    int (*key)(tui *t, const mitem *it, uint32_t c);
 };
 
 #define BY_PATH (-2)   /* models menu: the row that opens the path prompt */
@@ -159,11 +162,99 @@ static void kernels_step(tui *t, const mitem *it, int dir, int hi)
     threads_refresh(t);
 }
 
-static const tui_menu menu_models = {" Models  (Enter opens, Esc closes) ", models_fill, models_choose, NULL};
+static const tui_menu menu_models = {" Models  (Enter opens, Esc closes) ", models_fill, models_choose, NULL, NULL};
 static const tui_menu menu_kernels = {" Kernel sets and threads  (Enter picks, \u2190\u2192 threads) ", kernels_fill,
-                                      kernels_choose, kernels_step};
+                                      kernels_choose, kernels_step, NULL};
 
 void tui_menu_models(tui *t) { menu_open(t, &menu_models); }
+
+/* ---- saved conversations ---- */
+
+static void convs_fill(tui *t)
+{
+    ui_conv *v;
+    int n = ui_chat_convs(t->ch, &v);
+    n = ui_conv_filter(v, n, t->conv_query);
+    for (int i = 0; i < n; i++) {
+        char when[32] = "", text[640], note[256];
+        time_t tt = (time_t)v[i].mtime;
+        struct tm tm;
+        if (localtime_r(&tt, &tm))
+            strftime(when, sizeof when, "%Y-%m-%d %H:%M", &tm);
+        snprintf(text, sizeof text, "%-20.20s %s %-12.12s %3d", v[i].name, when,
+                 v[i].error[0] ? "(unreadable)" : v[i].model[0] ? v[i].model : "-", v[i].turns);
+        snprintf(note, sizeof note, "%s%s", v[i].error[0] ? v[i].error : v[i].first,
+                 !strcmp(v[i].name, t->ch->name) ? "  (open)" : "");
+        menu_add(t, text, note, v[i].name, !v[i].error[0], 0);
+    }
+    free(v);
+    if (!t->nitems)
+        menu_add(t, t->conv_query[0] ? "  (no conversation has that; / searches again)" : "  (no saved conversations yet)",
+                 NULL, NULL, 0, 0);
+    snprintf(t->menu_err, sizeof t->menu_err, "%s%s", t->conv_query[0] ? "search: " : "", t->conv_query);
+}
+
+static void convs_choose(tui *t, const mitem *it)
+{
+    eng_err e = {{0}};
+    t->menu_err[0] = 0;
+    t->view = &tui_view_input;
+    if (ui_chat_open(t->ch, it->path, &e))
+        ui_chat_error(t->ch, "cannot open '%s': %s", it->path, e.msg);
+    t->scroll = 0;
+}
+
+static int convs_key(tui *t, const mitem *it, uint32_t c)
+{
+    if (t->conv_confirm) { /* the answer to "delete it?" */
+        t->conv_confirm = 0;
+        if (c == 'y' || c == 'Y') {
+            eng_err e = {{0}};
+            if (ui_chat_conv_delete(t->ch, t->conv_sel, &e))
+                tui_set_status(t, e.msg);
+            else
+                tui_set_status(t, "deleted");
+            int sel = t->sel;
+            tui_menu_convs(t);
+            t->sel = sel < t->nitems ? sel : t->nitems - 1;
+        } else
+            t->menu_err[0] = 0;
+        return 1;
+    }
+    if (c == '/') {
+        t->prompt = PROMPT_SEARCH;
+        ui_editor_clear(t->path_ed);
+        ui_editor_insert(t->path_ed, t->conv_query, strlen(t->conv_query));
+        t->view = &tui_view_path;
+        return 1;
+    }
+    if (!it->path[0])
+        return c == 'd' || c == 'r';
+    if (c == 'd') {
+        snprintf(t->conv_sel, sizeof t->conv_sel, "%.127s", it->path);
+        snprintf(t->menu_err, sizeof t->menu_err, "Delete '%.127s' for good? y deletes, any other key keeps it", it->path);
+        t->conv_confirm = 1;
+        return 1;
+    }
+    if (c == 'r') {
+        snprintf(t->conv_sel, sizeof t->conv_sel, "%.127s", it->path);
+        t->prompt = PROMPT_RENAME;
+        ui_editor_clear(t->path_ed);
+        ui_editor_insert(t->path_ed, it->path, strlen(it->path));
+        t->view = &tui_view_path;
+        return 1;
+    }
+    return 0;
+}
+
+static const tui_menu menu_convs = {" Conversations  (Enter opens, r renames, d deletes, / searches) ", convs_fill,
+                                    convs_choose, NULL, convs_key};
+
+void tui_menu_convs(tui *t)
+{
+    t->conv_confirm = 0;
+    menu_open(t, &menu_convs);
+}
 void tui_menu_kernels(tui *t) { menu_open(t, &menu_kernels); }
 
 /* ---- the list: drawing and keys ---- */
@@ -229,7 +320,7 @@ static void menu_step(tui *t, int dir, int hi)
 
 int tui_menu_fkeys(tui *t, int fn, uint32_t c)
 {
-    if (!fn || (c != KEY_F(2) && c != KEY_F(3) && c != KEY_F(10)))
+    if (!fn || (c != KEY_F(2) && c != KEY_F(3) && c != KEY_F(7) && c != KEY_F(10)))
         return 0;
     if (c == KEY_F(10))
         t->view = &tui_view_input;
@@ -253,8 +344,10 @@ static void menu_key(tui *t, int fn, uint32_t c, int alt)
         }
         return;
     }
+    if (t->menu->key && t->sel >= 0 && t->sel < t->nitems && t->menu->key(t, &t->items[t->sel], c))
+        return;
     switch (c) {
-    case 27: case 'q': t->view = &tui_view_input; return;
+    case 27: case 'q': t->menu_err[0] = 0; t->view = &tui_view_input; return;
     case '\r': case '\n': menu_choose(t); return;
     case 'k': if (t->sel > 0) t->sel--; return;
     case 'j': if (t->sel < t->nitems - 1) t->sel++; return;
@@ -270,8 +363,12 @@ const tui_view tui_view_menu = {"menu", tui_menu_fkeys, menu_key, draw_menu, TUI
 static void draw_path(tui *t)
 {
     int x, w, y, h;
-    int row = draw_frame(t, " Open a model file ", &x, &w, &y, &h);
-    tui_putz(row++, x + 2, w - 4, "Path of a .gguf file (Enter opens, Esc goes back):");
+    static const char *const title[] = {" Open a model file ", " Rename a conversation ", " Search conversations "};
+    static const char *const ask[] = {"Path of a .gguf file (Enter opens, Esc goes back):",
+                                      "New name (letters, digits, - _ .; Enter renames, Esc goes back):",
+                                      "Words in the name, model or first line (Enter searches; empty: all):"};
+    int row = draw_frame(t, title[t->prompt], &x, &w, &y, &h);
+    tui_putz(row++, x + 2, w - 4, ask[t->prompt]);
     const char *p = ui_editor_text(t->path_ed);
     size_t len = strlen(p);
     int cols = w - 6;
@@ -301,6 +398,27 @@ static void path_key(tui *t, int fn, uint32_t c, int alt)
         case KEY_DC: ui_editor_delete(pe); return;
         default: return;
         }
+    }
+    if ((fn || c == '\r' || c == '\n') && t->prompt != PROMPT_PATH) {
+        const char *s = ui_editor_text(pe);
+        if (t->prompt == PROMPT_SEARCH)
+            snprintf(t->conv_query, sizeof t->conv_query, "%s", s);
+        else {
+            eng_err e = {{0}};
+            if (ui_chat_conv_rename(t->ch, t->conv_sel, s, &e)) {
+                snprintf(t->menu_err, sizeof t->menu_err, "%s", e.msg);
+                return;
+            }
+            tui_set_status(t, "renamed");
+        }
+        t->prompt = PROMPT_PATH;
+        tui_menu_convs(t);
+        return;
+    }
+    if (!fn && c == 27 && t->prompt != PROMPT_PATH) {
+        t->prompt = PROMPT_PATH;
+        tui_menu_convs(t);
+        return;
     }
     if (fn || c == '\r' || c == '\n') { /* fn here: KEY_ENTER */
         if (ui_editor_len(pe)) {

@@ -307,6 +307,50 @@ small)
     wait_for "Max tokens" 5 || fail "max tokens hidden at 80x24"
     wait_for "seed [0-9]+" 5 || fail "seed hidden at 80x24"
     ;;
+convs)
+    # F7: the saved conversations; / searches, Enter opens, r renames,
+    # d deletes after a y
+    start 120 40 -m "$T/models/story-a.gguf" -n 8
+    type_line "Once upon a time there was a cat"
+    wait_for "$footer_re" 30 || fail "no first reply"
+    type_line "/new"
+    type_line "Once upon a time there was a dog"
+    wait_for "$footer_re" 30 || fail "no second reply"
+    n=$(ls "$XDG_DATA_HOME"/nibble/conversations/*.nbj | wc -l)
+    [ "$n" = 2 ] || fail "$n conversation files, not 2"
+    keys F7
+    wait_for "Conversations  \(Enter opens" 10 || fail "F7 opened no list"
+    screen | grep -q "there was a cat" || fail "the cat conversation is not listed"
+    screen | grep -q "there was a dog  (open)" || fail "the open one is not marked"
+    keys /
+    wait_for "Search conversations" 5 || fail "/ asks nothing"
+    tm send-keys -t s -l "cat"
+    keys Enter
+    wait_for "search: cat" 5 || fail "no search shown"
+    screen | grep -q "there was a dog" && fail "the search kept the dog"
+    keys r C-u
+    tm send-keys -t s -l "kitty"
+    keys Enter
+    wait_for "kitty " 5 || fail "rename not listed"
+    [ -f "$XDG_DATA_HOME/nibble/conversations/kitty.nbj" ] || fail "no kitty.nbj after the rename"
+    keys Enter
+    wait_for "resumed 'kitty'" 10 || fail "Enter did not open it"
+    keys F7
+    wait_for "kitty .*\(open\)" 5 || fail "the opened one is not marked"
+    # newest first: the dog (saved after the cat) is on top, where the cursor starts
+    screen | grep -A1 "Conversations  (Enter" | tail -1 | grep -q "there was a dog" || fail "the dog is not on top"
+    keys d
+    wait_for "Delete '.*' for good\?" 5 || fail "d did not ask first"
+    keys n
+    sleep 0.3
+    [ "$(ls "$XDG_DATA_HOME"/nibble/conversations/*.nbj | wc -l)" = 2 ] || fail "n deleted a file"
+    keys d
+    wait_for "for good\?" 5 || fail "d did not ask again"
+    keys y
+    wait_for "deleted" 5 || fail "no word of the deletion"
+    [ "$(ls "$XDG_DATA_HOME"/nibble/conversations/*.nbj | wc -l)" = 1 ] || fail "y deleted nothing"
+    [ -f "$XDG_DATA_HOME/nibble/conversations/kitty.nbj" ] || fail "the wrong one was deleted"
+    ;;
 copy)
     # /copy sends the last reply as OSC 52 (read from the pane's pty):
     # its base64 is the reply the journal holds
