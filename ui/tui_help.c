@@ -19,10 +19,12 @@ static void draw_help(tui *t)
         "Keys:\n"
         "  Enter send   Alt+Enter / Ctrl+J new line   Up/Down history\n"
         "  Ctrl+A/E line start/end  Ctrl+K/U/W kill  Ctrl+Y yank  Alt+B/F word\n"
-        "  PgUp/PgDn, mouse wheel scroll; Home/End (empty input) top/latest\n"
+        "  PgUp/PgDn scroll (and the wheel with mouse = on); Home/End (empty input)\n"
+        "  top/latest; Ctrl+Left/Right word\n"
         "  Esc or Ctrl+C stop a reply (the text so far stays)\n"
         "  Ctrl+C twice on an empty prompt quits   Tab/F4 sampler sliders\n"
-        "  F1 help F2 models F3 kernel+threads F5 regenerate F6 save F7 conversations F9 stop F10 quit\n\n";
+        "  F1 help F2 models F3 kernel+threads F5 regenerate F6 save\n"
+        "  F7 conversations (r rename, d delete, / search) F9 stop F10 quit\n\n";
     int w = t->W - 8 > 84 ? 84 : t->W - 8, h = t->H - 4;
     int y = 2, x = (t->W - w) / 2;
     char all[4096];
