@@ -1,6 +1,9 @@
 #include "journal.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
+#include <time.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +28,16 @@ static void entry_free(eng_jentry *x)
     for (size_t i = 0; i < x->nmarks; i++)
         free(x->marks[i].what);
     free(x->marks);
+    for (size_t i = 0; i < x->nextra; i++)
+        free(x->extra[i]);
+    free(x->extra);
+}
+
+static void lines_free(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
 }
 
 void eng_journal_clear(eng_journal *j)
@@ -32,6 +45,9 @@ void eng_journal_clear(eng_journal *j)
     for (size_t i = 0; i < j->n; i++)
         entry_free(&j->e[i]);
     j->n = 0;
+    lines_free(j->extra, j->nextra);
+    j->extra = NULL;
+    j->nextra = j->cap_extra = 0;
 }
 
 void eng_journal_free(eng_journal *j)
@@ -72,6 +88,34 @@ int eng_journal_append(eng_journal *j, size_t idx, const char *b, size_t n)
     return 0;
 }
 
+/* Append key = v (v is taken over, freed on failure): no search, so a
+ * load is linear however many keys an entry has. */
+static int meta_push(eng_jentry *x, const char *key, char *v)
+{
+    char *k = eng_strndup(key, strlen(key));
+    if (!k || eng_reserve(&x->meta, &x->cap_meta, x->nmeta + 1, sizeof *x->meta, 8)) {
+        free(v);
+        free(k);
+        return ENG_ENOMEM;
+    }
+    x->meta[x->nmeta].key = k;
+    x->meta[x->nmeta].value = v;
+    x->nmeta++;
+    return 0;
+}
+
+/* Keep a line this build does not know, verbatim. */
+static int extra_push(char ***v, size_t *n, size_t *cap, const char *line, size_t len)
+{
+    char *c = eng_strndup(line, len);
+    if (!c || eng_reserve(v, cap, *n + 1, sizeof **v, 4)) {
+        free(c);
+        return ENG_ENOMEM;
+    }
+    (*v)[(*n)++] = c;
+    return 0;
+}
+
 int eng_journal_meta(eng_journal *j, size_t idx, const char *key, const char *value)
 {
     if (idx >= j->n)
@@ -80,26 +124,13 @@ int eng_journal_meta(eng_journal *j, size_t idx, const char *key, const char *va
     char *v = eng_strndup(value, strlen(value));
     if (!v)
         return ENG_ENOMEM;
-    for (size_t i = 0; i < x->nmeta; i++)
+    for (size_t i = x->nmeta; i-- > 0;)
         if (!strcmp(x->meta[i].key, key)) {
             free(x->meta[i].value);
             x->meta[i].value = v;
             return 0;
         }
-    eng_jmeta *m = realloc(x->meta, (x->nmeta + 1) * sizeof *m);
-    char *k = eng_strndup(key, strlen(key));
-    if (!m || !k) {
-        free(v);
-        free(k);
-        if (m)
-            x->meta = m;
-        return ENG_ENOMEM;
-    }
-    x->meta = m;
-    m[x->nmeta].key = k;
-    m[x->nmeta].value = v;
-    x->nmeta++;
-    return 0;
+    return meta_push(x, key, v);
 }
 
 const char *eng_journal_get_meta(const eng_journal *j, size_t idx, const char *key)
@@ -107,7 +138,7 @@ const char *eng_journal_get_meta(const eng_journal *j, size_t idx, const char *k
     if (idx >= j->n)
         return NULL;
     const eng_jentry *x = &j->e[idx];
-    for (size_t i = 0; i < x->nmeta; i++)
+    for (size_t i = x->nmeta; i-- > 0;) /* the last of a repeated key counts */
         if (!strcmp(x->meta[i].key, key))
             return x->meta[i].value;
     return NULL;
@@ -118,13 +149,12 @@ static int mark_at(eng_journal *j, size_t idx, size_t byte, uint32_t token, cons
     if (idx >= j->n)
         return ENG_EINVAL;
     eng_jentry *x = &j->e[idx];
-    eng_jmark *m = realloc(x->marks, (x->nmarks + 1) * sizeof *m);
-    if (!m)
-        return ENG_ENOMEM;
-    x->marks = m;
     char *w = eng_strndup(what, strlen(what));
-    if (!w)
+    if (!w || eng_reserve(&x->marks, &x->cap_marks, x->nmarks + 1, sizeof *x->marks, 4)) {
+        free(w);
         return ENG_ENOMEM;
+    }
+    eng_jmark *m = x->marks;
     m[x->nmarks].byte = byte; /* clamped by the caller once the text is known */
     m[x->nmarks].token = token;
     m[x->nmarks].what = w;
@@ -264,6 +294,10 @@ int eng_journal_save(const eng_journal *j, const char *path, eng_err *e)
         sb_esc(&b, j->system, strlen(j->system));
         sb_str(&b, "\n");
     }
+    for (size_t k = 0; k < j->nextra; k++) {
+        sb_str(&b, j->extra[k]);
+        sb_str(&b, "\n");
+    }
     for (size_t i = 0; i < j->n; i++) {
         const eng_jentry *x = &j->e[i];
         if (x->transient)
@@ -290,6 +324,10 @@ int eng_journal_save(const eng_journal *j, const char *path, eng_err *e)
         sb_str(&b, "text ");
         sb_esc(&b, x->text, x->len);
         sb_str(&b, "\n");
+        for (size_t k = 0; k < x->nextra; k++) {
+            sb_str(&b, x->extra[k]);
+            sb_str(&b, "\n");
+        }
     }
     sb_str(&b, "end\n");
     if (b.oom) {
@@ -301,36 +339,11 @@ int eng_journal_save(const eng_journal *j, const char *path, eng_err *e)
     return rc;
 }
 
-static char *read_all(const char *path, size_t *len, eng_err *e, int *rc)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        *rc = eng_errf(e, ENG_EIO, "cannot open %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    sbuf b = {0};
-    char chunk[8192];
-    size_t got;
-    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
-        sb_add(&b, chunk, got);
-    int err = ferror(f);
-    fclose(f);
-    if (err || b.oom) {
-        free(b.p);
-        *rc = eng_errf(e, err ? ENG_EIO : ENG_ENOMEM, "cannot read %s", path);
-        return NULL;
-    }
-    *len = b.n;
-    if (!b.p)
-        b.p = calloc(1, 1);
-    return b.p;
-}
-
 static int oom(eng_err *e) { return eng_errf(e, ENG_ENOMEM, "out of memory"); }
 
 /* One record line after the first (key and val split at the first
- * space, val NUL-terminated and writable): applied to j. Keys this build
- * does not know were written by a newer nibble and are skipped. */
+ * space, val NUL-terminated and writable): applied to j. The caller keeps
+ * the lines whose key this build does not know. */
 static int load_line(eng_journal *j, const char *path, int line, char *key, char *val, int *seen_end, eng_err *e)
 {
     if (*seen_end)
@@ -373,7 +386,8 @@ static int load_line(eng_journal *j, const char *path, int line, char *key, char
         *v++ = 0;
         if (eng_journal_unescape(val) < 0 || eng_journal_unescape(v) < 0)
             return eng_errf(e, ENG_EFORMAT, "%s:%d: bad escape in meta", path, line);
-        if (eng_journal_meta(j, j->n - 1, val, v))
+        char *vc = eng_strndup(v, strlen(v));
+        if (!vc || meta_push(x, val, vc))
             return oom(e);
     } else if (!strcmp(key, "mark")) {
         unsigned long long byte, tok;
@@ -387,13 +401,24 @@ static int load_line(eng_journal *j, const char *path, int line, char *key, char
     return 0;
 }
 
+static int known_key(const char *k)
+{
+    static const char *const keys[] = {"end", "entry", "text", "system", "meta", "mark", "partial"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        if (!strcmp(k, keys[i]))
+            return 1;
+    return 0;
+}
+
+static int known_kind(const char *v) { return !strcmp(v, "user") || !strcmp(v, "assistant") || !strcmp(v, "notice"); }
+
 int eng_journal_load(const char *path, eng_journal **out, eng_err *e)
 {
     *out = NULL;
     size_t len = 0;
-    int rc = 0;
-    char *data = read_all(path, &len, e, &rc);
-    if (!data)
+    char *data = NULL;
+    int rc = eng_read_file(path, ENG_JOURNAL_MAX, &data, &len, e);
+    if (rc)
         return rc;
     eng_journal *j = eng_journal_new();
     if (!j) {
@@ -405,7 +430,10 @@ int eng_journal_load(const char *path, eng_journal **out, eng_err *e)
         goto done;
     }
     int line = 0, seen_end = 0;
+    int foreign = 0; /* inside an entry of a kind this build does not know */
     char *p = data;
+    if ((unsigned char)p[0] == 0xEF && (unsigned char)p[1] == 0xBB && (unsigned char)p[2] == 0xBF)
+        p += 3; /* a byte order mark an editor added */
     while (*p) {
         char *nl = strchr(p, '\n');
         if (!nl) {
@@ -413,16 +441,40 @@ int eng_journal_load(const char *path, eng_journal **out, eng_err *e)
             goto done;
         }
         *nl = 0;
+        if (nl > p && nl[-1] == '\r')
+            nl[-1] = 0; /* CR LF line ends (escaped text never holds a raw CR) */
         line++;
-        char *key = p, *val = strchr(p, ' ');
+        char *key = p, *raw = p;
+        size_t raw_len = strlen(raw);
         p = nl + 1;
-        if (val)
-            *val++ = 0;
-        else
-            val = key + strlen(key);
+        size_t klen = strcspn(key, " ");
+        char saved = key[klen];
+        key[klen] = 0;
+        char *val = saved ? key + klen + 1 : key + klen;
         if (line == 1) {
             if (strcmp(key, "nibble-journal") || strcmp(val, "1")) {
                 rc = eng_errf(e, ENG_EFORMAT, "%s: not a nibble journal (first line)", path);
+                goto done;
+            }
+            continue;
+        }
+        if (seen_end) {
+            rc = eng_errf(e, ENG_EFORMAT, "%s:%d: text after 'end'", path, line);
+            goto done;
+        }
+        int is_entry = !strcmp(key, "entry");
+        if (is_entry)
+            foreign = !known_kind(val);
+        else if (!strcmp(key, "end"))
+            foreign = 0;
+        if (foreign || !known_key(key)) {
+            /* a newer build's line (or a line of its entry): kept as it is */
+            key[klen] = saved;
+            int r = j->n ? extra_push(&j->e[j->n - 1].extra, &j->e[j->n - 1].nextra, &j->e[j->n - 1].cap_extra,
+                                      raw, raw_len)
+                         : extra_push(&j->extra, &j->nextra, &j->cap_extra, raw, raw_len);
+            if (r) {
+                rc = oom(e);
                 goto done;
             }
             continue;
@@ -450,4 +502,45 @@ done:
     free(data);
     eng_journal_free(j);
     return rc;
+}
+
+int eng_journal_clean_tmp(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int removed = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        /* NAME.nbj.tmp.PID, as eng_afile_open names them */
+        const char *t = strstr(de->d_name, ".nbj.tmp.");
+        if (!t || t == de->d_name)
+            continue;
+        char *end;
+        long pid = strtol(t + 9, &end, 10);
+        if (*end || end == t + 9 || pid <= 0)
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        struct stat sb;
+#ifdef _WIN32
+        if (stat(path, &sb) || !S_ISREG(sb.st_mode))
+#else
+        if (lstat(path, &sb) || !S_ISREG(sb.st_mode))
+#endif
+            continue;
+#ifdef _WIN32
+        /* no cheap test for a live process by id here: an hour's age says
+         * no save is still writing it */
+        if (time(NULL) - sb.st_mtime < 3600)
+            continue;
+#else
+        if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue; /* its writer may still be at work */
+#endif
+        if (unlink(path) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
 }

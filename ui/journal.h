@@ -17,7 +17,16 @@
  *   mark BYTE TOKEN WHAT           (setting changed at byte BYTE / token TOKEN)
  *   text TEXT
  *   end
- * Unknown keys are skipped, so older builds read newer files. */
+ * A file may start with a UTF-8 byte order mark and end its lines with
+ * CR LF (an editor's doing); both are read, and saved as LF without BOM.
+ *
+ * Forward compatibility: lines this build does not know (a key it has
+ * no use for, or a whole entry of a kind it does not know, up to the
+ * next entry it knows) are kept verbatim, in order, with the entry they
+ * follow (or the file's head), and written back on save, so an older
+ * build that opens and saves a newer file loses nothing of it. Meta
+ * keys it does not know are kept the same way (meta is open-ended); a
+ * key given twice keeps both lines, the last one counts. */
 #ifndef NIBBLE_ENG_JOURNAL_H
 #define NIBBLE_ENG_JOURNAL_H
 
@@ -49,6 +58,9 @@ typedef struct eng_jentry {
     size_t nmeta;
     eng_jmark *marks;
     size_t nmarks;
+    char **extra;    /* lines this build does not know, verbatim (no newline) */
+    size_t nextra;
+    size_t cap_meta, cap_marks, cap_extra;
 } eng_jentry;
 
 /* Plain data: read the fields freely, change them through the functions. */
@@ -56,6 +68,8 @@ typedef struct eng_journal {
     char *system;    /* NULL: none */
     eng_jentry *e;
     size_t n, cap;
+    char **extra;    /* unknown lines before the first entry, verbatim */
+    size_t nextra, cap_extra;
 } eng_journal;
 
 eng_journal *eng_journal_new(void);
@@ -64,7 +78,8 @@ void eng_journal_clear(eng_journal *j);
 /* Append an entry; returns its index or a negative code. text is copied. */
 int eng_journal_add(eng_journal *j, enum eng_jkind kind, const char *text);
 int eng_journal_append(eng_journal *j, size_t idx, const char *bytes, size_t n);
-/* Set (replace) a provenance field. */
+/* Set (replace) a provenance field; with a key given more than once (a
+ * hand-edited file), the last one is replaced and is the one get sees. */
 int eng_journal_meta(eng_journal *j, size_t idx, const char *key, const char *value);
 const char *eng_journal_get_meta(const eng_journal *j, size_t idx, const char *key);
 int eng_journal_mark(eng_journal *j, size_t idx, uint32_t token, const char *what);
@@ -72,8 +87,15 @@ int eng_journal_set_system(eng_journal *j, const char *text);
 
 /* Write atomically (temp file in the same folder, fsync, rename). */
 int eng_journal_save(const eng_journal *j, const char *path, eng_err *e);
-/* Read a journal; e names the line that is wrong. */
+/* Read a journal; e names the line that is wrong. Time and memory are
+ * linear in the file's size; only a regular file of at most
+ * ENG_JOURNAL_MAX bytes is read (see eng_read_file). */
 int eng_journal_load(const char *path, eng_journal **out, eng_err *e);
+#define ENG_JOURNAL_MAX ((size_t)256 << 20)
+
+/* Remove the temporaries (NAME.nbj.tmp.PID) that saves killed midway left
+ * in dir: those whose process is gone. Returns how many were removed. */
+int eng_journal_clean_tmp(const char *dir);
 
 /* Escape s for one line (caller frees); unescape in place, returning the
  * new length, or -1 for a malformed escape. */

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "port.h"
 
@@ -93,6 +94,110 @@ int eng_write_atomic(const char *path, const char *data, size_t n, eng_err *e)
         return eng_errf(e, ENG_EIO, "%.200s: cannot write: %s", path, strerror(err));
     }
     return eng_afile_commit(&a, e);
+}
+
+static const char *kind_of(mode_t m)
+{
+    if (S_ISDIR(m))
+        return "a directory";
+#ifdef S_ISFIFO
+    if (S_ISFIFO(m))
+        return "a FIFO (named pipe)";
+#endif
+#ifdef S_ISSOCK
+    if (S_ISSOCK(m))
+        return "a socket";
+#endif
+    if (S_ISCHR(m) || S_ISBLK(m))
+        return "a device";
+    return "not a regular file";
+}
+
+int eng_read_file(const char *path, size_t max, char **data, size_t *len, eng_err *e)
+{
+    *data = NULL;
+    *len = 0;
+    int flags = O_RDONLY | O_CLOEXEC | NB_O_BINARY;
+#ifdef O_NONBLOCK
+    flags |= O_NONBLOCK; /* a FIFO opens at once instead of waiting for a writer */
+#endif
+#ifdef O_NOCTTY
+    flags |= O_NOCTTY;
+#endif
+    int fd = open(path, flags);
+    if (fd < 0)
+        return eng_errf(e, ENG_EIO, "%.300s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int err = errno;
+        close(fd);
+        return eng_errf(e, ENG_EIO, "%.300s: cannot read: %s", path, strerror(err));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return eng_errf(e, ENG_EIO, "%.300s: %s, not a regular file; not read", path, kind_of(sb.st_mode));
+    }
+    if (sb.st_size < 0 || (unsigned long long)sb.st_size > (unsigned long long)max) {
+        close(fd);
+        return eng_errf(e, ENG_EFORMAT, "%.300s: %lld bytes, more than the %zu this file may have; not read", path,
+                        (long long)sb.st_size, max);
+    }
+#ifdef O_NONBLOCK
+    /* reads of a regular file never block anyway; clear it for clarity */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+#endif
+    size_t cap = (size_t)sb.st_size + 1, n = 0;
+    char *b = malloc(cap);
+    if (!b) {
+        close(fd);
+        return eng_errf(e, ENG_ENOMEM, "%.300s: out of memory", path);
+    }
+    for (;;) {
+        if (n + 1 == cap) { /* it grew since fstat: go on, up to max */
+            char extra;
+            if (n >= max) {
+                ssize_t more = read(fd, &extra, 1);
+                if (more > 0) {
+                    free(b);
+                    close(fd);
+                    return eng_errf(e, ENG_EFORMAT, "%.300s: grew past %zu bytes while being read; not read", path,
+                                    max);
+                }
+                break;
+            }
+            size_t nc = cap * 2 + 4096;
+            if (nc > max + 1 || nc < cap)
+                nc = max + 1;
+            char *nb = realloc(b, nc);
+            if (!nb) {
+                free(b);
+                close(fd);
+                return eng_errf(e, ENG_ENOMEM, "%.300s: out of memory", path);
+            }
+            b = nb;
+            cap = nc;
+        }
+        size_t want = cap - 1 - n;
+        ssize_t got = read(fd, b + n, want > (1u << 30) ? (1u << 30) : (unsigned)want);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            int err = errno;
+            free(b);
+            close(fd);
+            return eng_errf(e, ENG_EIO, "%.300s: cannot read: %s", path, strerror(err));
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    close(fd);
+    b[n] = 0;
+    *data = b;
+    *len = n;
+    return 0;
 }
 
 int eng_mkdirs(const char *path, eng_err *e)

@@ -2,7 +2,10 @@
  * written to a file (the reader's only entry point is a path) and loaded:
  * it is refused with a message or loads; a journal that loads saves and
  * loads again to the same conversation (the format round-trips whatever
- * text it carries). The escaper is checked on the raw bytes as well. */
+ * text it carries), the lines this build does not know included; and
+ * that second load saves to the very bytes the first save wrote (what was
+ * kept comes back byte for byte). The escaper is checked on the raw
+ * bytes as well. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,13 +16,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char in_path[256], out_path[256];
+static char in_path[256], out_path[256], out2_path[256];
 
 /* at exit: ctest replays the corpus in every build, so leave no files */
 static void remove_files(void)
 {
     remove(in_path);
     remove(out_path);
+    remove(out2_path);
 }
 
 static void paths(void)
@@ -30,6 +34,7 @@ static void paths(void)
     const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     snprintf(in_path, sizeof in_path, "%s/nibble-fuzz-journal-%ld.in", dir, (long)getpid());
     snprintf(out_path, sizeof out_path, "%s/nibble-fuzz-journal-%ld.out", dir, (long)getpid());
+    snprintf(out2_path, sizeof out2_path, "%s/nibble-fuzz-journal-%ld.out2", dir, (long)getpid());
 }
 
 static int same_str(const char *a, const char *b)
@@ -37,8 +42,41 @@ static int same_str(const char *a, const char *b)
     return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
+static void same_lines(char *const *a, size_t na, char *const *b, size_t nb)
+{
+    if (na != nb)
+        abort();
+    for (size_t i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]))
+            abort();
+}
+
+/* The whole file, or NULL. */
+static char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16;
+    char *b = malloc(cap);
+    *n = 0;
+    size_t got;
+    while (b && (got = fread(b + *n, 1, cap - *n, f)) > 0) {
+        *n += got;
+        if (*n == cap) {
+            char *nb = realloc(b, cap *= 2);
+            if (!nb)
+                free(b);
+            b = nb;
+        }
+    }
+    fclose(f);
+    return b;
+}
+
 static void check_same(const eng_journal *a, const eng_journal *b)
 {
+    same_lines(a->extra, a->nextra, b->extra, b->nextra);
     size_t kept = 0;
     for (size_t i = 0; i < a->n; i++)
         kept += !a->e[i].transient;
@@ -52,6 +90,7 @@ static void check_same(const eng_journal *a, const eng_journal *b)
         if (x->kind != y->kind || x->len != y->len || memcmp(x->text, y->text, x->len) ||
             x->partial != y->partial || x->nmeta != y->nmeta || x->nmarks != y->nmarks)
             abort();
+        same_lines(x->extra, x->nextra, y->extra, y->nextra);
         for (size_t m = 0; m < x->nmeta; m++)
             if (strcmp(x->meta[m].key, y->meta[m].key) || strcmp(x->meta[m].value, y->meta[m].value))
                 abort();
@@ -98,6 +137,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         }
         check_same(j, k);
+        /* load, save, load, save: the two saves are the same bytes */
+        if (eng_journal_save(k, out2_path, &e) != 0)
+            abort();
+        size_t n1 = 0, n2 = 0;
+        char *s1 = slurp(out_path, &n1), *s2 = slurp(out2_path, &n2);
+        if (s1 && s2 && (n1 != n2 || memcmp(s1, s2, n1))) {
+            fprintf(stderr, "fuzz_journal: a second save differs from the first\n");
+            abort();
+        }
+        free(s1);
+        free(s2);
     } else if (j || !e.msg[0]) {
         abort(); /* refused: no journal, and a message */
     }

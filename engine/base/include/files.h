@@ -31,6 +31,17 @@ void eng_afile_abort(eng_afile *a);
 /* path replaced by the n bytes at data, atomically (mode 0600). */
 int eng_write_atomic(const char *path, const char *data, size_t n, eng_err *e);
 
+/* Read a whole file that a user or another program may have put there.
+ * Only a regular file is read: a directory, FIFO, socket or device (a
+ * link to /dev/zero, say) is refused with a message naming what it is,
+ * and the open never blocks (a FIFO is opened without waiting for a
+ * writer, then refused). A file larger than max bytes is refused before
+ * it is read, and reading stops at max even if it grows meanwhile.
+ * On success *data (caller frees) holds *len bytes and a NUL after them;
+ * on failure *data is NULL and e names the path (ENG_EIO: cannot open or
+ * read, or not a regular file; ENG_EFORMAT: too large; ENG_ENOMEM). */
+int eng_read_file(const char *path, size_t max, char **data, size_t *len, eng_err *e);
+
 /* mkdir -p (mode 0700 for each folder it makes). */
 int eng_mkdirs(const char *path, eng_err *e);
 
