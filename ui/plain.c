@@ -88,6 +88,8 @@ static int inbox_take(char **in, size_t *nin, size_t *cap, int *eof)
 }
 #endif
 
+/* got_term: the signal that asks us to leave (SIGTERM, SIGHUP, SIGPIPE
+ * when the reader of stdout went away), 0 if none */
 static volatile sig_atomic_t got_int, got_term;
 
 static void on_sig(int sig)
@@ -95,7 +97,7 @@ static void on_sig(int sig)
     if (sig == SIGINT)
         got_int = 1;
     else
-        got_term = 1;
+        got_term = sig;
 }
 
 typedef struct printer {
@@ -116,7 +118,7 @@ static void show(ui_chat *ch, printer *p)
         eng_jentry *x = &d->e[p->entry];
         if (x->kind == ENG_J_ASSISTANT) {
             if (p->off < x->len) {
-                fwrite(x->text + p->off, 1, x->len - p->off, stdout);
+                ui_term_write(stdout, x->text + p->off, x->len - p->off);
                 fflush(stdout);
                 p->off = x->len;
             }
@@ -130,11 +132,11 @@ static void show(ui_chat *ch, printer *p)
             printf("\n");
             fflush(stdout);
             if (tok)
-                fprintf(stderr, "[%s tokens, %s tok/s, %s]\n", tok, tps ? tps : "?", end ? end : "?");
+                ui_term_printf(stderr, "[%s tokens, %s tok/s, %s]\n", tok, tps ? tps : "?", end ? end : "?");
         } else if (x->kind == ENG_J_NOTICE) {
-            fprintf(stderr, "(%s)\n", x->text);
+            ui_term_printf(stderr, "(%s)\n", x->text);
         } else if (!isatty(0)) {
-            printf("> %s\n", x->text); /* a script's line, so the transcript reads */
+            ui_term_printf(stdout, "> %s\n", x->text); /* a script's line, so the transcript reads */
             fflush(stdout);
         }
         p->entry++;
@@ -188,7 +190,11 @@ int ui_plain_run(ui_chat *ch, const ui_opts *o)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+    /* a closed pipe (| head) must not kill us mid-reply: writes fail
+     * with EPIPE instead, and the reply so far is saved on the way out */
+    sigaction(SIGPIPE, &sa, NULL);
 #endif
+    ch->cancel = &got_term;
     (void)o;
     printer p = {0, 0, NULL};
     char *in = NULL;     /* bytes read, not yet a whole line */
@@ -274,8 +280,9 @@ int ui_plain_run(ui_chat *ch, const ui_opts *o)
         }
         show(ch, &p);
     }
-    if (tty && prompt == 0)
+    if (tty && prompt == 0 && !got_term)
         fputs("\n", stdout);
     free(in);
-    return 0;
+    ch->cancel = NULL;
+    return got_term ? 128 + got_term : 0;
 }
