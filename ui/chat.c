@@ -11,6 +11,7 @@
 
 #include "catalog.h"
 #include "files.h"
+#include "utf8.h"
 
 #define SAVE_EVERY_MS 500
 #define EXT ".nbj"
@@ -398,6 +399,10 @@ static int restore(ui_chat *ch, const char *name, int keep_notes, eng_err *e)
     int turns = 0;
     for (size_t i = 0; i < j->n; i++) {
         eng_jentry *x = &j->e[i];
+        if (ch->cancel && *ch->cancel) { /* SIGTERM and the like: leave now */
+            ui_chat_notice(ch, "interrupted; part of the conversation was not restored");
+            break;
+        }
         if (x->kind == ENG_J_NOTICE)
             continue;
         const char *sup = eng_journal_get_meta(j, i, "superseded");
@@ -413,7 +418,8 @@ static int restore(ui_chat *ch, const char *name, int keep_notes, eng_err *e)
          * try again, for up to ten seconds. */
         int rc;
         double t0 = ui_now_ms();
-        while ((rc = eng_engine_send(ch->en, &c)) == ENG_EAGAIN && ui_now_ms() - t0 < 10000) {
+        while ((rc = eng_engine_send(ch->en, &c)) == ENG_EAGAIN && ui_now_ms() - t0 < 10000 &&
+               !(ch->cancel && *ch->cancel)) {
             eng_event ev;
             if (eng_engine_poll(ch->en, &ev, 10) == 0) {
                 on_event(ch, &ev);
@@ -952,6 +958,11 @@ static void submit(ui_chat *ch, const char *text)
         ui_chat_notice(ch, "a reply is running; wait or stop it (Esc)");
         return;
     }
+    if (!eng_utf8_valid(text, strlen(text))) {
+        /* kept out of the conversation too: its journal would not load */
+        ui_chat_error(ch, "the message is not valid UTF-8; nothing was sent");
+        return;
+    }
     eng_cmd c = {.type = ENG_CMD_SUBMIT};
     c.text = malloc(strlen(text) + 1);
     if (!c.text)
@@ -1284,6 +1295,11 @@ int ui_chat_init(ui_chat *ch, eng_engine *en, const ui_chat_opts *o, eng_err *e)
         snprintf(ch->data_dir, sizeof ch->data_dir, "%s", o->data_dir);
     /* a new conversation is named by its start time */
     fresh_name(ch);
+    if (ch->data_dir[0]) { /* what saves killed midway left (NAME.nbj.tmp.PID) */
+        char dir[1100];
+        conv_dir(ch, dir, sizeof dir);
+        eng_journal_clean_tmp(dir);
+    }
     /* the conversation first (its model may be the one to open), then the
      * model, then the turns */
     eng_journal *conv = NULL; /* read for its model only */

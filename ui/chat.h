@@ -6,6 +6,7 @@
 #ifndef NIBBLE_UI_CHAT_H
 #define NIBBLE_UI_CHAT_H
 
+#include <signal.h>
 #include <stddef.h>
 
 #include "engine.h"
@@ -81,6 +82,9 @@ typedef struct ui_chat {
     ui_model_settings load_set; /* the settings of the model being loaded: applied
                                  * when it has loaded, so a failed load keeps the old ones */
     unsigned changed;      /* UI_CH_* since the front end last looked */
+    /* a front end's signal flag: when it is set, long actions (the turns
+     * of /load) stop early so the front end can leave. NULL: none */
+    const volatile sig_atomic_t *cancel;
 } ui_chat;
 
 enum { UI_CH_DOC = 1, UI_CH_STATE = 2, UI_CH_STATS = 4, UI_CH_PROGRESS = 8 };
