@@ -89,8 +89,11 @@ int app_usage_error(const char *cmd, const char *flag, const char *val, const ch
 /* Path of the model to use: o->model, else the embedded default found next
  * to the binary. Never NULL. */
 const char *app_model_path(const app_opts *o);
-/* The prompt text: -p, or the contents of -f (caller frees *owned). NULL
- * with a message on failure. */
+/* The prompt text: -p, or the contents of -f (caller frees *owned): a
+ * regular file of at most APP_PROMPT_MAX bytes, no NUL byte (a folder,
+ * FIFO or device is refused, see eng_read_file). NULL with a message on
+ * failure. */
+#define APP_PROMPT_MAX ((size_t)64 << 20)
 const char *app_prompt(const app_opts *o, char **owned);
 
 int cmd_run(int argc, char **argv);

@@ -1,6 +1,7 @@
 /* Command-line options, named as llama.cpp names them where it has them. */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,8 @@
 
 #include "app.h"
 #include "config.h" /* CFG_* marks of the flags that override the config file */
+#include "files.h"
+#include "ui.h"  /* ui_term_printf: names from the command line may hold control characters */
 #include "simd.h"
 
 #ifdef __linux__
@@ -21,7 +24,7 @@
 
 int app_usage_error(const char *cmd, const char *flag, const char *val, const char *why)
 {
-    fprintf(stderr, "nibble %s: %s %s: %s (see 'nibble %s --help')\n", cmd, flag, val ? val : "", why, cmd);
+    ui_term_printf(stderr, "nibble %s: %s %s: %s (see 'nibble %s --help')\n", cmd, flag, val ? val : "", why, cmd);
     return 2;
 }
 
@@ -41,7 +44,7 @@ static int to_float(const char *s, float *out)
     char *end;
     errno = 0;
     float v = strtof(s, &end);
-    if (errno || end == s || *end || v != v)
+    if (errno || end == s || *end || !isfinite(v)) /* not NaN, not inf */
         return -1;
     *out = v;
     return 0;
@@ -153,7 +156,7 @@ static int apply(const app_cmd *cmd, const app_flag *f, int argc, char **argv, i
         snprintf(range, sizeof range, "expected a whole number in %ld..%ld", f->min, f->max);
         return app_usage_error(cmd->name, a, v, why ? why : range);
     case APP_FLOAT:
-        return to_float(v, f->dst) ? app_usage_error(cmd->name, a, v, why ? why : "expected a number") : 0;
+        return to_float(v, f->dst) ? app_usage_error(cmd->name, a, v, why ? why : "expected a finite number") : 0;
     default: /* APP_U64 */
         return to_u64(v, f->dst) ? app_usage_error(cmd->name, a, v, why ? why : "expected a non-negative integer") : 0;
     }
@@ -227,8 +230,10 @@ int app_parse(int argc, char **argv, int first, const app_cmd *cmd, app_opts *o,
         return 2;
     }
     const char *why = o ? eng_sampler_check(&o->sp) : NULL;
-    if (why)
-        return app_usage_error(cmd->name, "sampler:", "", why);
+    if (why) { /* a value each flag took, out of range together: no one flag to name */
+        fprintf(stderr, "nibble %s: %s (see 'nibble %s --help')\n", cmd->name, why, cmd->name);
+        return 2;
+    }
     return o ? apply_kernel(o) : 0;
 }
 
@@ -306,31 +311,16 @@ const char *app_prompt(const app_opts *o, char **owned)
     *owned = NULL;
     if (!o->prompt_file)
         return o->prompt ? o->prompt : "";
-    FILE *f = fopen(o->prompt_file, "rb");
-    if (!f) {
-        fprintf(stderr, "nibble: %s: %s\n", o->prompt_file, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    size_t got;
-    while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += got;
-        if (len + 1 == cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) { free(buf); buf = NULL; break; }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (!buf) {
-        fprintf(stderr, "nibble: %s: out of memory\n", o->prompt_file);
+    char *buf = NULL;
+    size_t len = 0;
+    eng_err e = {{0}};
+    if (eng_read_file(o->prompt_file, APP_PROMPT_MAX, &buf, &len, &e)) {
+        ui_term_printf(stderr, "nibble: %s\n", e.msg);
         return NULL;
     }
     buf[len] = 0;
     if (strlen(buf) != len) {
-        fprintf(stderr, "nibble: %s: contains a NUL byte; not a text file\n", o->prompt_file);
+        ui_term_printf(stderr, "nibble: %s: contains a NUL byte; not a text file\n", o->prompt_file);
         free(buf);
         return NULL;
     }

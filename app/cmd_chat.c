@@ -84,9 +84,9 @@ static void load_config(cfg_config *cfg, const char *path, int no_config)
     else
         cfg_default_path(cpath, sizeof cpath);
     if (!no_config && cpath[0] && cfg_load(cfg, cpath) == 1 && path)
-        fprintf(stderr, "nibble: %s: no such file; defaults used\n", cpath);
-    for (int i = 0; i < cfg->n_warn; i++)
-        fprintf(stderr, "nibble: warning: %s\n", cfg->warn[i]);
+        ui_term_printf(stderr, "nibble: %s: no such file; defaults used\n", cpath);
+    for (int i = 0; i < cfg->n_warn; i++) /* they quote the file, which may hold escapes */
+        ui_term_printf(stderr, "nibble: warning: %s\n", cfg->warn[i]);
 }
 
 int cmd_chat(int argc, char **argv, int first)
@@ -120,6 +120,8 @@ int cmd_chat(int argc, char **argv, int first)
     /* where conversations and the input history live */
     char data[1100] = "", hist[1200] = "";
     const char *xd = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+    if (xd && *xd && !cfg_abs_path(xd))
+        xd = NULL; /* relative: invalid, ignored (the XDG spec) */
 #ifdef _WIN32
     const char *lad = getenv("LOCALAPPDATA"); /* C:\Users\NAME\AppData\Local */
     if (!(xd && *xd) && lad && *lad)
@@ -129,13 +131,20 @@ int cmd_chat(int argc, char **argv, int first)
         snprintf(data, sizeof data, "%s/nibble", xd);
     else if (home && *home)
         snprintf(data, sizeof data, "%s/.local/share/nibble", home);
+    const char *nosave = NULL;
+    char nosave_buf[600];
     if (data[0]) {
         eng_err de;
-        if (eng_mkdirs(data, &de))
-            fprintf(stderr, "nibble: %s; nothing will be saved\n", de.msg), data[0] = 0;
-        else
+        if (eng_mkdirs(data, &de)) {
+            snprintf(nosave_buf, sizeof nosave_buf, "%s; conversations will not be saved", de.msg);
+            nosave = nosave_buf;
+            data[0] = 0;
+        } else
             snprintf(hist, sizeof hist, "%s/history", data);
-    }
+    } else
+        nosave = "neither HOME nor XDG_DATA_HOME (absolute) is set: conversations will not be saved";
+    if (nosave)
+        ui_term_printf(stderr, "nibble: %s\n", nosave);
 
     /* the model menu lists the configured folders and the embedded model's */
     static char dirs[CFG_MAX_DIRS + 1][1024];
@@ -187,6 +196,8 @@ int cmd_chat(int argc, char **argv, int first)
     }
     for (int i = 0; i < w.cfg.n_warn; i++)
         ui_chat_notice(&ch, "config: %s", w.cfg.warn[i]);
+    if (nosave) /* on the screen too: stderr is hidden while curses runs */
+        ui_chat_notice(&ch, "%s", nosave);
     ui_opts uo = {.color = w.cfg.color, .mouse = w.cfg.mouse, .history = hist[0] ? hist : NULL};
     int tty = isatty(0) && isatty(1);
     int status;
@@ -208,5 +219,5 @@ int cmd_chat(int argc, char **argv, int first)
     }
     ui_chat_close(&ch);
     eng_engine_stop(en);
-    return status;
+    return ui_exit_status(status); /* a signal that ended line mode ends us, now the reply is saved */
 }

@@ -1,5 +1,7 @@
 /* nibble run: load, prefill the prompt, stream the continuation to stdout
- * (whole UTF-8 characters only), timings to stderr. */
+ * (whole UTF-8 characters only), timings to stderr. To a terminal, the
+ * control characters a model writes are shown as escapes (ui_term_write);
+ * to a pipe or file the bytes are written as they are. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +9,7 @@
 
 #include "app.h"
 #include "session.h"
+#include "ui.h"
 #include "simd.h"
 #include "utf8.h"
 
@@ -61,12 +64,12 @@ static void out_put(outbuf *o, const char *s, size_t n, int flush)
         size_t ok = eng_utf8_complete(o->b, o->n);
         if (ok == 0 && o->n == sizeof o->b)
             ok = o->n; /* cannot happen with valid text; never stall */
-        fwrite(o->b, 1, ok, stdout);
+        ui_term_write(stdout, o->b, ok);
         memmove(o->b, o->b + ok, o->n - ok);
         o->n -= ok;
     }
     if (flush) {
-        fwrite(o->b, 1, o->n, stdout);
+        ui_term_write(stdout, o->b, o->n);
         o->n = 0;
     }
     fflush(stdout);
@@ -92,13 +95,13 @@ int cmd_run(int argc, char **argv)
     double t0 = now_s();
     eng_model *m = NULL;
     if (app_model_open(&o, path, &m, &e)) {
-        fprintf(stderr, "nibble: %s\n", e.msg);
+        ui_term_printf(stderr, "nibble: %s\n", e.msg);
         free(owned);
         return 1;
     }
     eng_session *s = NULL;
     if (eng_session_new(m, (uint32_t)o.n_ctx, o.threads, &o.sp, &s, &e)) {
-        fprintf(stderr, "nibble: %s\n", e.msg);
+        ui_term_printf(stderr, "nibble: %s\n", e.msg);
         eng_model_close(m);
         free(owned);
         return 1;
@@ -108,7 +111,7 @@ int cmd_run(int argc, char **argv)
     int status = 0;
     t0 = now_s();
     if (eng_session_feed_text(s, prompt, !o.no_bos, &e)) {
-        fprintf(stderr, "nibble: %s\n", e.msg);
+        ui_term_printf(stderr, "nibble: %s\n", e.msg);
         status = 1;
     }
     double t_prompt = now_s() - t0;
@@ -131,7 +134,7 @@ int cmd_run(int argc, char **argv)
         }
         r = eng_session_next(s, &tok, &e);
         if (r < 0) {
-            fprintf(stderr, "\nnibble: %s\n", e.msg);
+            ui_term_printf(stderr, "\nnibble: %s\n", e.msg);
             status = 1;
             break;
         }
@@ -156,7 +159,7 @@ int cmd_run(int argc, char **argv)
         fputc('\n', stdout);
     if (!o.quiet && !status) {
         const eng_model_info *in = eng_model_get_info(m);
-        fprintf(stderr,
+        ui_term_printf(stderr, /* the model's name is the file's to choose */
                 "\nnibble: %s (%s, %s kernels, %d threads): load %.1f ms | prompt %u tokens, %.1f tok/s | "
                 "generated %d tokens, %.1f tok/s | stop: %s\n",
                 in->name, simd_type_name(in->main_type), simd_kernel_name(simd_kernel_current()),

@@ -1,5 +1,5 @@
 #include "config.h"
-#include "files.h" /* eng_path_base */
+#include "files.h" /* eng_path_base, eng_read_file */
 
 #include <errno.h>
 #include <stddef.h>
@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 void cfg_defaults(cfg_config *c)
 {
@@ -33,9 +34,23 @@ void cfg_defaults(cfg_config *c)
     snprintf(c->v.tmpl, sizeof c->v.tmpl, "auto");
 }
 
+int cfg_abs_path(const char *p)
+{
+#ifdef _WIN32
+    if (((p[0] >= 'A' && p[0] <= 'Z') || (p[0] >= 'a' && p[0] <= 'z')) && p[1] == ':' &&
+        (p[2] == '\\' || p[2] == '/'))
+        return 1;
+    if (p[0] == '\\')
+        return 1;
+#endif
+    return p[0] == '/';
+}
+
 void cfg_default_path(char *buf, size_t n)
 {
     const char *x = getenv("XDG_CONFIG_HOME"), *h = getenv("HOME");
+    if (x && !cfg_abs_path(x))
+        x = NULL; /* the XDG spec: a relative path is invalid and is ignored */
 #ifdef _WIN32
     const char *a = getenv("APPDATA"); /* C:\Users\NAME\AppData\Roaming */
     if (!(x && *x) && a && *a) {
@@ -262,38 +277,45 @@ int cfg_load_string(cfg_config *c, const char *text, const char *name)
     return 0;
 }
 
+static void warn_file(cfg_config *c, const char *fmt, ...) ENG_PRINTF(2, 3);
+static void warn_file(cfg_config *c, const char *fmt, ...)
+{
+    if (c->n_warn >= CFG_MAX_WARN)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->warn[c->n_warn++], sizeof c->warn[0], fmt, ap);
+    va_end(ap);
+}
+
 int cfg_load(cfg_config *c, const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (errno == ENOENT)
-            return 1;
-        if (c->n_warn < CFG_MAX_WARN)
-            snprintf(c->warn[c->n_warn++], sizeof c->warn[0], "%s: %s; defaults used", path, strerror(errno));
+    struct stat sb;
+    if (stat(path, &sb) != 0 && errno == ENOENT)
+        return 1;
+    char *buf = NULL;
+    size_t len = 0;
+    eng_err e = {{0}};
+    if (eng_read_file(path, CFG_MAX_BYTES, &buf, &len, &e)) {
+        /* a folder, FIFO, device, or too large: said, never silently skipped */
+        warn_file(c, "%.200s; defaults used", e.msg);
         return 0;
     }
-    size_t cap = 4096, len = 0, got;
-    char *buf = malloc(cap);
-    while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += got;
-        if (len + 1 == cap) {
-            char *nb = cap < (1u << 24) ? realloc(buf, cap * 2) : NULL;
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
+    /* A NUL byte would end the text early and drop the rest of the file
+     * without a word: each line that holds one is blanked and named. */
+    int lineno = 1;
+    char *line = buf;
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && buf[i] != '\n')
+            continue;
+        char *end = buf + i;
+        if (memchr(line, 0, (size_t)(end - line))) {
+            warn_file(c, "%.200s:%d: a NUL byte; line ignored", path, lineno);
+            memset(line, ' ', (size_t)(end - line));
         }
+        lineno++;
+        line = end + 1;
     }
-    fclose(f);
-    if (!buf) {
-        if (c->n_warn < CFG_MAX_WARN)
-            snprintf(c->warn[c->n_warn++], sizeof c->warn[0], "%s: too large or out of memory; defaults used", path);
-        return 0;
-    }
-    buf[len] = 0;
     cfg_load_string(c, buf, path);
     free(buf);
     return 0;

@@ -55,10 +55,17 @@ typedef struct cfg_config {
 
 /* Built-in defaults (v.set is 0: nothing came from a file). */
 void cfg_defaults(cfg_config *c);
-/* The config path from the environment; "" if there is no home. */
+/* The config path from the environment; "" if there is no home. A
+ * relative XDG_CONFIG_HOME is ignored, as the XDG spec says. */
 void cfg_default_path(char *buf, size_t n);
+/* 1 if p is an absolute path (XDG variables must be, or are ignored). */
+int cfg_abs_path(const char *p);
+/* The largest config file read (a larger one is named and not read). */
+#define CFG_MAX_BYTES ((size_t)1 << 20)
 /* Read path into c (which holds the defaults). A missing file is not an
- * error (returns 1); otherwise 0. Problems go to c->warn. */
+ * error (returns 1); otherwise 0. Problems go to c->warn: a path that is
+ * a folder, FIFO or device, or over CFG_MAX_BYTES, is not read; a line
+ * with a NUL byte is ignored (the rest of the file is read). */
 int cfg_load(cfg_config *c, const char *path);
 /* Parse INI text (for tests); name is used in warnings. */
 int cfg_load_string(cfg_config *c, const char *text, const char *name);
