@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "files.h"
 #include "quantize.h"
 #include "simd.h"
 #include "synth.h"
@@ -96,6 +97,10 @@ int cmd_synth(int argc, char **argv)
         return 2;
     }
     eng_err e;
+    if (eng_check_dest(out, &e)) { /* before the work, not after it */
+        fprintf(stderr, "nibble synth: %s\n", e.msg);
+        return 1;
+    }
     if (eng_synth_write(s, &o, out, &e)) {
         fprintf(stderr, "nibble synth: %s\n", e.msg);
         return 1;

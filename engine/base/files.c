@@ -9,6 +9,10 @@
 
 #include "port.h"
 
+#ifndef W_OK
+#define W_OK 2 /* mingw-w64 spells access()'s modes as numbers */
+#endif
+
 #ifdef _WIN32
 #include <process.h>
 #define nb_getpid _getpid
@@ -197,6 +201,33 @@ int eng_read_file(const char *path, size_t max, char **data, size_t *len, eng_er
     b[n] = 0;
     *data = b;
     *len = n;
+    return 0;
+}
+
+int eng_check_dest(const char *path, eng_err *e)
+{
+    struct stat sb;
+    if (!*path)
+        return eng_errf(e, ENG_EIO, "no output file named");
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return eng_errf(e, ENG_EIO, "%.300s: is a folder; name a file to write", path);
+    const char *base = eng_path_base(path);
+    size_t n = (size_t)(base - path);
+    char dir[4096];
+    if (n == 0)
+        snprintf(dir, sizeof dir, ".");
+    else if (n >= sizeof dir)
+        return eng_errf(e, ENG_EIO, "%.300s: path too long", path);
+    else {
+        memcpy(dir, path, n);
+        dir[n] = 0;
+    }
+    if (stat(dir, &sb) != 0)
+        return eng_errf(e, ENG_EIO, "%.300s: cannot write: folder %.300s: %s", path, dir, strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return eng_errf(e, ENG_EIO, "%.300s: cannot write: %.300s is not a folder", path, dir);
+    if (access(dir, W_OK) != 0)
+        return eng_errf(e, ENG_EIO, "%.300s: cannot write in %.300s: %s", path, dir, strerror(errno));
     return 0;
 }
 

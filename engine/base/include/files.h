@@ -42,6 +42,12 @@ int eng_write_atomic(const char *path, const char *data, size_t n, eng_err *e);
  * read, or not a regular file; ENG_EFORMAT: too large; ENG_ENOMEM). */
 int eng_read_file(const char *path, size_t max, char **data, size_t *len, eng_err *e);
 
+/* Before long work that ends in writing path: 0 if path can be written
+ * as far as one can tell without writing (its folder exists, is a folder
+ * and is writable; path itself is not a folder), else ENG_EIO with e
+ * naming what is wrong. */
+int eng_check_dest(const char *path, eng_err *e);
+
 /* mkdir -p (mode 0700 for each folder it makes). */
 int eng_mkdirs(const char *path, eng_err *e);
 
