@@ -441,8 +441,9 @@ int eng_journal_load(const char *path, eng_journal **out, eng_err *e)
             goto done;
         }
         *nl = 0;
-        if (nl > p && nl[-1] == '\r')
-            nl[-1] = 0; /* CR LF line ends (escaped text never holds a raw CR) */
+        for (char *q = nl; q > p && q[-1] == '\r';)
+            *--q = 0; /* CR LF line ends (escaped text never holds a raw CR at the end); all of them, so a
+                       * kept line saves and loads back the same */
         line++;
         char *key = p, *raw = p;
         size_t raw_len = strlen(raw);
