@@ -3,6 +3,7 @@
 #include "simd_internal.h"
 #include "kquants.h"
 #include "mxfp4.h"
+#include "lquants.h"
 #include "act.h"
 #include "attn.h"
 
@@ -270,6 +271,7 @@ int simd_kernel_select(enum simd_kernel k)
     if (kfillers[k])
         kfillers[k](&set);
     simd_set_mxfp4(k, &set); /* every set's MXFP4 kernels, scalar included (mxfp4.c) */
+    simd_set_lquants(k, &set); /* q2_k, q3_k, iq4_nl, iq4_xs (lquants.c) */
     simd_set_attn(k, &set);  /* attention (attn.c) */
     simd_set_act(k, &set);   /* element-wise activations (act.c) */
     install(&set);

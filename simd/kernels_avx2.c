@@ -41,3 +41,5 @@ NB_INLINE __m256i nbp_dotq8(__m256i acc, __m256i w, const unsigned char *p)
 #include "kquants_x86.h"
 #define NB_MXFP4_SET_FN simd_set_mxfp4_avx2
 #include "mxfp4_x86.h"
+#define NBL_SET_FN simd_set_lquants_avx2
+#include "lquants_x86.h"

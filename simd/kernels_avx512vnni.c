@@ -454,3 +454,5 @@ NB_INLINE void nbp_storef(float *p, nbp_vf v) { _mm512_storeu_ps(p, v); }
 #include "kquants_x86.h"
 #define NB_MXFP4_SET_FN simd_set_mxfp4_avx512vnni
 #include "mxfp4_x86.h"
+#define NBL_SET_FN simd_set_lquants_avx512vnni
+#include "lquants_x86.h"

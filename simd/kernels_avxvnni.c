@@ -38,3 +38,5 @@ NB_INLINE __m256i nbp_dotq8(__m256i acc, __m256i w, const unsigned char *p) { re
 #include "kquants_x86.h"
 #define NB_MXFP4_SET_FN simd_set_mxfp4_avxvnni
 #include "mxfp4_x86.h"
+#define NBL_SET_FN simd_set_lquants_avxvnni
+#include "lquants_x86.h"

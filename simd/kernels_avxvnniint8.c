@@ -100,3 +100,9 @@ NB_INLINE __m256i nbp_dotq8(__m256i acc, __m256i w, const unsigned char *p) { re
 #define NB_MXFP4_SET_FN simd_set_mxfp4_avxvnniint8
 #endif
 #include "mxfp4_x86.h"
+#ifdef NB_VNNIINT8_EMULATE
+#define NBL_SET_FN simd_set_lquants_avxvnniint8_emul
+#else
+#define NBL_SET_FN simd_set_lquants_avxvnniint8
+#endif
+#include "lquants_x86.h"

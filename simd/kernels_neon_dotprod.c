@@ -19,3 +19,5 @@ static inline __attribute__((always_inline)) int32x4_t nb_bdot(int8x16_t w0, int
 #include "kquants_neon.h"
 #define NB_MXFP4_SET_FN simd_set_mxfp4_neon_dotprod
 #include "mxfp4_neon.h"
+#define NBL_SET_FN simd_set_lquants_neon_dotprod
+#include "lquants_neon.h"

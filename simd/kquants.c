@@ -430,3 +430,15 @@ void simd_set_kquants_scalar(simd_kernel_set *s)
     s->dot[SIMD_Q5_K] = dot_q5_k;
     s->dot[SIMD_Q6_K] = dot_q6_k;
 }
+
+/* ---- the scale searches, for the other K-type files (lquants.c) ---- */
+
+void simd_kq_fit_asym(const float *x, const float *w, int n, int nmax, float *a, float *m)
+{
+    fit_asym(x, w, n, nmax, a, m);
+}
+
+float simd_kq_fit_sym(const float *x, const float *w, int n, int nneg, int npos)
+{
+    return fit_sym(x, w, n, nneg, npos);
+}

@@ -13,6 +13,13 @@ void simd_quant_q4_k(const float *src, void *dst, size_t n);
 void simd_quant_q5_k(const float *src, void *dst, size_t n);
 void simd_quant_q6_k(const float *src, void *dst, size_t n);
 
+/* The weighted scale searches of the K-quant quantizers, for lquants.c:
+ * fit x[i] ~ a*L[i] - m with L in 0..nmax, a, m >= 0 (n <= 64), and
+ * x[i] ~ a*L[i] with L in -nneg..npos (either sign of a); each minimises
+ * sum w[i]*err[i]^2 over a grid of candidate scales. */
+void simd_kq_fit_asym(const float *x, const float *w, int n, int nmax, float *a, float *m);
+float simd_kq_fit_sym(const float *x, const float *w, int n, int nneg, int npos);
+
 /* Put the scalar K-quant dots into a kernel set (entries it already has
  * are kept, so a set with its own K kernels wins). */
 void simd_set_kquants_scalar(simd_kernel_set *s);

@@ -4,6 +4,7 @@
 #include "simd_internal.h"
 #include "kquants.h"
 #include "mxfp4.h"
+#include "lquants.h"
 
 #include <math.h>
 #include <string.h>
@@ -302,11 +303,21 @@ simd_dispatch simd_table = {.type = {
     [SIMD_Q5_1] = TRAITS("q5_1", 32, 24, SIMD_ACT_Q8, deq_q5_1, q_q5_1),
     /* MXFP4 (mxfp4.c): dot kernels from simd_set_mxfp4 */
     [SIMD_MXFP4] = TRAITS("mxfp4", 32, 17, SIMD_ACT_Q8, simd_deq_mxfp4, simd_quant_mxfp4),
+    /* q2_k, q3_k, iq4_nl, iq4_xs (lquants.c): dot kernels from simd_set_lquants */
+    [SIMD_Q2_K] = TRAITS("q2_k", 256, 84, SIMD_ACT_Q8K, simd_deq_q2_k, simd_quant_q2_k),
+    [SIMD_Q3_K] = TRAITS("q3_k", 256, 110, SIMD_ACT_Q8K, simd_deq_q3_k, simd_quant_q3_k),
+    [SIMD_IQ4_NL] = TRAITS("iq4_nl", 32, 18, SIMD_ACT_Q8, simd_deq_iq4_nl, simd_quant_iq4_nl),
+    [SIMD_IQ4_XS] = TRAITS("iq4_xs", 256, 136, SIMD_ACT_Q8K, simd_deq_iq4_xs, simd_quant_iq4_xs),
     /* Known to the reader (so `info` names them) but without kernels yet:
      * a model using them is refused at load with the type's name. */
     [SIMD_Q8_1] = TRAITS("q8_1", 32, 36, SIMD_ACT_NONE, NULL, NULL),
-    [SIMD_Q2_K] = TRAITS("q2_k", 256, 84, SIMD_ACT_NONE, NULL, NULL),
-    [SIMD_Q3_K] = TRAITS("q3_k", 256, 110, SIMD_ACT_NONE, NULL, NULL),
+    [SIMD_IQ2_XXS] = TRAITS("iq2_xxs", 256, 66, SIMD_ACT_NONE, NULL, NULL),
+    [SIMD_IQ2_XS] = TRAITS("iq2_xs", 256, 74, SIMD_ACT_NONE, NULL, NULL),
+    [SIMD_IQ2_S] = TRAITS("iq2_s", 256, 82, SIMD_ACT_NONE, NULL, NULL),
+    [SIMD_IQ3_XXS] = TRAITS("iq3_xxs", 256, 98, SIMD_ACT_NONE, NULL, NULL),
+    [SIMD_IQ3_S] = TRAITS("iq3_s", 256, 110, SIMD_ACT_NONE, NULL, NULL),
+    [SIMD_IQ1_S] = TRAITS("iq1_s", 256, 50, SIMD_ACT_NONE, NULL, NULL),
+    [SIMD_IQ1_M] = TRAITS("iq1_m", 256, 56, SIMD_ACT_NONE, NULL, NULL),
     [SIMD_Q4_K] = TRAITS("q4_k", 256, 144, SIMD_ACT_Q8K, simd_deq_q4_k, simd_quant_q4_k),
     [SIMD_Q5_K] = TRAITS("q5_k", 256, 176, SIMD_ACT_Q8K, simd_deq_q5_k, simd_quant_q5_k),
     [SIMD_Q6_K] = TRAITS("q6_k", 256, 210, SIMD_ACT_Q8K, simd_deq_q6_k, simd_quant_q6_k),

@@ -26,11 +26,20 @@ enum simd_type {
     SIMD_Q5_K = 13,
     SIMD_Q6_K = 14,
     SIMD_Q8_K = 15,
+    SIMD_IQ2_XXS = 16,
+    SIMD_IQ2_XS = 17,
+    SIMD_IQ3_XXS = 18,
+    SIMD_IQ1_S = 19,
+    SIMD_IQ4_NL = 20,
+    SIMD_IQ3_S = 21,
+    SIMD_IQ2_S = 22,
+    SIMD_IQ4_XS = 23,
     SIMD_I8 = 24,
     SIMD_I16 = 25,
     SIMD_I32 = 26,
     SIMD_I64 = 27,
     SIMD_F64 = 28,
+    SIMD_IQ1_M = 29,
     SIMD_BF16 = 30,
     SIMD_MXFP4 = 39,
     SIMD_TYPE_COUNT = 40
@@ -126,6 +135,49 @@ typedef struct {
     simd_f16 d;
 } simd_block_q6_k;
 
+/* q2_k: 16 sub-blocks of 16, x = d*sc[j]*q - dmin*m[j], q in 0..3.
+ * scales[j]: sc[j] in the low nibble, m[j] in the high one. Value
+ * v = 128h + 32k + 16s + l (h 0..1, k 0..3, s 0..1, l 0..15) is bits
+ * 2k, 2k+1 of qs[32h + 16s + l]; its sub-block is v / 16. */
+typedef struct {
+    uint8_t scales[SIMD_QKK / 16];
+    uint8_t qs[SIMD_QKK / 4];
+    simd_f16 d, dmin;
+} simd_block_q2_k;
+
+/* q3_k: 16 sub-blocks of 16, x = d*(sc[j]-32)*q, q in -4..3: the low 2
+ * bits as q2_k's (qs), and q = low - 4 unless bit 4h+k of hmask[v mod 32]
+ * is set (then q = low). sc[j] (6 bits): its low 4 bits in scales[j]
+ * (j < 8, low nibble) or scales[j-8] (high nibble), its top 2 bits at
+ * bit 2*(j/4) of scales[8 + j%4]. */
+typedef struct {
+    uint8_t hmask[SIMD_QKK / 8];
+    uint8_t qs[SIMD_QKK / 4];
+    uint8_t scales[12];
+    simd_f16 d;
+} simd_block_q3_k;
+
+/* iq4_nl: 32 values, x = d * simd_iq4nl_values[code], codes as q4_0's
+ * nibbles (low nibble of qs[j]: x[j], high: x[j+16]). */
+typedef struct {
+    simd_f16 d;
+    uint8_t qs[SIMD_QK / 2];
+} simd_block_iq4_nl;
+
+/* iq4_xs: 8 sub-blocks of 32, x = d*(ls[j]-32)*simd_iq4nl_values[code];
+ * ls[j] (6 bits): low 4 bits in nibble j%2 of scales_l[j/2], top 2 bits
+ * at bit 2j of scales_h; sub-block j's codes are the nibbles of
+ * qs[16j .. 16j+15] as in iq4_nl. */
+typedef struct {
+    simd_f16 d;
+    uint16_t scales_h;
+    uint8_t scales_l[SIMD_QKK / 64];
+    uint8_t qs[SIMD_QKK / 2];
+} simd_block_iq4_xs;
+
+/* The 16 levels of iq4_nl and iq4_xs (ggml's kvalues_iq4nl). */
+extern const int8_t simd_iq4nl_values[16];
+
 /* Activation block for K-quant dots: 256 values as int8 with one float
  * scale; bsums[i] is the exact sum of qs[16i .. 16i+15] (for the mins).
  * Built only by simd_act_quant(SIMD_ACT_Q8K, ...): |qs| <= 127. */
@@ -147,6 +199,10 @@ typedef struct {
 
 _Static_assert(sizeof(simd_block_mxfp4) == 17, "mxfp4 block");
 _Static_assert(sizeof(simd_block_q4_k) == 144, "q4_k block");
+_Static_assert(sizeof(simd_block_q2_k) == 84, "q2_k block");
+_Static_assert(sizeof(simd_block_q3_k) == 110, "q3_k block");
+_Static_assert(sizeof(simd_block_iq4_nl) == 18, "iq4_nl block");
+_Static_assert(sizeof(simd_block_iq4_xs) == 136, "iq4_xs block");
 _Static_assert(sizeof(simd_block_q5_k) == 176, "q5_k block");
 _Static_assert(sizeof(simd_block_q6_k) == 210, "q6_k block");
 _Static_assert(sizeof(simd_block_q8k) == 292, "q8k block");

@@ -33,6 +33,7 @@ tests=(test_kernels test_dispatch)
 [ -f "$root/tests/simd/test_mxfp4.c" ] && tests+=(test_mxfp4)
 [ -f "$root/tests/simd/test_attn.c" ] && tests+=(test_attn)
 [ -f "$root/tests/simd/test_pack.c" ] && tests+=(test_pack)
+[ -f "$root/tests/simd/test_lquants.c" ] && tests+=(test_lquants)
 mkdir -p "$build/wrap"
 cat >"$build/wrap/CMakeLists.txt.new" <<EOF
 cmake_minimum_required(VERSION 3.20)
@@ -104,6 +105,10 @@ fi
 if [ -f "$root/tests/simd/test_attn.c" ]; then
   run max test_attn '^neon +attention bit-identical' '^neon-dotprod +attention bit-identical'
   run cortex-a53 test_attn '^neon +attention bit-identical'
+fi
+if [ -f "$root/tests/simd/test_lquants.c" ]; then
+  run max test_lquants '^neon +lquants bit-identical' '^neon-dotprod +lquants bit-identical'
+  run cortex-a53 test_lquants '^neon +lquants bit-identical'
 fi
 
 if [ "$fail" = 0 ]; then

@@ -1,0 +1,107 @@
+/* The row driver of the q2_k, q3_k and iq4_xs dots (against q8k), shared
+ * by lquants_x86.h and lquants_neon.h, as kquants_rows.h is for the other
+ * K types: the loop over super-blocks, the float accumulation and the
+ * tiling of rows and tokens are the same on every set. The including
+ * header defines, before it includes this, NBK_INLINE, NBK_MAXT,
+ * NBK_ROW_TILE (from its kquants header), nbk_codes, and
+ *
+ *   nbl_scales
+ *   nbl_prep(type, block, *codes, *scales, *d, *dmin)
+ *   nbl_sums(type, *codes, *scales, y, *sumi, *summ)
+ *   size_t nbl_bytes(type)
+ *
+ * Float work per super-block and token is the reference's (lquants.c),
+ *     acc[b & 7] += (d_w * d_a) * (float)sumi [- (dmin_w * d_a) * (float)summ]
+ * (the second product for q2_k only), in plain scalar C, the 8 lanes
+ * combined by simd_reduce8. */
+#ifndef NIBBLE_LQUANTS_ROWS_H
+#define NIBBLE_LQUANTS_ROWS_H
+
+/* One weight row of nb super-blocks against nt (1..NBK_MAXT, a constant
+ * after inlining) token rows at a + t*as; token t's result to out[t*os]. */
+NBK_INLINE void nbl_row(int type, size_t nb, const void *wrow, const char *a, size_t as, int nt, float *out,
+                        size_t os)
+{
+    const size_t bs = nbl_bytes(type);
+    float acc[NBK_MAXT][8];
+    memset(acc, 0, sizeof acc);
+    for (size_t b = 0; b < nb; b++) {
+        nbk_codes w;
+        nbl_scales sc;
+        float d, dmin;
+        nbl_prep(type, (const unsigned char *)wrow + b * bs, &w, &sc, &d, &dmin);
+        for (int t = 0; t < nt; t++) {
+            const simd_block_q8k *y = (const simd_block_q8k *)(a + t * as) + b;
+            int32_t sumi, summ;
+            nbl_sums(type, &w, &sc, y, &sumi, &summ);
+            if (type == SIMD_Q2_K)
+                acc[t][b & 7] += (d * y->d) * (float)sumi - (dmin * y->d) * (float)summ;
+            else
+                acc[t][b & 7] += (d * y->d) * (float)sumi;
+        }
+    }
+    for (int t = 0; t < nt; t++)
+        out[t * os] = simd_reduce8(acc[t]);
+}
+
+/* nr rows ws bytes apart against nt tokens, tiled as nbk_rows does. */
+NBK_INLINE void nbl_rows(int type, size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as,
+                         size_t nt, float *out, size_t os)
+{
+    const size_t nb = n / SIMD_QKK;
+    const size_t tile = nt > NBK_MAXT ? NBK_ROW_TILE : nr;
+    for (size_t r0 = 0; r0 < nr; r0 += tile) {
+        size_t rn = nr - r0 < tile ? nr - r0 : tile;
+        for (size_t t0 = 0; t0 < nt; t0 += NBK_MAXT) {
+            const char *at = (const char *)a + t0 * as;
+            size_t k = nt - t0 < NBK_MAXT ? nt - t0 : NBK_MAXT;
+            for (size_t r = r0; r < r0 + rn; r++) {
+                const char *wr = (const char *)w + r * ws;
+                float *o = out + t0 * os + r;
+                switch (k) {
+                case 1: nbl_row(type, nb, wr, at, as, 1, o, os); break;
+                case 2: nbl_row(type, nb, wr, at, as, 2, o, os); break;
+                case 3: nbl_row(type, nb, wr, at, as, 3, o, os); break;
+                default: nbl_row(type, nb, wr, at, as, NBK_MAXT, o, os); break;
+                }
+            }
+        }
+    }
+}
+
+#define NBL_KDOT(NAME, TYPE)                                                                          \
+    static void NAME##_rows(size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as,  \
+                            size_t nt, float *out, size_t os)                                         \
+    {                                                                                                 \
+        nbl_rows(TYPE, n, w, ws, nr, a, as, nt, out, os);                                             \
+    }                                                                                                 \
+    static float NAME(size_t n, const void *w, const void *a)                                         \
+    {                                                                                                 \
+        float r;                                                                                      \
+        nbl_row(TYPE, n / SIMD_QKK, w, a, 0, 1, &r, 0);                                               \
+        return r;                                                                                     \
+    }                                                                                                 \
+    static void NAME##_batch(size_t n, const void *w, const void *a, size_t as, size_t nt, float *out, \
+                             size_t os)                                                               \
+    {                                                                                                 \
+        nbl_rows(TYPE, n, w, 0, 1, a, as, nt, out, os);                                               \
+    }
+NBL_KDOT(nbl_dot_q2_k, SIMD_Q2_K)
+NBL_KDOT(nbl_dot_q3_k, SIMD_Q3_K)
+NBL_KDOT(nbl_dot_iq4_xs, SIMD_IQ4_XS)
+#undef NBL_KDOT
+
+static void nbl_set_dots(simd_kernel_set *s)
+{
+    s->dot[SIMD_Q2_K] = nbl_dot_q2_k;
+    s->dot_batch[SIMD_Q2_K] = nbl_dot_q2_k_batch;
+    s->dot_rows[SIMD_Q2_K] = nbl_dot_q2_k_rows;
+    s->dot[SIMD_Q3_K] = nbl_dot_q3_k;
+    s->dot_batch[SIMD_Q3_K] = nbl_dot_q3_k_batch;
+    s->dot_rows[SIMD_Q3_K] = nbl_dot_q3_k_rows;
+    s->dot[SIMD_IQ4_XS] = nbl_dot_iq4_xs;
+    s->dot_batch[SIMD_IQ4_XS] = nbl_dot_iq4_xs_batch;
+    s->dot_rows[SIMD_IQ4_XS] = nbl_dot_iq4_xs_rows;
+}
+
+#endif
