@@ -26,15 +26,19 @@ static const char usage[] =
     "Write IN's weights as TYPE into OUT (metadata kept; OUT is written to a\n"
     "temporary file and renamed, so a failed run leaves no partial OUT).\n"
     "\n"
-    "TYPE: f32 f16 bf16 q8_0 q6_k q5_k_m q5_k q5_1 q5_0 q4_k_m q4_k q4_1 q4_0 mxfp4\n"
+    "TYPE: f32 f16 bf16 q8_0 q6_k q5_k_m q5_k q5_1 q5_0 q4_k_m q4_k q4_1 q4_0\n"
+    "      iq4_xs iq4_nl q3_k_l q3_k_m q3_k_s q3_k q2_k mxfp4\n"
     "  q4_k_m / q5_k_m keep attn_v and ffn_down at q6_k in the first and last\n"
-    "  eighth of the layers and every third layer between (llama.cpp's mixes).\n"
-    "  The output matrix gets q6_k (q8_0 under q8_0). Rows that do not fit a\n"
-    "  type's block fall back (q4_k->q5_0, q5_k->q5_1, q6_k->q8_0, 32-blocks->f16),\n"
-    "  and each fallback is reported. Mixtures of experts: 3-D expert tensors are\n"
-    "  quantized like matrices (ffn_down_exps as ffn_down), routers (ffn_gate_inp)\n"
-    "  are kept, and MXFP4 tensors (gpt-oss's experts) are copied as stored\n"
-    "  unless --allow-requantize is given.\n"
+    "  eighth of the layers and every third layer between (llama.cpp's mixes);\n"
+    "  q3_k_m / q3_k_l / q2_k give attn_v, attn_output and ffn_down wider\n"
+    "  K types, iq4_xs / iq4_nl give ffn_down q5_k in the first eighth\n"
+    "  (docs/QUANTIZATION.md lists the rules). The output matrix gets q6_k\n"
+    "  (q8_0 under q8_0). Rows that do not fit a type's block fall back\n"
+    "  (q4_k->q5_0, q5_k->q5_1, q6_k->q8_0, q2_k/q3_k->q4_0, iq4_xs->iq4_nl,\n"
+    "  32-blocks->f16), and each fallback is reported. Mixtures of experts: 3-D\n"
+    "  expert tensors are quantized like matrices (ffn_down_exps as ffn_down),\n"
+    "  routers (ffn_gate_inp) are kept, and MXFP4 tensors (gpt-oss's experts)\n"
+    "  are copied as stored unless --allow-requantize is given.\n"
     "\n"
     "  --awq CALIB.txt       activation-aware scaling: run CALIB.txt through the\n"
     "                        model, search a scale per layer group, fold it into\n"
@@ -168,8 +172,10 @@ int app_model_open(const app_opts *o, const char *path, eng_model **m, eng_err *
     if (!o->quantize)
         return eng_model_open(path, m, e);
     const eng_qtarget *t = eng_qtarget_find(o->quantize);
-    if (!t || t->more_bits_type >= 0 || t->fake_bits)
-        return eng_errf(e, ENG_EINVAL, "--quantize %s: expected one of f16 bf16 q8_0 q6_k q5_k q5_1 q5_0 q4_k q4_1 q4_0 mxfp4",
+    if (!t || t->more_bits_type >= 0 || t->mix || t->fake_bits)
+        return eng_errf(e, ENG_EINVAL,
+                        "--quantize %s: expected one of f16 bf16 q8_0 q6_k q5_k q5_1 q5_0 q4_k q4_1 q4_0 iq4_xs iq4_nl "
+                        "q3_k q2_k mxfp4",
                         o->quantize);
     eng_model_opts mo = {.quantize_type = t->type};
     double t0 = now_s();

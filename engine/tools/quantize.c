@@ -15,9 +15,19 @@
  *    and last eighth of the layers and in every third layer between; a
  *    fused attn_qkv (phi3, gpt2) gets one step more than the base type
  *    (q5_k / q6_k), llama.cpp's rule for it;
+ *  - the low-bit mixes (llama.cpp's file types of the same names, whose
+ *    choices they follow for dense models): q2_k gives attn_v,
+ *    attn_output and ffn_down q3_k; q3_k_m gives attn_v q5_k in layers
+ *    0-1 and q4_k after, ffn_down q5_k in the first sixteenth of the
+ *    layers and q4_k after, attn_output and attn_qkv q4_k; q3_k_l gives
+ *    attn_v, attn_output and ffn_down q5_k and attn_qkv q4_k; iq4_xs and
+ *    iq4_nl give ffn_down q5_k in the first eighth of the layers; q3_k_s
+ *    is q3_k throughout. (llama.cpp also widens attn_v when 4 or more query
+ *    heads share a key head; these rules do not look at head counts.)
  *  - a matrix whose rows do not fit the block falls back: q4_k -> q5_0,
  *    q5_k -> q5_1, q6_k -> q8_0 (the 32-block type of at least the same
- *    quality), and any 32-block type -> f16. */
+ *    quality), q2_k / q3_k -> q4_0, iq4_xs -> iq4_nl, and any 32-block
+ *    type -> f16. */
 #include "quantize.h"
 
 #include <ctype.h>
@@ -33,17 +43,23 @@
  * Q5_0 8, Q5_1 9, Q4_K_S 14, Q4_K_M 15, Q5_K_S 16, Q5_K_M 17, Q6_K 18,
  * BF16 32, MXFP4_MOE 38. A plain K type is the "_S" file type. */
 static const eng_qtarget targets[] = {
-    {"f32", SIMD_F32, -1, 0, 0},     {"f16", SIMD_F16, -1, 1, 0},     {"bf16", SIMD_BF16, -1, 32, 0},
-    {"q8_0", SIMD_Q8_0, -1, 7, 0},   {"q6_k", SIMD_Q6_K, -1, 18, 0},  {"q5_k_m", SIMD_Q5_K, SIMD_Q6_K, 17, 0},
-    {"q5_k", SIMD_Q5_K, -1, 16, 0},  {"q5_1", SIMD_Q5_1, -1, 9, 0},   {"q5_0", SIMD_Q5_0, -1, 8, 0},
-    {"q4_k_m", SIMD_Q4_K, SIMD_Q6_K, 15, 0}, {"q4_k", SIMD_Q4_K, -1, 14, 0}, {"q4_1", SIMD_Q4_1, -1, 3, 0},
-    {"q4_0", SIMD_Q4_0, -1, 2, 0},
+    {"f32", SIMD_F32, -1, 0, 0, 0},     {"f16", SIMD_F16, -1, 1, 0, 0},     {"bf16", SIMD_BF16, -1, 32, 0, 0},
+    {"q8_0", SIMD_Q8_0, -1, 7, 0, 0},   {"q6_k", SIMD_Q6_K, -1, 18, 0, 0},  {"q5_k_m", SIMD_Q5_K, SIMD_Q6_K, 17, 0, 0},
+    {"q5_k", SIMD_Q5_K, -1, 16, 0, 0},  {"q5_1", SIMD_Q5_1, -1, 9, 0, 0},   {"q5_0", SIMD_Q5_0, -1, 8, 0, 0},
+    {"q4_k_m", SIMD_Q4_K, SIMD_Q6_K, 15, 0, 0}, {"q4_k", SIMD_Q4_K, -1, 14, 0, 0}, {"q4_1", SIMD_Q4_1, -1, 3, 0, 0},
+    {"q4_0", SIMD_Q4_0, -1, 2, 0, 0},
+    /* the low-bit K types and mixes (Q2_K 10, Q3_K_S 11, Q3_K_M 12,
+     * Q3_K_L 13) and the non-linear 4-bit types (IQ4_NL 25, IQ4_XS 30) */
+    {"q3_k_l", SIMD_Q3_K, -1, 13, 0, ENG_QMIX_Q3_K_L}, {"q3_k_m", SIMD_Q3_K, -1, 12, 0, ENG_QMIX_Q3_K_M},
+    {"q3_k_s", SIMD_Q3_K, -1, 11, 0, ENG_QMIX_NONE},  {"q3_k", SIMD_Q3_K, -1, 11, 0, ENG_QMIX_NONE},
+    {"q2_k", SIMD_Q2_K, -1, 10, 0, ENG_QMIX_Q2_K},
+    {"iq4_xs", SIMD_IQ4_XS, -1, 30, 0, ENG_QMIX_IQ4}, {"iq4_nl", SIMD_IQ4_NL, -1, 25, 0, ENG_QMIX_IQ4},
     /* llama.cpp's MXFP4_MOE file type (38); here every matrix but the
      * output, not only MoE experts (nibble runs dense models) */
-    {"mxfp4", SIMD_MXFP4, -1, 38, 0},
+    {"mxfp4", SIMD_MXFP4, -1, 38, 0, 0},
     /* the uniform baseline (stored as f32, see fake_bits) */
-    {"u8g32", SIMD_F32, -1, 0, 8},   {"u4g32", SIMD_F32, -1, 0, 4},   {"u2g32", SIMD_F32, -1, 0, 2},
-    {NULL, 0, -1, 0, 0},
+    {"u8g32", SIMD_F32, -1, 0, 8, 0},   {"u4g32", SIMD_F32, -1, 0, 4, 0},   {"u2g32", SIMD_F32, -1, 0, 2, 0},
+    {NULL, 0, -1, 0, 0, 0},
 };
 
 const eng_qtarget *eng_qtargets(void) { return targets; }
@@ -90,7 +106,33 @@ static int fallback_of(int type)
     case SIMD_Q4_K: return SIMD_Q5_0;
     case SIMD_Q5_K: return SIMD_Q5_1;
     case SIMD_Q6_K: return SIMD_Q8_0;
+    case SIMD_Q2_K:
+    case SIMD_Q3_K: return SIMD_Q4_0;
+    case SIMD_IQ4_XS: return SIMD_IQ4_NL;
     default: return SIMD_F16;
+    }
+}
+
+/* The low-bit mixes' type for a layer tensor, or -1 to keep the base. */
+static int mix_type(int mix, const char *name, int l, uint32_t n_layers)
+{
+    int v = ends_with(name, ".attn_v.weight"), o = ends_with(name, ".attn_output.weight");
+    int down = ends_with(name, ".ffn_down.weight"), qkv = ends_with(name, ".attn_qkv.weight");
+    switch (mix) {
+    case ENG_QMIX_Q2_K:
+        return v || o || down ? SIMD_Q3_K : -1;
+    case ENG_QMIX_Q3_K_M:
+        if (v)
+            return l < 2 ? SIMD_Q5_K : SIMD_Q4_K;
+        if (down)
+            return l < (int)n_layers / 16 ? SIMD_Q5_K : SIMD_Q4_K;
+        return o || qkv ? SIMD_Q4_K : -1;
+    case ENG_QMIX_Q3_K_L:
+        return v || o || down ? SIMD_Q5_K : qkv ? SIMD_Q4_K : -1;
+    case ENG_QMIX_IQ4:
+        return down && l < (int)n_layers / 8 ? SIMD_Q5_K : -1;
+    default:
+        return -1;
     }
 }
 
@@ -114,6 +156,11 @@ int eng_quant_plan(const eng_qtarget *t, const char *name, uint32_t n_dims, cons
         type = t->more_bits_type;
     if (t->more_bits_type >= 0 && l >= 0 && ends_with(name, ".attn_qkv.weight"))
         type = t->type == SIMD_Q4_K ? SIMD_Q5_K : SIMD_Q6_K;
+    if (l >= 0 && !is_output) {
+        int m = mix_type(t->mix, name, l, n_layers);
+        if (m >= 0)
+            type = m;
+    }
     *planned = type;
     while (ne[0] % simd_type_traits(type)->block) {
         type = fallback_of(type);

@@ -52,6 +52,8 @@ static double bound_of(int type)
     case SIMD_Q8_0: return 0.01;
     case SIMD_Q6_K: return 0.03;
     case SIMD_Q5_K: case SIMD_Q5_1: case SIMD_Q5_0: return 0.07;
+    case SIMD_Q3_K: return 0.2;
+    case SIMD_Q2_K: return 0.36;
     default: return 0.14; /* 4-bit types */
     }
 }
@@ -198,9 +200,62 @@ static void check_q4_k_m_plan(void)
     }
 }
 
+/* The low-bit mixes, 24 layers. */
+static void check_low_mix_plans(void)
+{
+    static const struct {
+        const char *target, *name;
+        uint64_t ne0;
+        int want;
+    } cases[] = {
+        {"q2_k", "blk.3.attn_q.weight", 1024, SIMD_Q2_K},
+        {"q2_k", "blk.3.attn_v.weight", 1024, SIMD_Q3_K},
+        {"q2_k", "blk.3.attn_output.weight", 1024, SIMD_Q3_K},
+        {"q2_k", "blk.3.ffn_down.weight", 4864, SIMD_Q3_K},
+        {"q2_k", "output.weight", 1024, SIMD_Q6_K},
+        {"q2_k", "blk.3.attn_q.weight", 896, SIMD_Q4_0}, /* rows of 896: q2_k -> q4_0 */
+        {"q3_k_s", "blk.0.attn_v.weight", 1024, SIMD_Q3_K},
+        {"q3_k_s", "blk.0.ffn_down.weight", 1024, SIMD_Q3_K},
+        {"q3_k_m", "blk.1.attn_v.weight", 1024, SIMD_Q5_K},
+        {"q3_k_m", "blk.2.attn_v.weight", 1024, SIMD_Q4_K},
+        {"q3_k_m", "blk.0.ffn_down.weight", 4864, SIMD_Q5_K},
+        {"q3_k_m", "blk.1.ffn_down.weight", 4864, SIMD_Q4_K},
+        {"q3_k_m", "blk.9.attn_output.weight", 1024, SIMD_Q4_K},
+        {"q3_k_m", "blk.9.ffn_gate.weight", 1024, SIMD_Q3_K},
+        {"q3_k_m", "blk.9.attn_q.weight", 896, SIMD_Q4_0},
+        {"q3_k_l", "blk.9.attn_v.weight", 1024, SIMD_Q5_K},
+        {"q3_k_l", "blk.9.ffn_down.weight", 1024, SIMD_Q5_K},
+        {"q3_k_l", "blk.9.attn_qkv.weight", 3072, SIMD_Q4_K},
+        {"q3_k_l", "blk.9.ffn_up.weight", 1024, SIMD_Q3_K},
+        {"iq4_xs", "blk.2.ffn_down.weight", 4864, SIMD_Q5_K},
+        {"iq4_xs", "blk.3.ffn_down.weight", 4864, SIMD_IQ4_XS},
+        {"iq4_xs", "blk.3.attn_q.weight", 896, SIMD_IQ4_NL}, /* iq4_xs -> iq4_nl */
+        {"iq4_xs", "output.weight", 1024, SIMD_Q6_K},
+        {"iq4_nl", "blk.3.attn_q.weight", 896, SIMD_IQ4_NL},
+        {"iq4_nl", "blk.0.ffn_down.weight", 4864, SIMD_Q5_K},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const eng_qtarget *t = eng_qtarget_find(cases[i].target);
+        CHECK(t != NULL);
+        if (!t)
+            continue;
+        uint64_t ne[2] = {cases[i].ne0, 64};
+        int planned, fb;
+        int got = eng_quant_plan(t, cases[i].name, 2, ne, SIMD_F32, 24, 1, &planned, &fb);
+        CHECKF(got == cases[i].want, "%s %s [%llu]: %s, want %s", cases[i].target, cases[i].name,
+               (unsigned long long)cases[i].ne0, simd_type_name(got), simd_type_name(cases[i].want));
+    }
+    const struct { const char *name; uint32_t ft; } fts[] = {
+        {"q2_k", 10}, {"q3_k_s", 11}, {"q3_k_m", 12}, {"q3_k_l", 13}, {"iq4_nl", 25}, {"iq4_xs", 30}};
+    for (size_t i = 0; i < sizeof fts / sizeof fts[0]; i++)
+        CHECKF(eng_qtarget_find(fts[i].name) && eng_qtarget_find(fts[i].name)->file_type == fts[i].ft, "%s file type",
+               fts[i].name);
+}
+
 int main(void)
 {
     check_q4_k_m_plan();
+    check_low_mix_plans();
     const char *assets = getenv("NIBBLE_ASSETS");
     char model[4096];
     snprintf(model, sizeof model, "%s/stories260K.gguf", assets ? assets : "assets");
@@ -277,7 +332,7 @@ int main(void)
 
     /* bad input */
     {
-        CHECK(eng_qtarget_find("q3_k") == NULL && eng_qtarget_find("") == NULL && eng_qtarget_find(NULL) == NULL);
+        CHECK(eng_qtarget_find("q3_k_xl") == NULL && eng_qtarget_find("") == NULL && eng_qtarget_find(NULL) == NULL);
         CHECK(eng_qtarget_find("Q4_K_M") != NULL);
         eng_quant_opts o = {.target = eng_qtarget_find("q4_0")};
         CHECK(eng_quantize_file(tmp("stories_q8_0.gguf"), tmp("re.gguf"), &o, NULL, &e) == ENG_EINVAL);

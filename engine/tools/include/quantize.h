@@ -22,7 +22,17 @@ typedef struct eng_qtarget {
     int fake_bits;       /* > 0: the per-group asymmetric uniform baseline at this many bits
                           * (groups of 32 along a row, f16 scale and minimum), which GGUF
                           * cannot hold: stored dequantized as f32 ("fake quantization") */
+    int mix;             /* enum eng_qmix: the per-tensor rules of the low-bit mixes */
 } eng_qtarget;
+
+/* The low-bit mixes' rules (quantize.c says which tensors get what). */
+enum eng_qmix {
+    ENG_QMIX_NONE = 0,
+    ENG_QMIX_Q2_K,   /* q2_k with q3_k for attn_v, attn_output, ffn_down */
+    ENG_QMIX_Q3_K_M, /* q3_k with q4_k/q5_k for attn_v, attn_output, ffn_down, attn_qkv */
+    ENG_QMIX_Q3_K_L, /* q3_k with q5_k for attn_v, attn_output, ffn_down; q4_k attn_qkv */
+    ENG_QMIX_IQ4,    /* iq4_xs / iq4_nl with q5_k for ffn_down in the first eighth of the layers */
+};
 
 /* Every target, NULL-name terminated, and a lookup (case-insensitive;
  * NULL if unknown). */

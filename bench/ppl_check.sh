@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# ppl_check.sh - nibble's perplexity against llama-perplexity's on the low-bit types, both ways:
+# files written by llama-quantize (Q2_K, Q3_K_M, IQ4_XS, IQ4_NL) and files written by
+# `nibble quantize` (q2_k, q3_k_m, iq4_xs), which llama.cpp must load and decode.
+#
+# usage: bench/ppl_check.sh [--ctest] [NIBBLE_BINARY]
+#
+# The model is `nibble synth --shape tiny256` (dims 256 and 512, so every row fits the 256-value
+# blocks) in f16; the text is the first 20000 bytes of ../shared/text/wiki.test.raw, windows of
+# 128 tokens, the first 100 of them. Each file's two perplexities must agree to 0.1%. (The two
+# programs round activations to int8 slightly differently; on these random models, whose
+# perplexity is in the tens of thousands, that moves a 16-window figure by up to 0.3% either
+# way and a 218-window one by 0.05%: much fewer windows would test the noise.)
+# llama.cpp's binaries come from $LLAMA_BIN (the directory holding llama-quantize and
+# llama-perplexity), else from PATH. Without them or the text it says so and exits 0, or 77
+# with --ctest (ctest's "skipped").
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+ctest=0
+nib="${NIBBLE_BIN:-}"
+for a in "$@"; do
+  case "$a" in
+    --ctest) ctest=1 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "ppl_check: unknown option $a (see --help)" >&2; exit 2 ;;
+    *) nib=$a ;;
+  esac
+done
+[ -n "$nib" ] || nib=$root/build/bin/nibble
+skip() {
+  echo "ppl_check: skipped: $*"
+  exit $([ $ctest = 1 ] && echo 77 || echo 0)
+}
+bin=${LLAMA_BIN:-}
+if [ -n "$bin" ]; then
+  quant=$bin/llama-quantize perp=$bin/llama-perplexity
+else
+  quant=$(command -v llama-quantize || true) perp=$(command -v llama-perplexity || true)
+fi
+[ -x "$quant" ] && [ -x "$perp" ] || skip "no llama-quantize / llama-perplexity (set LLAMA_BIN)"
+shared=${NIBBLE_SHARED:-$root/../shared}
+[ -f "$shared/text/wiki.test.raw" ] || skip "$shared/text/wiki.test.raw is absent"
+[ -x "$nib" ] || { echo "ppl_check: no nibble binary at $nib" >&2; exit 2; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+head -c 20000 "$shared/text/wiki.test.raw" >"$tmp/text.txt"
+"$nib" synth --shape tiny256 --type f16 "$tmp/f16.gguf" >/dev/null 2>&1
+
+fail=0
+chunks=100
+# compare FILE WHO: both perplexities of FILE, 0.1% apart at most
+compare() {
+  local f=$1 who=$2 a b
+  for try in 1 2 3; do # (llama-perplexity now and then ends without its result on this shared machine)
+    a=$("$perp" -m "$f" -f "$tmp/text.txt" -c 128 --chunks $chunks -t 2 2>&1 |
+      sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p' || true)
+    [ -n "$a" ] && break
+  done
+  b=$("$nib" ppl -m "$f" -f "$tmp/text.txt" -c 128 --chunks $chunks -t 2 2>/dev/null |
+    sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p')
+  if [ -z "$a" ] || [ -z "$b" ]; then
+    echo "FAIL $who $(basename "$f"): no perplexity (llama.cpp '${a}', nibble '${b}')"
+    fail=1
+    return
+  fi
+  awk -v a="$a" -v b="$b" -v w="$who" -v f="$(basename "$f")" 'BEGIN {
+    d = (b - a) / a; if (d < 0) d = -d
+    printf "%-4s %-16s llama-perplexity %12.4f  nibble %12.4f  diff %.4f%%  %s\n", w, f, a, b, 100 * d,
+      d <= 0.001 ? "ok" : "FAIL"
+    exit d <= 0.001 ? 0 : 1 }' || fail=1
+}
+for t in Q2_K Q3_K_M IQ4_XS IQ4_NL; do
+  "$quant" "$tmp/f16.gguf" "$tmp/llama.$t.gguf" $t >"$tmp/q.log" 2>&1 ||
+    { cat "$tmp/q.log"; echo "FAIL llama-quantize $t"; fail=1; continue; }
+  compare "$tmp/llama.$t.gguf" llama
+done
+for t in q2_k q3_k_m iq4_xs; do
+  "$nib" quantize -q "$tmp/f16.gguf" "$tmp/nibble.$t.gguf" $t >/dev/null 2>"$tmp/q.log" ||
+    { cat "$tmp/q.log"; echo "FAIL nibble quantize $t"; fail=1; continue; }
+  compare "$tmp/nibble.$t.gguf" nib
+done
+[ $fail = 0 ] && echo "ppl_check: every file within 0.1%" || echo "ppl_check: FAILED"
+exit $fail
