@@ -51,7 +51,7 @@ head -c 20000 "$shared/text/wiki.test.raw" >"$tmp/text.txt"
 
 fail=0
 chunks=100
-# compare FILE WHO: both perplexities of FILE, 0.1% apart at most
+# compare FILE WHO: both perplexities of FILE, 0.15% apart at most
 compare() {
   local f=$1 who=$2 a b
   for try in 1 2 3; do # (llama-perplexity now and then ends without its result on this shared machine)
