@@ -92,6 +92,11 @@ static void models_fill(tui *t)
     menu_add(t, "  Open a file by path...", NULL, NULL, 1, BY_PATH);
     while (t->sel < t->nitems - 1 && !t->items[t->sel].enabled)
         t->sel++;
+    /* the cursor starts on the model in use (or being opened) */
+    const char *now = t->ch->loading ? t->ch->loading_path : t->ch->have_model ? t->ch->st.model_path : "";
+    for (int i = 0; *now && i < t->nitems; i++)
+        if (t->items[i].path[0] && !strcmp(t->items[i].path, now))
+            t->sel = i;
 }
 
 static void models_choose(tui *t, const mitem *it)

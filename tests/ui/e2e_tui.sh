@@ -136,8 +136,14 @@ model)
     keys F2
     wait_for "story-b.gguf" 10 || fail "model menu lacks story-b"
     screen | grep -q "broken.gguf.*unreadable" || fail "broken file not marked"
-    keys Down Down Enter
+    keys Down Enter # the cursor starts on story-a, the model in use
     wait_for "loaded story-b.gguf" 20 || fail "story-b did not load"
+    # F2 again: the cursor starts on the model in use (drawn in reverse)
+    keys F2
+    wait_for "story-b.gguf" 10 || fail "no model menu the second time"
+    tm capture-pane -p -e -t s | grep "story-b.gguf" | grep -q $'\e\\[[0-9;]*7[;m]' ||
+        fail "the cursor is not on the model in use"
+    keys Escape
     type_line "Once upon a time"
     wait_for "$footer_re" 30 || fail "no reply on the new model"
     grep -q "^meta model_file .*story-b.gguf" "$(journal)" || fail "provenance lacks the new model"
@@ -148,7 +154,7 @@ corrupt)
     wait_for "loaded story-a.gguf" 20 || fail "first model"
     keys F2
     wait_for "broken.gguf" 10 || fail "no broken.gguf in the menu"
-    keys Enter
+    keys Up Enter # the cursor starts on story-a, the model in use; broken.gguf is above
     # back in the menu, with the reason on top
     wait_for "│ /.*broken\.gguf: " 20 || fail "no load error in the menu"
     screen | grep -q "Models  (Enter opens" || fail "not back in the model menu"
