@@ -140,7 +140,7 @@ model)
     wait_for "loaded story-b.gguf" 20 || fail "story-b did not load"
     # F2 again: the cursor starts on the model in use (drawn in reverse)
     keys F2
-    wait_for "story-b.gguf" 10 || fail "no model menu the second time"
+    wait_for "Models  \\(Enter opens" 10 || fail "no model menu the second time"
     tm capture-pane -p -e -t s | grep "story-b.gguf" | grep -q $'\e\\[[0-9;]*7[;m]' ||
         fail "the cursor is not on the model in use"
     keys Escape
