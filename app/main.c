@@ -21,6 +21,7 @@ static const char usage[] =
     "       nibble ppl [-m MODEL] -f TEXT            perplexity; --kl-base BASE for KL divergence\n"
     "       nibble quant-sweep [-m MODEL] -f TEXT    every type: size, ppl, KL, speed; table + plot\n"
     "       nibble prune IN.gguf OUT.gguf --heads R --neurons R --calib TEXT  remove heads/neurons\n"
+    "       nibble report RESULTS.json... -o report.html   the quantization/pruning dashboard\n"
     "       nibble export-ollama MODEL OUTDIR        the GGUF plus an Ollama Modelfile\n"
     "       nibble --version | --help\n"
     "\n"
@@ -37,7 +38,7 @@ static const struct {
     {"run", cmd_run},         {"info", cmd_info},         {"tokenize", cmd_tokenize},   {"synth", cmd_synth},
     {"score", cmd_score},     {"bench", cmd_bench},       {"quantize", cmd_quantize},   {"ppl", cmd_ppl},
     {"perplexity", cmd_ppl},  {"quant-sweep", cmd_sweep}, {"export-ollama", cmd_export}, {"chat", chat_sub},
-    {"prune", cmd_prune},
+    {"prune", cmd_prune},     {"report", cmd_report},
 };
 
 int main(int argc, char **argv)
