@@ -16,12 +16,16 @@
 #include "model.h"
 #include "port.h"
 #include "ppl.h"
+#include "prune.h"
 #include "quantize.h"
+#include "report.h"
 #include "files.h"
+#include "simd.h"
 
 static const char usage[] =
     "usage: nibble quant-sweep [-m MODEL] -f TEXT [--calib CALIB] [-c CTX] [--chunks N]\n"
-    "                          [--types LIST] [--out DIR] [-t N]\n"
+    "                          [--types LIST] [--out DIR] [-t N] [--json FILE] [--html FILE]\n"
+    "                          [--prune-heads LIST] [--prune-neurons LIST] [--prune-then TYPE]\n"
     "\n"
     "Quantize MODEL (F32/F16/BF16) to every type, RTN and (with --calib) AWQ,\n"
     "and measure each against MODEL on TEXT: file size, bits per weight,\n"
@@ -35,14 +39,38 @@ static const char usage[] =
     "  -c CTX            window (default 256); --chunks N windows (default 40)\n"
     "  --types LIST      comma-separated subset (default: all)\n"
     "  --out DIR         where files go (default: sweep-out)\n"
-    "  --calib-tokens N  AWQ calibration tokens (default 4096)\n";
+    "  --calib-tokens N  AWQ calibration tokens (default 4096)\n"
+    "  --json FILE       append this run's results to FILE as one JSON line (the\n"
+    "                    schema is in docs/PRUNING.md; nibble report reads it)\n"
+    "  --html FILE       also write the dashboard page (as nibble report does)\n"
+    "  --prune-heads LIST    pruning sweep: remove these shares of the KV groups\n"
+    "                        (e.g. 0.1,0.2,0.3,0.5; needs --calib), one model each\n"
+    "  --prune-neurons LIST  ... these shares of each layer's FFN neurons\n"
+    "  --prune-then TYPE     also quantize each pruned model to TYPE (AWQ when\n"
+    "                        --calib is given), next to the pruned-only rows\n"
+    "With --json, --html or a pruning sweep the unpruned input is measured too\n"
+    "(the base row: perplexity, decode speed) and every pruned row is compared\n"
+    "with it; with --types, the quantized-only rows are the comparison.\n";
 
 typedef struct row {
     char name[32];
     int awq;
     double bytes, bpw, ppl, ppl_err, kl, kl_err, top1, tps;
     int pareto;
+    /* for the results file: "base", "quant" or "prune", the weight type,
+     * the pruning shares, the parameters */
+    const char *kind, *type;
+    double heads, neurons, params;
 } row;
+
+/* What a row's method column says. */
+static const char *method_of(const row *r)
+{
+    if (r->kind && strcmp(r->kind, "quant") && !strchr(r->name, '+'))
+        return r->kind[0] == 'b' ? "base" : "pruned";
+    return r->awq ? "AWQ" : "RTN";
+}
+
 
 static double now_s(void)
 {
@@ -127,7 +155,7 @@ static void table(FILE *f, const row *r, int n, const char *model, const char *t
     fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|:---:|\n");
     for (int i = 0; i < n; i++)
         fprintf(f, "| %s | %s | %.0f | %.2f | %.4f ± %.3f | %.5f ± %.5f | %.2f%% | %.0f | %s |\n", r[i].name,
-                r[i].awq ? "AWQ" : "RTN", r[i].bytes, r[i].bpw, r[i].ppl, r[i].ppl_err, r[i].kl, r[i].kl_err,
+                method_of(&r[i]), r[i].bytes, r[i].bpw, r[i].ppl, r[i].ppl_err, r[i].kl, r[i].kl_err,
                 100 * r[i].top1, r[i].tps, r[i].pareto ? "*" : "");
 }
 
@@ -263,36 +291,19 @@ typedef struct sweep {
     eng_model *base;
     int chunks, calib_tokens;
     const char *outdir;
+    const char *json, *html; /* --json (appended), --html */
 } sweep;
 
-/* Quantize the base model to t (with AWQ when awq), measure the result
- * against it into *w. Returns 0, or 1 after a message. */
-static int measure(const sweep *sw, const eng_qtarget *t, int awq, row *w)
+static const char *base_type_name(const sweep *sw) { return simd_type_name(eng_model_get_info(sw->base)->main_type); }
+
+/* Measure the model at path against the base into *w (the numbers;
+ * the caller names the row). Returns 0, or 1 after a message. */
+static int measure_file(const sweep *sw, const char *path, row *w)
 {
     const app_opts *o = sw->o;
-    char path[1200];
-    snprintf(path, sizeof path, "%s/%s%s.gguf", sw->outdir, t->name, awq ? "-awq" : "");
-    fprintf(stderr, "== %s %s\n", t->name, awq ? "AWQ" : "RTN");
     eng_err e;
-    app_bar bar = {.label = "  quantize", .quiet = o->quiet};
-    eng_quant_opts qo = {.target = t, .user = &bar};
-    eng_awq *aw = NULL;
-    if (awq) {
-        app_bar ab = {.label = "  awq     ", .quiet = o->quiet};
-        eng_awq_opts ao = {.target = t, .calib_path = sw->calib, .max_tokens = (uint32_t)sw->calib_tokens,
-                           .threads = o->threads, .progress = app_awq_progress, .user = &ab};
-        if (eng_awq_compute(sw->model, &ao, &aw, &e)) {
-            fprintf(stderr, "nibble quant-sweep: %s\n", e.msg);
-            return 1;
-        }
-        qo.edits = eng_awq_edits(aw, &qo.n_edits);
-        qo.method = "awq";
-    }
-    eng_quant_report rep;
-    int r = eng_quantize_file(sw->model, path, &qo, &rep, &e);
-    eng_awq_free(aw);
     eng_model *m = NULL;
-    if (r || eng_model_open(path, &m, &e)) {
+    if (eng_model_open(path, &m, &e)) {
         fprintf(stderr, "nibble quant-sweep: %s\n", e.msg);
         return 1;
     }
@@ -305,26 +316,119 @@ static int measure(const sweep *sw, const eng_qtarget *t, int awq, row *w)
         eng_model_close(m);
         return 1;
     }
-    memset(w, 0, sizeof *w);
-    snprintf(w->name, sizeof w->name, "%s", t->name);
-    w->awq = awq;
     w->bytes = (double)eng_model_get_info(m)->file_size;
-    if (t->fake_bits) /* what the format would take: bits + an f16 scale and min per 32 */
-        w->bytes = w->bytes - (double)rep.out_bytes + (double)rep.n_weights * (t->fake_bits + 1) / 8.0;
+    w->params = (double)eng_model_get_info(m)->n_params;
     w->bpw = 8.0 * (w->bytes) / (double)eng_model_get_info(sw->base)->n_params;
     w->ppl = pr.ppl;
     w->ppl_err = pr.ppl_err;
     w->kl = pr.kl;
     w->kl_err = pr.kl_err;
     w->top1 = pr.top1;
+    w->tps = 0;
     for (int rep_i = 0; rep_i < 3; rep_i++) { /* best of 3: the machine may be busy */
         double v = decode_tps(m, o->threads);
         if (v > w->tps)
             w->tps = v;
     }
+    eng_model_close(m);
+    return 0;
+}
+
+/* Quantize src to t (with AWQ on the sweep's calibration when awq) into
+ * path; *rep gets the quantizer's report. Returns 0, or 1 after a message. */
+static int quantize_to(const sweep *sw, const char *src, const eng_qtarget *t, int awq, const char *path,
+                       eng_quant_report *rep)
+{
+    const app_opts *o = sw->o;
+    eng_err e;
+    app_bar bar = {.label = "  quantize", .quiet = o->quiet};
+    eng_quant_opts qo = {.target = t, .user = &bar};
+    eng_awq *aw = NULL;
+    if (awq) {
+        app_bar ab = {.label = "  awq     ", .quiet = o->quiet};
+        eng_awq_opts ao = {.target = t, .calib_path = sw->calib, .max_tokens = (uint32_t)sw->calib_tokens,
+                           .threads = o->threads, .progress = app_awq_progress, .user = &ab};
+        if (eng_awq_compute(src, &ao, &aw, &e)) {
+            fprintf(stderr, "nibble quant-sweep: %s\n", e.msg);
+            return 1;
+        }
+        qo.edits = eng_awq_edits(aw, &qo.n_edits);
+        qo.method = "awq";
+    }
+    int r = eng_quantize_file(src, path, &qo, rep, &e);
+    eng_awq_free(aw);
+    if (r) {
+        fprintf(stderr, "nibble quant-sweep: %s\n", e.msg);
+        return 1;
+    }
+    return 0;
+}
+
+/* Quantize the base model to t (with AWQ when awq), measure the result
+ * against it into *w. Returns 0, or 1 after a message. */
+static int measure(const sweep *sw, const eng_qtarget *t, int awq, row *w)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s%s.gguf", sw->outdir, t->name, awq ? "-awq" : "");
+    fprintf(stderr, "== %s %s\n", t->name, awq ? "AWQ" : "RTN");
+    eng_quant_report rep;
+    memset(w, 0, sizeof *w);
+    if (quantize_to(sw, sw->model, t, awq, path, &rep) || measure_file(sw, path, w))
+        return 1;
+    snprintf(w->name, sizeof w->name, "%s", t->name);
+    w->awq = awq;
+    w->kind = "quant";
+    w->type = t->name;
+    if (t->fake_bits) { /* what the format would take: bits + an f16 scale and min per 32 */
+        w->bytes = w->bytes - (double)rep.out_bytes + (double)rep.n_weights * (t->fake_bits + 1) / 8.0;
+        w->bpw = 8.0 * (w->bytes) / (double)eng_model_get_info(sw->base)->n_params;
+    }
     fprintf(stderr, "  %s%s: %.0f bytes, ppl %.4f, KL %.5f, top-1 %.2f%%, %.0f tok/s\n", w->name, awq ? "+awq" : "",
             w->bytes, w->ppl, w->kl, 100 * w->top1, w->tps);
-    eng_model_close(m);
+    return 0;
+}
+
+/* One pruning point: prune the base (heads or neurons share), measure;
+ * with then, also quantize the pruned model and measure that. Adds one
+ * or two rows at *n. */
+static int measure_pruned(const sweep *sw, double heads, double neurons, const eng_qtarget *then, row *rows, int *n,
+                          int cap)
+{
+    const app_opts *o = sw->o;
+    char path[1200], qpath[1200];
+    snprintf(path, sizeof path, "%s/prune-h%g-n%g.gguf", sw->outdir, heads, neurons);
+    fprintf(stderr, "== prune heads %g, neurons %g\n", heads, neurons);
+    app_bar bar = {.label = "  prune   ", .quiet = o->quiet};
+    eng_prune_opts po = {.heads = heads, .neurons = neurons, .calib_path = sw->calib, .threads = o->threads,
+                         .protect = ENG_PRUNE_PROTECT_PAGERANK, .progress = app_awq_progress, .user = &bar};
+    eng_err e;
+    if (eng_prune_file(sw->model, path, &po, NULL, &e)) {
+        fprintf(stderr, "nibble quant-sweep: %s\n", e.msg);
+        return 1;
+    }
+    for (int q = 0; q < (then ? 2 : 1) && *n < cap; q++) {
+        row *w = &rows[*n];
+        memset(w, 0, sizeof *w);
+        eng_quant_report rep;
+        if (q) {
+            snprintf(qpath, sizeof qpath, "%s/prune-h%g-n%g-%s%s.gguf", sw->outdir, heads, neurons, then->name,
+                     sw->calib ? "-awq" : "");
+            if (quantize_to(sw, path, then, sw->calib != NULL, qpath, &rep))
+                return 1;
+        }
+        if (measure_file(sw, q ? qpath : path, w))
+            return 1;
+        snprintf(w->name, sizeof w->name, "%s %.0f%%%s%s", heads > 0 ? "heads" : "neurons",
+                 100 * (heads > 0 ? heads : neurons), q ? " + " : "", q ? then->name : "");
+        w->kind = "prune";
+        w->type = q ? then->name : base_type_name(sw);
+        w->awq = q && sw->calib;
+        w->heads = heads;
+        w->neurons = neurons;
+        fprintf(stderr, "  %s: %.0f bytes, %.0f params, ppl %.4f, KL %.5f, %.0f tok/s\n", w->name, w->bytes, w->params,
+                w->ppl, w->kl, w->tps);
+        (*n)++;
+    }
     return 0;
 }
 
@@ -357,22 +461,88 @@ static void write_outputs(const sweep *sw, row *rows, int n)
         fprintf(f, "type\tmethod\tbytes\tbpw\tppl\tppl_err\tkl\tkl_err\ttop1\ttok_s\tpareto\n");
         for (int i = 0; i < n; i++)
             fprintf(f, "%s\t%s\t%.0f\t%.4f\t%.6f\t%.6f\t%.8f\t%.8f\t%.6f\t%.1f\t%d\n", rows[i].name,
-                    rows[i].awq ? "awq" : "rtn", rows[i].bytes, rows[i].bpw, rows[i].ppl, rows[i].ppl_err, rows[i].kl,
+                    method_of(&rows[i]), rows[i].bytes, rows[i].bpw, rows[i].ppl, rows[i].ppl_err, rows[i].kl,
                     rows[i].kl_err, rows[i].top1, rows[i].tps, rows[i].pareto);
         fclose(f);
     }
     fprintf(stderr, "wrote %s/sweep.md, %s/sweep.svg, %s/sweep.tsv\n", dir, dir, dir);
+    if (!sw->json && !sw->html)
+        return;
+    eng_result_run run = {.ctx = (int)ctx, .chunks = (int)chunks, .threads = sw->o->threads,
+                          .base_params = (double)eng_model_get_info(sw->base)->n_params};
+    snprintf(run.model, sizeof run.model, "%s", mb);
+    snprintf(run.text, sizeof run.text, "%s", tb);
+    snprintf(run.calib, sizeof run.calib, "%s", cb ? cb : "");
+    eng_result_row *rr = calloc((size_t)n + 1, sizeof *rr);
+    if (!rr)
+        return;
+    for (int i = 0; i < n; i++) {
+        const row *w = &rows[i];
+        eng_result_row *x = &rr[i];
+        snprintf(x->name, sizeof x->name, "%.47s", w->name);
+        snprintf(x->kind, sizeof x->kind, "%s", w->kind ? w->kind : "quant");
+        snprintf(x->type, sizeof x->type, "%.15s", w->type ? w->type : w->name);
+        snprintf(x->method, sizeof x->method, "%s", w->awq ? "awq" : strcmp(method_of(w), "RTN") ? "none" : "rtn");
+        x->heads = w->heads, x->neurons = w->neurons, x->bytes = w->bytes, x->params = w->params, x->bpw = w->bpw;
+        x->ppl = w->ppl, x->ppl_err = w->ppl_err, x->kl = w->kl, x->kl_err = w->kl_err, x->top1 = w->top1;
+        x->tok_s = w->tps;
+    }
+    if (sw->json && (f = fopen(sw->json, "a"))) {
+        eng_results_write_json(f, &run, rr, n);
+        fprintf(stderr, "%s %s\n", fclose(f) ? "could not write" : "appended this run to", sw->json);
+    } else if (sw->json) {
+        fprintf(stderr, "nibble quant-sweep: %s: cannot open it for appending\n", sw->json);
+    }
+    if (sw->html) {
+        eng_results res = {.runs = &run, .n_runs = 1, .rows = rr, .n_rows = n};
+        eng_afile af;
+        eng_err e;
+        char title[300];
+        snprintf(title, sizeof title, "%s: quantization and pruning", mb);
+        if (eng_afile_open(&af, sw->html, 0644, &e) || eng_results_html(af.f, &res, title) ||
+            eng_afile_commit(&af, &e)) {
+            eng_afile_abort(&af);
+            fprintf(stderr, "nibble quant-sweep: %s: cannot write the page\n", sw->html);
+        } else {
+            fprintf(stderr, "wrote %s\n", sw->html);
+        }
+    }
+    free(rr);
+}
+
+/* A comma-separated list of shares in (0, 1] into v (at most cap);
+ * returns the count, or -1 after a usage message. */
+static int shares(const char *flag, const char *list, double *v, int cap)
+{
+    int n = 0;
+    for (const char *p = list; p && *p;) {
+        char *end;
+        double x = strtod(p, &end);
+        if (end == p || !(x > 0 && x <= 1) || (*end && *end != ',') || n == cap) {
+            app_usage_error("quant-sweep", flag, list, "expected shares in (0, 1] separated by commas");
+            return -1;
+        }
+        v[n++] = x;
+        p = *end ? end + 1 : end;
+    }
+    return n;
 }
 
 int cmd_sweep(int argc, char **argv)
 {
     sweep sw = {.outdir = "sweep-out", .chunks = 40, .calib_tokens = 4096};
-    const char *types = NULL;
+    const char *types = NULL, *ph = NULL, *pn = NULL, *pthen = NULL;
+    double hs[16], ns[16];
     const app_flag own[] = {APP_FLAG("--calib", NULL, APP_STR, &sw.calib),
                             APP_FLAG("--types", NULL, APP_STR, &types),
                             APP_FLAG("--out", NULL, APP_STR, &sw.outdir),
                             APP_FLAG("--chunks", NULL, APP_INT, &sw.chunks, .min = 1, .max = INT_MAX),
                             APP_FLAG("--calib-tokens", NULL, APP_INT, &sw.calib_tokens, .min = 16, .max = INT_MAX),
+                            APP_FLAG("--json", NULL, APP_STR, &sw.json),
+                            APP_FLAG("--html", NULL, APP_STR, &sw.html),
+                            APP_FLAG("--prune-heads", NULL, APP_STR, &ph),
+                            APP_FLAG("--prune-neurons", NULL, APP_STR, &pn),
+                            APP_FLAG("--prune-then", NULL, APP_STR, &pthen),
                             APP_FLAG_END};
     const app_cmd cmd = {.name = "quant-sweep", .usage = usage, .flags = own, .required = "-f"};
     app_opts o;
@@ -389,6 +559,14 @@ int cmd_sweep(int argc, char **argv)
         }
         p = end ? end + 1 : p + strlen(p);
     }
+    int nh = shares("--prune-heads", ph, hs, 16), nn = shares("--prune-neurons", pn, ns, 16);
+    if (nh < 0 || nn < 0)
+        return 2;
+    const eng_qtarget *then = NULL;
+    if (pthen && !(then = eng_qtarget_find(pthen)))
+        return app_usage_error("quant-sweep", "--prune-then", pthen, "unknown type (see 'nibble quantize --help')");
+    if (nh && !sw.calib)
+        return app_usage_error("quant-sweep", "--prune-heads", ph, "needs --calib (head scores come from calibration)");
     if (o.n_ctx == 0)
         o.n_ctx = 256;
     char *text = NULL;
@@ -404,12 +582,25 @@ int cmd_sweep(int argc, char **argv)
         free(text);
         return 1;
     }
-    row rows[64];
+    row rows[96];
     int n = 0, status = 0;
-    for (const eng_qtarget *t = eng_qtargets(); t->name && !status; t++) {
+    if (sw.json || sw.html || nh || nn) { /* the unpruned input, the rows' reference */
+        fprintf(stderr, "== base\n");
+        memset(&rows[0], 0, sizeof rows[0]);
+        status = measure_file(&sw, sw.model, &rows[0]);
+        snprintf(rows[0].name, sizeof rows[0].name, "base");
+        rows[0].kind = "base";
+        rows[0].type = base_type_name(&sw);
+        n += !status;
+    }
+    for (int i = 0; i < nh && !status; i++)
+        status = measure_pruned(&sw, hs[i], 0, then, rows, &n, 96);
+    for (int i = 0; i < nn && !status; i++)
+        status = measure_pruned(&sw, 0, ns[i], then, rows, &n, 96);
+    for (const eng_qtarget *t = eng_qtargets(); t->name && !status && (!(nh || nn) || types); t++) {
         if (!in_list(types, t->name))
             continue;
-        for (int awq = 0; awq < 2 && n < 64 && !status; awq++) {
+        for (int awq = 0; awq < 2 && n < 96 && !status; awq++) {
             int quantized = t->type != 0 && t->type != 1 && t->type != 30; /* not f32/f16/bf16 */
             if (awq && (!sw.calib || !(quantized || t->fake_bits)))
                 continue;
