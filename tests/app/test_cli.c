@@ -490,6 +490,14 @@ static void check_prune(void)
            "info of the pruned model: %s%s", r.out, r.err);
     done(&r);
     remove(out);
+    /* nibble report: -o required; a bad results file is named with its line */
+    snprintf(out, sizeof out, "%s/bad.json", dir);
+    write_file(out, "{\"schema\": \"nibble-sweep/1\", \"rows\": [}\n", 42);
+    const char *a7[] = {"report", out, NULL};
+    expect_fail("report without -o", a7, 2, "-o is required");
+    const char *a8[] = {"report", out, "-o", "/tmp/nibble-never.html", NULL};
+    expect_fail("report of a bad file", a8, 1, "bad.json: line 1");
+    remove(out);
     rmdir(dir);
 }
 
