@@ -23,6 +23,7 @@ static const char usage[] =
     "       nibble prune IN.gguf OUT.gguf --heads R --neurons R --calib TEXT  remove heads/neurons\n"
     "       nibble report RESULTS.json... -o report.html   the quantization/pruning dashboard\n"
     "       nibble export-ollama MODEL OUTDIR        the GGUF plus an Ollama Modelfile\n"
+    "       nibble template -m MODEL --messages M.json  a chat template rendered over a conversation\n"
     "       nibble --version | --help\n"
     "\n"
     "Without -m the embedded default model (stories260K, a tiny story teller)\n"
@@ -39,6 +40,7 @@ static const struct {
     {"score", cmd_score},     {"bench", cmd_bench},       {"quantize", cmd_quantize},   {"ppl", cmd_ppl},
     {"perplexity", cmd_ppl},  {"quant-sweep", cmd_sweep}, {"export-ollama", cmd_export}, {"chat", chat_sub},
     {"prune", cmd_prune},     {"report", cmd_report},
+    {"template", cmd_template},
 };
 
 int main(int argc, char **argv)

@@ -501,12 +501,51 @@ static void check_prune(void)
     rmdir(dir);
 }
 
+/* nibble template: exactly the rendered text on stdout; a template error
+ * is one message and exit 1 */
+static void check_template(void)
+{
+    char dir[] = "/tmp/nibble-tmpl-XXXXXX";
+    CHECK(tu_mkdtemp(dir) != NULL);
+    char tp[256], mp[256], bad[256], badm[256];
+    snprintf(tp, sizeof tp, "%s/t.jinja", dir);
+    snprintf(mp, sizeof mp, "%s/m.json", dir);
+    snprintf(bad, sizeof bad, "%s/bad.jinja", dir);
+    snprintf(badm, sizeof badm, "%s/badm.json", dir);
+    const char *t = "{{ bos_token }}{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{{ eos_token }}\n{% endfor %}"
+                    "{% if add_generation_prompt %}<|assistant|>{% endif %}{% if think is defined %}{{ think }}{% endif %}\n";
+    write_file(tp, t, strlen(t));
+    const char *m = "[{\"role\": \"user\", \"content\": \"h\u00e9\"}]";
+    write_file(mp, m, strlen(m));
+    const char *b = "{% if messages[0].role != 'system' %}{{ raise_exception('need a system turn') }}{% endif %}";
+    write_file(bad, b, strlen(b));
+    write_file(badm, "[{\"role\": ", 10);
+    result r = run((const char *const[]){"template", "--file", tp, "--messages", mp, "--bos", "<s>", "--eos", "</s>", NULL});
+    CHECKF(r.status == 0 && r.out && !strcmp(r.out, "<s><|user|>h\xc3\xa9</s>\n<|assistant|>"), "template: %d '%s' %s",
+           r.status, r.out, r.err);
+    done(&r);
+    r = run((const char *const[]){"template", "--file", tp, "--messages", mp, "--no-generation-prompt", "--var",
+                                  "think=[1, \"x\"]", NULL});
+    CHECKF(r.status == 0 && r.out && !strcmp(r.out, "<|user|>h\xc3\xa9\n[1, 'x']"), "template --var: %d '%s' %s",
+           r.status, r.out, r.err);
+    done(&r);
+    expect_fail("template raise", (const char *const[]){"template", "--file", bad, "--messages", mp, NULL}, 1,
+                "line 1: raise_exception: need a system turn");
+    expect_fail("template bad messages", (const char *const[]){"template", "--file", tp, "--messages", badm, NULL}, 1,
+                "template variables");
+    expect_fail("template no model template", (const char *const[]){"template", "-m", model, "--messages", mp, NULL}, 1,
+                "no chat template");
+    expect_fail("template no messages", (const char *const[]){"template", "--file", tp, NULL}, 2, "--messages");
+    tu_rmtree(dir);
+}
+
 int main(void)
 {
     const char *assets = getenv("NIBBLE_ASSETS");
     snprintf(model, sizeof model, "%s/stories260K.gguf", assets ? assets : "assets");
     check_tools();
     check_prune();
+    check_template();
     check_errors();
     check_flag_errors();
     check_golden();
