@@ -184,6 +184,9 @@ static const char *const eog_texts[] = {
     "<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>", "<|EOT|>",
     "<\xef\xbd\234end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", /* DeepSeek, full-width bars */
     "<|end\xe2\x96\x81of\xe2\x96\x81sentence|>",
+    /* the rest of llama.cpp's end-of-generation texts (llama-vocab.cpp) */
+    "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
+    "<end_of_utterance>",
 };
 
 static int build_trie(eng_tok *t)
