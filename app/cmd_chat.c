@@ -1,6 +1,7 @@
 /* nibble chat: wires the config file, the flags, the engine thread and a
  * front end (the curses screen, or line mode for --plain and pipes), then
  * tears them down in reverse. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,8 @@ static const char usage[] =
     "  --resume [NAME]      continue the latest saved conversation (or NAME)\n"
     "  --system TEXT        system prompt\n"
     "  --template NAME      auto, none, chatml, llama3, llama2, zephyr, phi3, gemma\n"
+    "  --chat-template-file FILE  run this Jinja chat template instead of the model's\n"
+    "  --think on|off       enable_thinking for the model's chat template (/think)\n"
     "  --config PATH        config file (default $XDG_CONFIG_HOME/nibble/nibble.ini)\n"
     "  --no-config          ignore the config file\n"
     "  -n N                 longest reply in tokens (0: no limit)\n"
@@ -94,11 +97,13 @@ int cmd_chat(int argc, char **argv, int first)
     static wiring w;
     memset(&w, 0, sizeof w);
     int plain = 0, no_config = 0, delay = 0;
-    const char *resume = NULL, *config_path = NULL;
+    const char *resume = NULL, *config_path = NULL, *tmpl_file = NULL, *think_flag = NULL;
     const app_flag own[] = {APP_FLAG("--plain", NULL, APP_ON, &plain),
                             APP_FLAG("--no-config", NULL, APP_ON, &no_config),
                             APP_FLAG("--resume", NULL, APP_OPTSTR, &resume),
                             APP_FLAG("--template", NULL, APP_STR, &w.tmpl_flag),
+                            APP_FLAG("--chat-template-file", NULL, APP_STR, &tmpl_file),
+                            APP_FLAG("--think", NULL, APP_STR, &think_flag),
                             APP_FLAG("--system", NULL, APP_STR, &w.system_flag),
                             APP_FLAG("--config", NULL, APP_STR, &config_path),
                             APP_FLAG("--debug-token-delay", NULL, APP_INT, &delay, .min = 0, .max = 60000),
@@ -109,6 +114,45 @@ int cmd_chat(int argc, char **argv, int first)
         return app_parse_status(r);
 
     load_config(&w.cfg, config_path, no_config);
+    int thinking = w.cfg.v.thinking;
+    if (think_flag) {
+        if (!strcmp(think_flag, "on"))
+            thinking = 1;
+        else if (!strcmp(think_flag, "off"))
+            thinking = 0;
+        else
+            return app_usage_error("chat", "--think", think_flag, "expected on or off");
+    }
+    /* the template file is read now, so a bad path fails before the screen */
+    char *tmpl_src = NULL;
+    if (tmpl_file) {
+        FILE *f = fopen(tmpl_file, "rb");
+        size_t cap = 1 << 16, len = 0, got;
+        tmpl_src = f ? malloc(cap) : NULL;
+        while (tmpl_src && (got = fread(tmpl_src + len, 1, cap - len - 1, f)) > 0) {
+            len += got;
+            if (len + 1 == cap) {
+                char *nb = cap < (64u << 20) ? realloc(tmpl_src, cap * 2) : NULL;
+                if (!nb) {
+                    free(tmpl_src);
+                    tmpl_src = NULL;
+                    break;
+                }
+                tmpl_src = nb;
+                cap *= 2;
+            }
+        }
+        if (tmpl_src)
+            tmpl_src[len] = 0;
+        if (f)
+            fclose(f);
+        if (!tmpl_src || strlen(tmpl_src) != len) {
+            fprintf(stderr, "nibble: %s: %s\n", tmpl_file,
+                    !f ? strerror(errno) : tmpl_src ? "contains a NUL byte; not a template" : "too large or unreadable");
+            free(tmpl_src);
+            return 1;
+        }
+    }
 
     /* the model: -m, else the config's, else the embedded one */
     char model[1200];
@@ -178,6 +222,13 @@ int cmd_chat(int argc, char **argv, int first)
     }
     if (delay > 0)
         eng_engine_send_simple(en, ENG_CMD_SET_DELAY, NULL, delay);
+    if (tmpl_src) { /* before the first LOAD, which the chat sends */
+        eng_cmd tc = {.type = ENG_CMD_SET_CHAT_TEMPLATE, .text = tmpl_src};
+        if (eng_engine_send(en, &tc))
+            free(tmpl_src);
+    }
+    if (thinking >= 0)
+        eng_engine_send_simple(en, ENG_CMD_SET_THINKING, NULL, thinking);
     ui_chat ch;
     ui_chat_opts co = {
         .data_dir = data[0] ? data : NULL,

@@ -32,6 +32,7 @@ void cfg_defaults(cfg_config *c)
     c->v.repeat_last_n = 64;
     c->v.max_tokens = 512;
     snprintf(c->v.tmpl, sizeof c->v.tmpl, "auto");
+    c->v.thinking = -1;
 }
 
 int cfg_abs_path(const char *p)
@@ -206,6 +207,20 @@ static int set_value(parse *ps, cfg_values *v, const char *key, const char *val)
         v->set |= CFG_SYSTEM;
         return 1;
     }
+    if (!strcmp(key, "enable_thinking")) {
+        if (!strcasecmp(val, "true") || !strcasecmp(val, "on") || !strcasecmp(val, "yes") || !strcmp(val, "1"))
+            v->thinking = 1;
+        else if (!strcasecmp(val, "false") || !strcasecmp(val, "off") || !strcasecmp(val, "no") || !strcmp(val, "0"))
+            v->thinking = 0;
+        else if (!strcasecmp(val, "default"))
+            v->thinking = -1;
+        else {
+            warn(ps, "enable_thinking: '%s' is not on, off or default; default kept", val);
+            return -1;
+        }
+        v->set |= CFG_THINKING;
+        return 1;
+    }
     return 0;
 }
 
@@ -337,6 +352,7 @@ static void overlay(cfg_values *dst, const cfg_values *src)
     if (s & CFG_KERNEL) memcpy(dst->kernel, src->kernel, sizeof dst->kernel);
     if (s & CFG_TEMPLATE) memcpy(dst->tmpl, src->tmpl, sizeof dst->tmpl);
     if (s & CFG_SYSTEM) memcpy(dst->system, src->system, sizeof dst->system);
+    if (s & CFG_THINKING) dst->thinking = src->thinking;
     dst->set |= s;
 }
 

@@ -18,7 +18,7 @@ enum {
     CFG_TEMP = 1 << 0, CFG_TOP_K = 1 << 1, CFG_TOP_P = 1 << 2, CFG_MIN_P = 1 << 3,
     CFG_REPEAT_PENALTY = 1 << 4, CFG_REPEAT_LAST_N = 1 << 5, CFG_MAX_TOKENS = 1 << 6,
     CFG_THREADS = 1 << 7, CFG_CTX = 1 << 8, CFG_KERNEL = 1 << 9, CFG_TEMPLATE = 1 << 10,
-    CFG_SEED = 1 << 11, CFG_SYSTEM = 1 << 12
+    CFG_SEED = 1 << 11, CFG_SYSTEM = 1 << 12, CFG_THINKING = 1 << 13
 };
 
 typedef struct cfg_values {
@@ -29,6 +29,7 @@ typedef struct cfg_values {
     char kernel[24];
     char tmpl[16];
     char system[2048];
+    int thinking; /* enable_thinking for the chat template: 1 on, 0 off, -1 not passed (default) */
 } cfg_values;
 
 typedef struct cfg_model {

@@ -30,6 +30,7 @@ static const char help[] =
     "  /regen            answer the last message again\n"
     "  /stop             stop the reply (also Esc or Ctrl+C)\n"
     "  /system TEXT      set the system prompt (empty: none)\n"
+    "  /think on|off     enable_thinking for the model's chat template\n"
     "  /set KEY VALUE    temp, top_k, top_p, min_p, repeat_penalty, repeat_last_n,\n"
     "                    max_tokens, seed\n"
     "  /model PATH       open another model file\n"
@@ -1174,6 +1175,16 @@ enum ui_action ui_chat_input(ui_chat *ch, const char *text)
         eng_engine_send_simple(ch->en, ENG_CMD_SET_SYSTEM, arg, 0);
         ui_chat_notice(ch, *arg ? "system prompt set (from the next reply)" : "system prompt removed");
         ch->unsaved = 1;
+    } else if (!strcmp(cmd, "think")) {
+        /* enable_thinking reaches the model's own (Jinja) chat template */
+        int on = !strcmp(arg, "on") ? 1 : !strcmp(arg, "off") ? 0 : !strcmp(arg, "default") ? -1 : -2;
+        if (on == -2)
+            ui_chat_notice(ch, "usage: /think on|off|default (enable_thinking for the chat template)");
+        else {
+            eng_engine_send_simple(ch->en, ENG_CMD_SET_THINKING, NULL, on);
+            ui_chat_notice(ch, "thinking %s (from the next reply%s)", on < 0 ? "as the template decides" : arg,
+                           strcmp(ch->st.tmpl, "jinja") ? "; only a model's own chat template reads it" : "");
+        }
     } else if (!strcmp(cmd, "set")) {
         char key[32], val[64];
         if (sscanf(arg, "%31s %63s", key, val) != 2)

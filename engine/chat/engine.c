@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "jinja.h"
 #include "mem.h"
 #include "model.h"
 #include "queue.h"
@@ -52,6 +53,10 @@ typedef struct run {
     const eng_tok *tk;
     enum eng_tmpl tmpl;
     int tmpl_from_file;
+    eng_jinja *jinja;   /* the chat template run as Jinja; NULL: the family's layout (tmpl) */
+    char *tmpl_src;     /* SET_CHAT_TEMPLATE: used instead of the file's at the next LOAD */
+    char *bos_text, *eos_text; /* bos_token / eos_token for the template */
+    int thinking;       /* enable_thinking: 1, 0, -1 not passed */
     int32_t stop_ids[8];
     int n_stop;
     char *system;
@@ -174,8 +179,9 @@ static void fill_state(run *r)
     st->ctx_size = r->s ? eng_session_ctx_size(r->s) : 0;
     st->gen = r->gen;
     st->has_system = r->system && *r->system;
-    snprintf(st->tmpl, sizeof st->tmpl, "%s", eng_tmpl_name(r->tmpl));
+    snprintf(st->tmpl, sizeof st->tmpl, "%s", r->jinja ? "jinja" : eng_tmpl_name(r->tmpl));
     st->tmpl_from_file = r->tmpl_from_file;
+    st->thinking = r->thinking;
 }
 
 /* LOADED, STATE or REPLY with a copy of the state, which the message
@@ -282,9 +288,124 @@ static int encode_segs(run *r, eng_tmpl_out *o, int *bos)
     return rc;
 }
 
+/* Append s to the growable text *b. */
+static int put(char **b, size_t *n, size_t *cap, const char *s)
+{
+    size_t k = strlen(s);
+    if (*n + k + 1 > *cap) {
+        size_t c = (*n + k + 1) * 2;
+        char *p = realloc(*b, c);
+        if (!p)
+            return ENG_ENOMEM;
+        *b = p;
+        *cap = c;
+    }
+    memcpy(*b + *n, s, k + 1);
+    *n += k;
+    return 0;
+}
+
+/* The template's variables as transformers passes them: the system
+ * prompt and turns [0, k) as messages, add_generation_prompt, the BOS
+ * and EOS texts, tools and documents none, and enable_thinking when set. */
+static char *conv_json(run *r, size_t k, int gen)
+{
+    char *b = NULL;
+    size_t n = 0, cap = 0;
+    int rc = put(&b, &n, &cap, "{\"messages\": [");
+    int first = 1;
+    if (!rc && r->system && *r->system) {
+        rc = put(&b, &n, &cap, "{\"role\": \"system\", \"content\": ");
+        rc = rc ? rc : eng_jinja_json_str(&b, &n, &cap, r->system);
+        rc = rc ? rc : put(&b, &n, &cap, "}");
+        first = 0;
+    }
+    for (size_t i = 0; i < k && !rc; i++) {
+        turn *t = &r->turns[i];
+        rc = put(&b, &n, &cap, first ? "{\"role\": " : ", {\"role\": ");
+        first = 0;
+        rc = rc ? rc : put(&b, &n, &cap, t->role == ENG_ROLE_USER ? "\"user\"" : "\"assistant\"");
+        rc = rc ? rc : put(&b, &n, &cap, ", \"content\": ");
+        rc = rc ? rc : eng_jinja_json_str(&b, &n, &cap, t->text ? t->text : "");
+        rc = rc ? rc : put(&b, &n, &cap, "}");
+    }
+    rc = rc ? rc : put(&b, &n, &cap, "], \"tools\": null, \"documents\": null, \"add_generation_prompt\": ");
+    rc = rc ? rc : put(&b, &n, &cap, gen ? "true" : "false");
+    rc = rc ? rc : put(&b, &n, &cap, ", \"bos_token\": ");
+    rc = rc ? rc : eng_jinja_json_str(&b, &n, &cap, r->bos_text ? r->bos_text : "");
+    rc = rc ? rc : put(&b, &n, &cap, ", \"eos_token\": ");
+    rc = rc ? rc : eng_jinja_json_str(&b, &n, &cap, r->eos_text ? r->eos_text : "");
+    if (!rc && r->thinking >= 0)
+        rc = put(&b, &n, &cap, r->thinking ? ", \"enable_thinking\": true" : ", \"enable_thinking\": false");
+    rc = rc ? rc : put(&b, &n, &cap, "}");
+    if (rc) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+/* Render turns [0, upto) with the Jinja template: the whole conversation
+ * as text, tokenized with special tokens parsed. A reply still being
+ * written (the last turn, not closed) follows the generation prompt as
+ * its tokens. ENG_EFORMAT with e filled when the template fails. */
+static int render_jinja(run *r, size_t upto, eng_err *e)
+{
+    size_t k = upto;
+    turn *open = NULL;
+    if (k && r->turns[k - 1].role == ENG_ROLE_ASSISTANT && !r->turns[k - 1].closed)
+        open = &r->turns[--k];
+    int bos = 1, rc = 0;
+    r->nbuf = 0;
+    if (buf_reserve(r, 256))
+        return ENG_ENOMEM;
+    if (k) { /* with no turn yet, only BOS: templates may refuse an empty conversation */
+        char *json = conv_json(r, k, r->turns[k - 1].role == ENG_ROLE_USER), *text = NULL;
+        if (!json)
+            return ENG_ENOMEM;
+        size_t len;
+        rc = eng_jinja_render(r->jinja, json, NULL, &text, &len, e);
+        free(json);
+        if (rc)
+            return rc;
+        /* the template wrote BOS itself: the tokenizer must not add another */
+        if (r->bos_text && *r->bos_text && !strncmp(text, r->bos_text, strlen(r->bos_text)))
+            bos = 0;
+        rc = encode_into(r, text, 1, &bos);
+        free(text);
+    } else
+        rc = encode_into(r, "", 0, &bos);
+    if (!rc && open) {
+        if (open->toks && open->ntok) {
+            if (buf_reserve(r, open->ntok))
+                return ENG_ENOMEM;
+            memcpy(r->buf + r->nbuf, open->toks, open->ntok * sizeof *open->toks);
+            r->nbuf += open->ntok;
+        } else if (open->len)
+            rc = encode_into(r, open->text, 0, &bos);
+    }
+    return rc;
+}
+
+static void emit_notice(run *r, enum eng_notice code, const char *fmt, ...);
+static void emit_state(run *r, enum eng_ev_type type);
+
 /* Render turns [0, upto) into r->buf. */
 static int render(run *r, size_t upto)
 {
+    if (r->jinja) {
+        eng_err e = {{0}};
+        int rc = render_jinja(r, upto, &e);
+        if (rc != ENG_EFORMAT && rc != ENG_EINVAL)
+            return rc;
+        /* a template that fails (raise_exception, a bound exceeded) is not
+         * used again: the detected family's layout takes over */
+        emit_notice(r, ENG_NOTICE_TMPL_ERROR, "the chat template failed (%s); using the %s layout instead", e.msg,
+                    eng_tmpl_name(r->tmpl));
+        eng_jinja_free(r->jinja);
+        r->jinja = NULL;
+        emit_state(r, ENG_EV_STATE);
+    }
     eng_tmpl_out o = {0};
     int bos = 1, rc;
     r->nbuf = 0;
@@ -398,6 +519,16 @@ static int apply_now(run *r, eng_cmd *c, int mid_reply)
         free(r->system);
         r->system = c->text;
         c->text = NULL;
+        break;
+    case ENG_CMD_SET_CHAT_TEMPLATE:
+        free(r->tmpl_src);
+        r->tmpl_src = c->text && *c->text ? c->text : NULL;
+        if (r->tmpl_src)
+            c->text = NULL;
+        return 1;
+    case ENG_CMD_SET_THINKING:
+        r->thinking = c->n < 0 ? -1 : c->n > 0;
+        snprintf(what, sizeof what, "thinking %s", r->thinking < 0 ? "default" : r->thinking ? "on" : "off");
         break;
     default:
         return 0;
@@ -621,6 +752,7 @@ static void reply(run *r)
         emit_notice(r, ENG_NOTICE_CONTEXT_SHIFT,
                     "context full: the oldest %d turn%s left the model's memory (the system prompt stays)", dropped,
                     dropped == 1 ? "" : "s");
+    r->last_prefill = 0;
     int rc = sync_kv(r, 1, &e);
     if (rc) {
         if (rc != ENG_ESTOPPED)
@@ -628,6 +760,9 @@ static void reply(run *r)
         send_stats(r, ENG_EV_DONE, rc == ENG_ESTOPPED ? ENG_DONE_STOPPED : ENG_DONE_ERROR, t_submit, 0, 0, 0);
         return;
     }
+    /* the reply's provenance: the tokens evaluated for it (what follows the
+     * prefix the cache held), not those fed after it below */
+    uint32_t n_prompt = r->last_prefill;
     if (turn_add(r, ENG_ROLE_ASSISTANT, "")) {
         send_stats(r, ENG_EV_DONE, ENG_DONE_ERROR, t_submit, 0, 0, 0);
         return;
@@ -705,6 +840,7 @@ static void reply(run *r)
         eng_err e2;
         sync_kv(r, 0, &e2);
     }
+    r->last_prefill = n_prompt;
     send_stats(r, ENG_EV_DONE, reason, t_submit, t_first, t_gen0, n_gen);
 }
 
@@ -813,6 +949,32 @@ static void do_load(run *r, eng_cmd *c)
         emit_notice(r, ENG_NOTICE_TMPL_UNKNOWN, "unknown template '%s'; using the model's own", c->name);
     r->tmpl = forced >= 0 ? (enum eng_tmpl)forced : detected;
     r->tmpl_from_file = forced < 0 && detected != ENG_TMPL_NONE;
+    /* without a family named, the template itself runs: the one given
+     * (--chat-template-file), else the file's */
+    eng_jinja_free(r->jinja);
+    r->jinja = NULL;
+    free(r->bos_text);
+    free(r->eos_text);
+    r->bos_text = r->eos_text = NULL;
+    if (forced < 0 && (r->tmpl_src || have_t)) {
+        const char *src = r->tmpl_src ? r->tmpl_src : jt.ptr;
+        size_t srclen = r->tmpl_src ? strlen(r->tmpl_src) : (size_t)jt.len;
+        eng_err je = {{0}};
+        if (eng_jinja_parse(src, srclen, &r->jinja, &je) == 0) {
+            r->tmpl_from_file = r->tmpl_src ? 2 : 1;
+            if (r->tmpl_src && r->tmpl == ENG_TMPL_NONE)
+                r->tmpl = eng_tmpl_detect(src, srclen);
+            int32_t ids[2] = {eng_tok_bos(r->tk), eng_tok_eos(r->tk)};
+            char **dst[2] = {&r->bos_text, &r->eos_text};
+            for (int i = 0; i < 2; i++)
+                if (ids[i] >= 0) {
+                    eng_str t = eng_tok_text(r->tk, ids[i]);
+                    *dst[i] = eng_strndup(t.ptr, t.len);
+                }
+        } else
+            emit_notice(r, ENG_NOTICE_TMPL_ERROR, "the %s chat template cannot be used (%s); using the %s layout",
+                        r->tmpl_src ? "given" : "model's", je.msg, eng_tmpl_name(r->tmpl));
+    }
     r->n_stop = 0;
     for (const char *const *p = eng_tmpl_stops(r->tmpl); *p && r->n_stop < 8; p++) {
         int32_t id = eng_tok_find(r->tk, *p);
@@ -820,13 +982,13 @@ static void do_load(run *r, eng_cmd *c)
             r->stop_ids[r->n_stop++] = id;
     }
     emit_state(r, ENG_EV_LOADED);
-    if (r->tmpl == ENG_TMPL_NONE && have_t && !strcmp(in->arch, "gpt-oss"))
+    if (r->tmpl == ENG_TMPL_NONE && !r->jinja && have_t && !strcmp(in->arch, "gpt-oss"))
         /* the model runs; its chat format (channels, the analysis one
          * being its thinking) is the templates' work, not done yet */
         emit_notice(r, ENG_NOTICE_TMPL_UNRECOGNISED,
                     "gpt-oss's chat format (harmony) is not supported yet, so plain continuation: "
                     "it continues the text you type");
-    else if (r->tmpl == ENG_TMPL_NONE)
+    else if (r->tmpl == ENG_TMPL_NONE && !r->jinja)
         emit_notice(r, have_t ? ENG_NOTICE_TMPL_UNRECOGNISED : ENG_NOTICE_TMPL_NONE,
                     "%s: it continues the text you type",
                     have_t ? "unrecognised chat template, so plain continuation (set template= in the config)"
@@ -907,6 +1069,7 @@ static void *engine_main(void *arg)
     r.en = arg;
     r.gen = eng_gen_defaults();
     r.tmpl = ENG_TMPL_NONE;
+    r.thinking = -1;
     while (!r.quit) {
         eng_cmd c;
         if (r.npending) {
@@ -923,6 +1086,10 @@ static void *engine_main(void *arg)
     free(r.turns);
     free(r.buf);
     free(r.system);
+    eng_jinja_free(r.jinja);
+    free(r.tmpl_src);
+    free(r.bos_text);
+    free(r.eos_text);
     eng_session_free(r.s);
     eng_model_close(r.m);
     eng_queue_close(r.en->evq);

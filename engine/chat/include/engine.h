@@ -28,7 +28,11 @@ enum eng_cmd_type {
     ENG_CMD_SET_SYSTEM,  /* text: system prompt (NULL or "": none); from the next turn */
     ENG_CMD_ADD_TURN,    /* n: role (ENG_ROLE_*), text: a past turn (resume); no reply */
     ENG_CMD_SET_DELAY,   /* n: pause after each reply token, ms (tests and demos) */
-    ENG_CMD_QUIT
+    ENG_CMD_QUIT,
+    ENG_CMD_SET_CHAT_TEMPLATE, /* text: Jinja chat template used instead of the file's (NULL or "": the
+                                  file's own); takes effect at the next LOAD */
+    ENG_CMD_SET_THINKING       /* n: enable_thinking for the template: 1 on, 0 off, -1 not passed;
+                                  from the next turn */
 };
 
 enum eng_role { ENG_ROLE_USER = 1, ENG_ROLE_ASSISTANT = 2 };
@@ -73,7 +77,9 @@ enum eng_notice {
     ENG_NOTICE_CONTEXT_SHIFT = 1, /* the oldest turns left the model's memory (system prompt stays) */
     ENG_NOTICE_TMPL_UNKNOWN,      /* LOAD named a template that does not exist; the model's own is used */
     ENG_NOTICE_TMPL_NONE,         /* the model has no chat template: plain continuation */
-    ENG_NOTICE_TMPL_UNRECOGNISED  /* its chat template is none nibble knows: plain continuation */
+    ENG_NOTICE_TMPL_UNRECOGNISED, /* its chat template is none nibble knows: plain continuation */
+    ENG_NOTICE_TMPL_ERROR         /* the Jinja chat template failed (the text names the line); the
+                                     detected family's layout is used from then on */
 };
 
 /* Error codes of the engine beyond err.h's (ENG_EV_ERROR's err). */
@@ -106,8 +112,9 @@ typedef struct eng_state {
     char weight_type[16];
     char fingerprint[24]; /* 64-bit hash of size + first/middle/last MiB, hex */
     uint64_t file_size, n_params;
-    char tmpl[16];        /* template in use */
-    int tmpl_from_file;   /* 1: detected from tokenizer.chat_template */
+    char tmpl[16];        /* template in use: "jinja" (the file's own, or a --chat-template-file), or a family */
+    int tmpl_from_file;   /* 1: tokenizer.chat_template (run, or its family detected); 2: a template given */
+    int thinking;         /* enable_thinking passed to the template: 1, 0, or -1 (not passed) */
     char kernel[24];
     int threads;
     uint32_t ctx_size;
