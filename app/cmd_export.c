@@ -12,6 +12,7 @@
 #include "model.h"
 #include "port.h"
 #include "sampler.h"
+#include "jinja.h"
 #include "template.h"
 #include "files.h"
 
@@ -21,8 +22,74 @@ static const char usage[] =
     "Write OUTDIR/NAME.gguf (a copy of MODEL) and OUTDIR/Modelfile: FROM, the\n"
     "chat template in Ollama's syntax (family detected from the GGUF's\n"
     "tokenizer.chat_template; --template overrides: none chatml llama3 llama2\n"
-    "zephyr phi3 gemma), PARAMETER stop lines and sampler defaults. Then:\n"
+    "zephyr phi3 gemma), PARAMETER stop lines and sampler defaults. The model's\n"
+    "own template is rendered over a probe conversation and compared with the\n"
+    "family's layout; where the translation is not exact a note says so. Then:\n"
     "  cd OUTDIR && ollama create NAME -f Modelfile\n";
+
+/* Does the model's own Jinja template render a probe conversation (a
+ * system prompt, user, assistant, user, then the generation prompt)
+ * exactly as the family's layout, which is what the Modelfile gets? If
+ * not, note says how it differs, so the export says where the
+ * translation is not faithful. */
+static void check_mapping(const char *src, size_t len, enum eng_tmpl fam, char *note, size_t n)
+{
+    if (fam == ENG_TMPL_NONE) {
+        snprintf(note, n, "the model's chat template maps onto no family nibble can translate; TEMPLATE is the "
+                          "plain prompt (give --template FAMILY to choose one)");
+        return;
+    }
+    static const char vars[] =
+        "{\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": "
+        "\"Hi\"}, {\"role\": \"assistant\", \"content\": \"Hello\"}, {\"role\": \"user\", \"content\": \"Bye\"}], "
+        "\"add_generation_prompt\": true, \"bos_token\": \"\", \"eos_token\": \"</s>\", \"tools\": null, "
+        "\"documents\": null}";
+    eng_jinja *t = NULL;
+    eng_err e = {{0}};
+    char *got = NULL, *want = NULL;
+    size_t glen;
+    eng_tmpl_out o = {0};
+    if (eng_jinja_parse(src, len, &t, &e) || eng_jinja_render(t, vars, NULL, &got, &glen, &e)) {
+        snprintf(note, n, "the model's chat template does not render (%s); TEMPLATE is the %s layout", e.msg,
+                 eng_tmpl_name(fam));
+        goto done;
+    }
+    if (eng_tmpl_begin(fam, "Be brief.", &o) || eng_tmpl_user(fam, "Hi", 1, "Be brief.", &o))
+        goto done;
+    {
+        char *head = eng_tmpl_join(&o);
+        eng_tmpl_out_clear(&o);
+        if (!head || eng_tmpl_close(fam, &o) || eng_tmpl_user(fam, "Bye", 0, "Be brief.", &o)) {
+            free(head);
+            goto done;
+        }
+        char *tail = eng_tmpl_join(&o);
+        if (tail) {
+            size_t k = strlen(head) + 5 + strlen(tail) + 1;
+            want = malloc(k);
+            if (want)
+                snprintf(want, k, "%sHello%s", head, tail);
+        }
+        free(head);
+        free(tail);
+    }
+    if (!want)
+        goto done;
+    if (strcmp(got, want)) {
+        size_t i = 0;
+        while (got[i] && got[i] == want[i])
+            i++;
+        snprintf(note, n,
+                 "the model's chat template does not render exactly as the %s layout written here (they differ "
+                 "from byte %zu: \"%.30s\" vs \"%.30s\"); check TEMPLATE",
+                 eng_tmpl_name(fam), i, got + i, want + i);
+    }
+done:
+    eng_tmpl_out_clear(&o);
+    eng_jinja_free(t);
+    free(got);
+    free(want);
+}
 
 /* Ollama templates, one per family (text/template syntax: .System,
  * .Messages with .Role/.Content, .Prompt for plain completion). */
@@ -117,6 +184,7 @@ int cmd_export(int argc, char **argv)
     }
     enum eng_tmpl fam = ENG_TMPL_NONE;
     eng_str jt;
+    char note[700] = "";
     if (force) {
         int f = eng_tmpl_find(force);
         if (f < 0) {
@@ -125,8 +193,10 @@ int cmd_export(int argc, char **argv)
             return 2;
         }
         fam = (enum eng_tmpl)f;
-    } else if (eng_gguf_get_str(eng_model_gguf(m), "tokenizer.chat_template", &jt, NULL) == 0)
+    } else if (eng_gguf_get_str(eng_model_gguf(m), "tokenizer.chat_template", &jt, NULL) == 0) {
         fam = eng_tmpl_detect(jt.ptr, (size_t)jt.len);
+        check_mapping(jt.ptr, (size_t)jt.len, fam, note, sizeof note);
+    }
     const eng_model_info *in = eng_model_get_info(m);
     uint32_t ctx = in->ctx_train < 4096 ? in->ctx_train : 4096;
     eng_model_close(m);
@@ -155,6 +225,8 @@ int cmd_export(int argc, char **argv)
     }
     eng_sampler_params sp = eng_sampler_defaults();
     fprintf(f, "# Written by nibble export-ollama from %s (template family: %s).\n", base, eng_tmpl_name(fam));
+    if (note[0])
+        fprintf(f, "# Note: %s.\n", note);
     fprintf(f, "FROM ./%s\n\n", file);
     fprintf(f, "TEMPLATE \"\"\"%s\"\"\"\n\n", ollama_template(fam));
     for (const char *const *s = eng_tmpl_stops(fam); *s; s++) {
@@ -171,6 +243,8 @@ int cmd_export(int argc, char **argv)
         remove(tmp);
         return 1;
     }
+    if (note[0])
+        fprintf(stderr, "nibble export-ollama: %s\n", note);
     printf("wrote %s and %s (template %s)\nnext: cd %s && ollama create %.*s -f Modelfile\n", dst, mf,
            eng_tmpl_name(fam), pos[1], (int)(strlen(file) - (strlen(file) > 5 ? 5 : 0)), file);
     return 0;
