@@ -34,6 +34,7 @@ endfunction()
 nb_replay(gguf LIBS nibble_engine)
 nb_replay(tokenizer LIBS nibble_engine)
 nb_replay(template LIBS nibble_engine)
+nb_replay(jinja LIBS nibble_engine)
 nb_replay(config LIBS nibble_config nibble_base)
 # config/'s own INI reader too, where inih is what nibble_config uses
 if(TARGET nibble_config_ownini)
