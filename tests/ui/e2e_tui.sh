@@ -144,6 +144,9 @@ model)
     tm capture-pane -p -e -t s | grep "story-b.gguf" | grep -q $'\e\\[[0-9;]*7[;m]' ||
         fail "the cursor is not on the model in use"
     keys Escape
+    # tmux would send Esc and the typed text in one write, which reads as
+    # the escape sequence Esc O n; a person's Esc arrives on its own
+    sleep 0.3
     type_line "Once upon a time"
     wait_for "$footer_re" 30 || fail "no reply on the new model"
     grep -q "^meta model_file .*story-b.gguf" "$(journal)" || fail "provenance lacks the new model"
