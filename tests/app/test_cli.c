@@ -539,6 +539,81 @@ static void check_template(void)
     tu_rmtree(dir);
 }
 
+/* The embedded model with a chat template added (tokenizer.chat_template):
+ * what a downloaded GGUF carries. 0 on success. */
+static int with_template(const char *out, const char *tmpl)
+{
+    eng_gguf *g = NULL;
+    eng_err e = {{0}};
+    if (eng_gguf_open(model, &g, &e))
+        return -1;
+    eng_gguf_writer *w = eng_gguf_writer_new();
+    int rc = w ? 0 : -1;
+    for (uint64_t i = 0; !rc && i < eng_gguf_n_kv(g); i++)
+        if (strcmp(eng_gguf_kv_key(g, i), "tokenizer.chat_template"))
+            rc = eng_gguf_writer_copy_kv(w, g, i);
+    if (!rc)
+        rc = eng_gguf_writer_str(w, "tokenizer.chat_template", tmpl);
+    for (uint64_t i = 0; !rc && i < eng_gguf_n_tensors(g); i++) {
+        const eng_gguf_tensor *t = eng_gguf_tensor_at(g, i);
+        rc = eng_gguf_writer_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data);
+    }
+    if (!rc)
+        rc = eng_gguf_writer_save(w, out, &e);
+    eng_gguf_writer_free(w);
+    eng_gguf_close(g);
+    return rc;
+}
+
+/* export-ollama with the model's own Jinja: a ChatML template that renders
+ * exactly as the ChatML layout exports without a note; one with ChatML's
+ * markers but another layout, and one that does not parse, each get a
+ * note on stderr and in the Modelfile. */
+static void check_export_template(void)
+{
+    static const struct {
+        const char *what, *tmpl, *note; /* note: NULL = none expected */
+    } cases[] = {
+        {"exact chatml",
+         "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + "
+         "'<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}",
+         NULL},
+        {"chatml markers, other layout",
+         "{% for m in messages %}<|im_start|>{{ m.role }}: {{ m.content }}<|im_end|>{% endfor %}"
+         "{% if add_generation_prompt %}<|im_start|>assistant: {% endif %}",
+         "does not render exactly as the chatml layout"},
+        {"broken", "<|im_start|>{% for m in messages %}{{ m.content }", "does not render"},
+    };
+    char dir[] = "/tmp/nibble-cli-export-XXXXXX";
+    if (!tu_mkdtemp(dir)) {
+        CHECK(0);
+        return;
+    }
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char in[4200], out[4200], mf[4300];
+        snprintf(in, sizeof in, "%s/m%zu.gguf", dir, i);
+        snprintf(out, sizeof out, "%s/out%zu", dir, i);
+        snprintf(mf, sizeof mf, "%s/Modelfile", out);
+        CHECKF(with_template(in, cases[i].tmpl) == 0, "export %s: could not write the model", cases[i].what);
+        result r = run((const char *const[]){"export-ollama", in, out, NULL});
+        size_t n = 0;
+        char *m = tu_read(mf, &n);
+        CHECKF(r.status == 0 && m, "export %s: exit %d: %s", cases[i].what, r.status, r.err);
+        CHECKF(m && strstr(m, "<|im_start|>assistant"), "export %s: no ChatML TEMPLATE:\n%s", cases[i].what, m);
+        if (cases[i].note) {
+            CHECKF(r.err && strstr(r.err, cases[i].note), "export %s: stderr lacks '%s': %s", cases[i].what,
+                   cases[i].note, r.err);
+            CHECKF(m && strstr(m, cases[i].note), "export %s: Modelfile lacks '%s'", cases[i].what, cases[i].note);
+        } else {
+            CHECKF(!(r.err && strstr(r.err, "does not render")) && !(m && strstr(m, "does not render")),
+                   "export %s: a note where the template maps exactly: %s", cases[i].what, r.err);
+        }
+        free(m);
+        done(&r);
+    }
+    tu_rmtree(dir);
+}
+
 int main(void)
 {
     const char *assets = getenv("NIBBLE_ASSETS");
@@ -546,6 +621,7 @@ int main(void)
     check_tools();
     check_prune();
     check_template();
+    check_export_template();
     check_errors();
     check_flag_errors();
     check_golden();
