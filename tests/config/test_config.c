@@ -53,6 +53,19 @@ int main(void)
     cfg_for_model(&c, "/any/where/other.gguf", &v);
     CHECK(v.temp == 0.3f && !strcmp(v.tmpl, "chatml"));
 
+    /* enable_thinking: on, off, default; per model; a bad value warns and keeps the default */
+    CHECK(c.v.thinking == -1);
+    cfg_defaults(&c);
+    cfg_load_string(&c, "[chat]\nenable_thinking = off\n[model:t.gguf]\nenable_thinking = on\n", "think.ini");
+    CHECKF(c.n_warn == 0, "%s", c.warn[0]);
+    cfg_for_model(&c, "/m/other.gguf", &v);
+    CHECK(v.thinking == 0);
+    cfg_for_model(&c, "/m/t.gguf", &v);
+    CHECK(v.thinking == 1);
+    cfg_defaults(&c);
+    cfg_load_string(&c, "[chat]\nenable_thinking = maybe\n", "think2.ini");
+    CHECK(warned(&c, "think2.ini:2: enable_thinking") && c.v.thinking == -1);
+
     cfg_defaults(&c);
     const char *bad =
         "[chat]\n"                 /* 1 */

@@ -172,6 +172,24 @@ int main(void)
     got g5 = {0};
     CHECK(run_until(&g5, ENG_EV_LOADED));
     CHECK(g5.tmpl_errors == 1 && strcmp(g5.st.tmpl, "jinja") != 0);
+    /* enable_thinking reaches the template (/think and the config key send
+     * SET_THINKING): this template refuses only when it is passed as false */
+    send_template("{% if enable_thinking is defined and not enable_thinking %}{{ raise_exception('thinking off') }}"
+                  "{% endif %}{% for m in messages %}{{ m.content }}\n{% endfor %}");
+    load(model);
+    got g6 = {0};
+    CHECK(run_until(&g6, ENG_EV_LOADED));
+    static const int modes[] = {-1, 1, 0}, want_err[] = {0, 0, 1};
+    for (int i = 0; i < 3; i++) {
+        eng_cmd tc = {.type = ENG_CMD_SET_THINKING, .n = modes[i]};
+        CHECK(eng_engine_send(en, &tc) == 0);
+        got gt = {0};
+        CHECK(eng_engine_send_simple(en, ENG_CMD_SUBMIT, "Hello", 0) == 0);
+        CHECK(run_until(&gt, ENG_EV_DONE));
+        CHECKF(gt.tmpl_errors == want_err[i], "enable_thinking %d: %d template errors, want %d", modes[i],
+               gt.tmpl_errors, want_err[i]);
+        CHECKF(want_err[i] || !strcmp(gt.st.tmpl, "jinja"), "enable_thinking %d: template %s", modes[i], gt.st.tmpl);
+    }
     eng_engine_stop(en);
     return tu_result("test_chat_jinja");
 }
