@@ -492,7 +492,10 @@ static void check_prune(void)
     remove(out);
     /* nibble report: -o required; a bad results file is named with its line */
     snprintf(out, sizeof out, "%s/bad.json", dir);
-    write_file(out, "{\"schema\": \"nibble-sweep/1\", \"rows\": [}\n", 42);
+    {
+        static const char bad_json[] = "{\"schema\": \"nibble-sweep/1\", \"rows\": [}\n";
+        write_file(out, bad_json, sizeof bad_json - 1);
+    }
     const char *a7[] = {"report", out, NULL};
     expect_fail("report without -o", a7, 2, "-o is required");
     const char *a8[] = {"report", out, "-o", "/tmp/nibble-never.html", NULL};
