@@ -204,9 +204,14 @@ static int masked(const char *src, const char *pruned, const char *dst)
 static double max_diff(const float *a, const float *b, size_t n, double *scale)
 {
     double d = 0, s = 0;
+    /* plain comparisons, not fmax: Debian's aarch64 gcc 12 crashes
+     * vectorizing the fmax reduction (an internal compiler error) */
     for (size_t i = 0; i < n; i++) {
-        d = fmax(d, fabs((double)a[i] - b[i]));
-        s = fmax(s, fabs((double)a[i]));
+        double x = fabs((double)a[i] - b[i]), y = fabs((double)a[i]);
+        if (x > d)
+            d = x;
+        if (y > s)
+            s = y;
     }
     *scale = s;
     return d;
