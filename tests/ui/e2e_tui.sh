@@ -13,8 +13,17 @@ command -v tmux >/dev/null 2>&1 || { echo "skip: tmux not installed"; exit 77; }
 [ -f "$model" ] || { echo "skip: $model missing"; exit 77; }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/nibble-e2e.XXXXXX")
-sock="nb-e2e-$$-$scenario"
+# every session gets its own server socket: a new session on the socket of
+# a server that is still shutting down fails with "server exited unexpectedly"
+gen=0
+sock="nb-e2e-$$-$scenario-$gen"
 tm() { tmux -L "$sock" -f /dev/null "$@"; }
+# end the current session; the next start() opens a new server
+stop_session() {
+    tm kill-server >/dev/null 2>&1
+    gen=$((gen + 1))
+    sock="nb-e2e-$$-$scenario-$gen"
+}
 cleanup() {
     tm kill-server >/dev/null 2>&1
     [ -f "$T/pid" ] && kill -0 "$(cat "$T/pid")" 2>/dev/null && kill "$(cat "$T/pid")" 2>/dev/null
@@ -254,7 +263,7 @@ resume)
     grep -q '^partial 1' "$j" || fail "no partial save in $j"
     saved=$(awk '/^entry assistant/{a=1} a&&/^text /{sub(/^text /,""); print; exit}' "$j")
     [ ${#saved} -gt 5 ] || fail "partial save is empty"
-    tm kill-server
+    stop_session
     rm -f "$T/pid"
     start 120 40 -m "$T/models/story-a.gguf" -n 30 --resume
     wait_for "resumed" 20 || fail "no resume notice"
@@ -307,7 +316,7 @@ small)
         for _ in 1 2 3 4 5; do keys Down; done
         wait_for "Max tokens +12" 5 || fail "max tokens not on screen at $size"
         keys Tab
-        tm kill-server
+        stop_session
         rm -f "$T/pid"
     done
     # at 80x24 (collapsed, below 100 columns) every slider and the seed show
@@ -428,7 +437,7 @@ keys)
                 fail "TERM=$term, $set's keys: the input is not 'AhelloR. WworldZ'"
         done
         keys C-u
-        tm kill-server
+        stop_session
         rm -f "$T/pid"
     done
     ;;
