@@ -11,6 +11,7 @@
 
 #include "catalog.h"
 #include "files.h"
+#include "port.h"
 #include "utf8.h"
 
 #define SAVE_EVERY_MS 500
@@ -174,17 +175,6 @@ static int by_mtime(const void *a, const void *b)
     return strcmp(y->name, x->name);
 }
 
-static long long mtime_ns(const struct stat *sb)
-{
-#if defined(__linux__) || defined(__FreeBSD__) || defined(__OpenBSD__) || defined(__NetBSD__)
-    return (long long)sb->st_mtim.tv_sec * 1000000000LL + sb->st_mtim.tv_nsec;
-#elif defined(__APPLE__)
-    return (long long)sb->st_mtimespec.tv_sec * 1000000000LL + sb->st_mtimespec.tv_nsec;
-#else
-    return (long long)sb->st_mtime * 1000000000LL;
-#endif
-}
-
 int ui_chat_list(const ui_chat *ch, char ***names)
 {
     *names = NULL;
@@ -217,7 +207,7 @@ int ui_chat_list(const ui_chat *ch, char ***names)
             break;
         memcpy(v[n].name, de->d_name, len - strlen(EXT));
         v[n].name[len - strlen(EXT)] = 0;
-        v[n].mtime_ns = mtime_ns(&sb);
+        v[n].mtime_ns = nb_mtime_ns(path, &sb);
         n++;
     }
     closedir(d);

@@ -50,6 +50,17 @@ ssize_t nb_getline(char **line, size_t *cap, FILE *f)
     return (ssize_t)n;
 }
 
+long long nb_mtime_ns(const char *path, const struct stat *sb)
+{
+    WIN32_FILE_ATTRIBUTE_DATA fa;
+    if (!GetFileAttributesExA(path, GetFileExInfoStandard, &fa))
+        return (long long)sb->st_mtime * 1000000000LL;
+    /* 100 ns ticks since 1601-01-01; 1970 is 11644473600 s later */
+    unsigned long long t = ((unsigned long long)fa.ftLastWriteTime.dwHighDateTime << 32) |
+                           fa.ftLastWriteTime.dwLowDateTime;
+    return ((long long)t - 116444736000000000LL) * 100;
+}
+
 int eng_physical_cores(void)
 {
     SYSTEM_INFO si;

@@ -28,6 +28,10 @@ static inline int nb_fsync(int fd) { return _commit(fd); }
 int nb_rename(const char *from, const char *to);
 /* getline(3), which the Windows C runtime lacks. In engine/base/sys.c. */
 ssize_t nb_getline(char **line, size_t *cap, FILE *f);
+/* A file's modification time in nanoseconds since 1970, to the 100 ns
+ * NTFS keeps (the C runtime's stat gives whole seconds); sb->st_mtime
+ * when the file cannot be asked. In engine/base/sys.c. */
+long long nb_mtime_ns(const char *path, const struct stat *sb);
 /* files are bytes: no CRLF translation, no Ctrl+Z end of file */
 #define NB_O_BINARY O_BINARY
 #ifndef O_CLOEXEC
@@ -52,6 +56,19 @@ static inline int nb_mkdir(const char *path, int mode) { return mkdir(path, (mod
 static inline int nb_fsync(int fd) { return fsync(fd); }
 static inline int nb_rename(const char *from, const char *to) { return rename(from, to); }
 static inline ssize_t nb_getline(char **line, size_t *cap, FILE *f) { return getline(line, cap, f); }
+/* a file's modification time in nanoseconds since 1970, as finely as the
+ * system keeps it (path is for Windows, where stat has whole seconds) */
+static inline long long nb_mtime_ns(const char *path, const struct stat *sb)
+{
+    (void)path;
+#if defined(__APPLE__)
+    return (long long)sb->st_mtimespec.tv_sec * 1000000000LL + sb->st_mtimespec.tv_nsec;
+#elif defined(__linux__) || defined(__FreeBSD__) || defined(__OpenBSD__) || defined(__NetBSD__)
+    return (long long)sb->st_mtim.tv_sec * 1000000000LL + sb->st_mtim.tv_nsec;
+#else
+    return (long long)sb->st_mtime * 1000000000LL;
+#endif
+}
 #define NB_O_BINARY 0
 #endif
 
