@@ -20,9 +20,10 @@ static void usage(FILE *f)
                "q4_k q5_k q6_k mxfp4 (default q8_0); matrices whose rows do not fit the\n"
                "type's block are f16; under mxfp4 token_embd and output are q8_0, and a\n"
                "mixture of experts keeps only its experts in mxfp4 (the rest q8_0). Or the\n"
-               "mixes q4_k_m / q5_k_m, planned tensor by tensor as nibble quantize does\n"
-               "(llama.cpp's rule: output q6_k, attn_v and ffn_down q6_k in some layers,\n"
-               "q5_0/q5_1/q8_0 where rows do not fit 256).\n"
+               "mixes q4_k_m / q5_k_m / q3_k_m / q3_k_l / q2_k / iq4_xs / iq4_nl, planned\n"
+               "tensor by tensor as nibble quantize does (llama.cpp's rules: output q6_k,\n"
+               "wider types for attn_v, ffn_down and others in some layers, 32-block\n"
+               "types where rows do not fit 256); q3_k_s is q3_k planned the same way.\n"
                "ARCH overrides a dense shape's architecture: llama qwen2 qwen3 phi3 gpt2\n"
                "gemma3 (gemma3 on a shape without its own window: window 16, every\n"
                "second layer global below 6 layers).\n"
@@ -86,8 +87,13 @@ int cmd_synth(int argc, char **argv)
     }
     o.n_layers = (uint32_t)layers;
     o.type = app_type_from_name(type);
-    const eng_qtarget *mix = o.type < 0 ? eng_qtarget_find(type) : NULL;
-    if (mix && mix->more_bits_type >= 0) {
+    const eng_qtarget *mix = eng_qtarget_find(type);
+    if (mix && (mix->more_bits_type >= 0 || mix->mix)) {
+        o.mix = mix;
+        o.type = mix->type;
+    } else if (mix && o.type < 0 && !mix->fake_bits) {
+        /* another name of a plain type (q3_k_s): planned as nibble quantize
+         * plans it, so rows that do not fit 256 fall back to q4_0, not f16 */
         o.mix = mix;
         o.type = mix->type;
     }

@@ -458,6 +458,47 @@ static void check_tools(void)
     }
 }
 
+/* nibble synth on the low-bit targets: each writes its file type, plans
+ * tensors as nibble quantize does (the output q6_k; q3_k_s and q2_k keep
+ * q3_k / q2_k where rows fit 256; q3_k_m widens attn_v), and runs */
+static void check_synth_lowbit(void)
+{
+    static const struct {
+        const char *type, *ftype, *want, *also;
+    } c[] = {
+        {"q3_k_s", "u32     11", "q3_k", "q6_k"},
+        {"q2_k", "u32     10", "q2_k", "q3_k"},
+        {"q3_k_m", "u32     12", "q3_k", "q5_k"},
+        {"iq4_xs", "u32     30", "iq4_xs", "q6_k"},
+    };
+    char dir[] = "/tmp/nibble-cli-synth-XXXXXX", out[4200];
+    if (!tu_mkdtemp(dir))
+        return;
+    snprintf(out, sizeof out, "%s/s.gguf", dir);
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        const char *a[] = {"synth", "--shape", "tiny256", "--type", c[i].type, out, NULL};
+        result r = run(a);
+        CHECKF(r.status == 0, "synth --type %s: %s", c[i].type, r.err);
+        done(&r);
+        const char *b[] = {"info", out, NULL};
+        r = run(b);
+        CHECKF(r.status == 0 && r.out && strstr(r.out, c[i].ftype) && strstr(r.out, "runnable: yes"),
+               "info of synth %s: %s%s", c[i].type, r.out, r.err);
+        char want[64], also[64];
+        snprintf(want, sizeof want, " %s ", c[i].want);
+        snprintf(also, sizeof also, " %s ", c[i].also);
+        CHECKF(r.out && strstr(r.out, want) && strstr(r.out, also), "synth %s: no %s and %s tensors", c[i].type,
+               c[i].want, c[i].also);
+        done(&r);
+        const char *g[] = {"run", "-m", out, "-p", "a", "-n", "4", "--temp", "0", NULL};
+        r = run(g);
+        CHECKF(r.status == 0, "run on synth %s: %s", c[i].type, r.err);
+        done(&r);
+    }
+    remove(out);
+    rmdir(dir);
+}
+
 /* nibble prune: its usage errors, and a run with --then that gives a
  * smaller model nibble runs */
 static void check_prune(void)
@@ -623,6 +664,7 @@ int main(void)
     snprintf(model, sizeof model, "%s/stories260K.gguf", assets ? assets : "assets");
     check_tools();
     check_prune();
+    check_synth_lowbit();
     check_template();
     check_export_template();
     check_errors();
