@@ -724,6 +724,14 @@ static void on_event(ui_chat *ch, eng_event *ev)
         ch->prog_stage = (int)ev->progress.stage;
         ch->prog_frac = ev->progress.fraction;
         ch->prog_eta = ev->progress.eta_s;
+        if (ev->progress.stage == ENG_STAGE_PREFILL) {
+            /* the gauges move while a long prompt is read, not only at
+             * its first reply token */
+            ch->stats.ctx_used = ev->progress.ctx_used;
+            if (ev->progress.tps > 0)
+                ch->prefill_tps = ev->progress.tps;
+            mark_changed(ch, UI_CH_STATS);
+        }
         mark_changed(ch, UI_CH_PROGRESS);
         break;
     }

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "eta.h"
 #include "jinja.h"
 #include "mem.h"
 #include "model.h"
@@ -589,6 +590,7 @@ static int shift_context(run *r, size_t limit, size_t keep)
     }
 }
 
+
 /* Make the KV cache hold exactly r->buf[0..nbuf) with logits for the
  * last token. Checks commands between batches; returns ENG_ESTOPPED if
  * asked to stop (the cache keeps a correct prefix). */
@@ -612,7 +614,8 @@ static int sync_kv(run *r, int progress, eng_err *e)
         return eng_errf(e, ENG_EINVAL, "the conversation (%zu tokens) does not fit the context (%u)", r->nbuf,
                         eng_session_ctx_size(s));
     size_t total = r->nbuf - common, done = 0;
-    double t0 = now_ms(), last_prog = t0;
+    double t0 = now_ms(), last_prog = t0, t_chunk = t0;
+    eng_eta fit = {0};
     while (common + done < r->nbuf) {
         if (poll_cmds(r, -1) == POLL_STOP) {
             r->last_prefill = (uint32_t)done;
@@ -622,13 +625,17 @@ static int sync_kv(run *r, int progress, eng_err *e)
         int rc = eng_session_feed(s, r->buf + common + done, (uint32_t)n, e);
         if (rc)
             return rc;
-        done += n;
         double t = now_ms();
+        eng_eta_add(&fit, (double)(common + done) + n / 2.0, (t - t_chunk) / 1e3 / (double)n);
+        t_chunk = t;
+        done += n;
         if (progress && total > CHUNK && (t - last_prog > 100 || done == total)) {
             eng_event ev = {.type = ENG_EV_PROGRESS};
             ev.progress.stage = ENG_STAGE_PREFILL;
             ev.progress.fraction = (double)done / (double)total;
-            ev.progress.eta_s = (t - t0) / 1e3 / (double)done * (double)(total - done);
+            ev.progress.eta_s = eng_eta_left(&fit, (double)(common + done), (double)r->nbuf);
+            ev.progress.ctx_used = (uint32_t)(common + done);
+            ev.progress.tps = t > t0 ? (double)done / ((t - t0) / 1e3) : 0;
             emit(r, &ev);
             last_prog = t;
         }

@@ -6,7 +6,10 @@
  * turns and says so (by its notice code). Events carry the state only in
  * LOADED, STATE and REPLY, and errors say by code which command failed
  * and why. Run under ThreadSanitizer too (-DNIBBLE_TSAN=ON). */
+#include <math.h>
+
 #include "engine.h"
+#include "eta.h"
 #include "simd.h"
 #include "testutil.h"
 #include "utf8.h"
@@ -20,6 +23,9 @@ typedef struct got {
     int n[ENG_EV_REPLY + 1]; /* events taken, by type */
     int done_reason, notices_ctx, notices_tmpl, states;
     double load_frac;    /* largest load-progress fraction seen */
+    uint32_t prefill_ctx; /* largest context fill a prefill progress reported */
+    double prefill_tps;  /* and its prompt rate then */
+    int prefill_prog;    /* prefill progress events */
     uint32_t mark_at;
     char last_error[512];
     int last_err_cmd, last_err;
@@ -90,6 +96,12 @@ static int run_until(got *g, enum eng_ev_type want, int timeout_ms, int stop_aft
         case ENG_EV_PROGRESS:
             if (ev.progress.stage == ENG_STAGE_LOAD && ev.progress.fraction > g->load_frac)
                 g->load_frac = ev.progress.fraction;
+            if (ev.progress.stage == ENG_STAGE_PREFILL) {
+                g->prefill_prog++;
+                CHECK(ev.progress.ctx_used >= g->prefill_ctx && ev.progress.eta_s >= 0);
+                g->prefill_ctx = ev.progress.ctx_used;
+                g->prefill_tps = ev.progress.tps;
+            }
             break;
         default:
             break;
@@ -119,11 +131,41 @@ static void load(const char *path, int n_ctx, int threads)
     CHECK(eng_engine_send(en, &c) == 0);
 }
 
+/* The prefill ETA against a known cost: a token at position x takes
+ * 1 ms + 2 us * x (attention grows with the keys before it). From the
+ * first tenth of a 3000-token prompt the estimate of the rest is within
+ * 2%, where the rate so far (the old estimate) says well under two thirds. */
+static void check_eta(void)
+{
+    eng_eta f = {0};
+    double a = 1e-3, b = 2e-6, spent = 0;
+    int x = 0;
+    for (; x < 320; x += 32) {
+        eng_eta_add(&f, x + 16, a + b * (x + 16));
+        spent += 32 * (a + b * (x + 16));
+    }
+    double exact = 0;
+    for (int p = x; p < 3000; p++)
+        exact += a + b * p;
+    double est = eng_eta_left(&f, x, 3000), old = spent / x * (3000 - x);
+    CHECKF(fabs(est - exact) < 0.02 * exact, "ETA %.3f s, exact %.3f s", est, exact);
+    CHECKF(old < 0.67 * exact, "the rate so far says %.3f s of %.3f s", old, exact);
+    /* a slow first chunk (cold caches) is no trend: never a negative slope */
+    eng_eta g = {0};
+    eng_eta_add(&g, 16, 5 * a);
+    for (int c = 48; c < 320; c += 32)
+        eng_eta_add(&g, c, a);
+    double e2 = eng_eta_left(&g, 320, 3000);
+    CHECKF(e2 >= a * (3000 - 320) * 0.99, "ETA %.3f s with a cold first chunk", e2);
+    CHECK(eng_eta_left(&(eng_eta){0}, 0, 100) == 0); /* nothing measured yet */
+}
+
 int main(void)
 {
     char model[4096];
     if (!tu_asset("stories260K.gguf", model))
         return TU_SKIP;
+    check_eta();
     simd_init();
     eng_err e;
     CHECK(eng_engine_start(&en, &e) == 0);
@@ -158,6 +200,26 @@ int main(void)
     CHECK(a.n[ENG_EV_REPLY] == 1 && a.len > 20 && a.n[ENG_EV_ERROR] == 0);
     CHECK(a.st.gen.sp.temp == 0 && a.st.gen.max_tokens == 48 && a.st.gen.sp.seed == 7); /* REPLY's provenance */
     CHECK(a.done_reason == ENG_DONE_MAX_TOKENS || a.done_reason == ENG_DONE_EOG);
+
+    /* defect 8 of the chat screen: a long prompt's progress says how full
+     * the context is and the prompt rate so far, before the first token */
+    {
+        char longp[4000] = "";
+        for (int i = 0; i < 30; i++)
+            strcat(longp, " The little dog ran to the park and played.");
+        got p = {0};
+        set_gen(0, 1);
+        CHECK(eng_engine_send_simple(en, ENG_CMD_SUBMIT, longp, 0) == 0);
+        CHECK(run_until(&p, ENG_EV_DONE, long_wait, 0, 0));
+        CHECKF(p.prefill_prog >= 1 && p.prefill_ctx > 300 && p.prefill_tps > 0, "%d events, ctx %u, %g tok/s",
+               p.prefill_prog, p.prefill_ctx, p.prefill_tps);
+        CHECK(eng_engine_send_simple(en, ENG_CMD_RESET, NULL, 0) == 0);
+        set_gen(0, 48);
+        CHECK(eng_engine_send_simple(en, ENG_CMD_SUBMIT, "Once upon a time", 0) == 0);
+        got again = {0};
+        CHECK(run_until(&again, ENG_EV_DONE, long_wait, 0, 0));
+        CHECK(!strcmp(again.text, a.text));
+    }
 
     /* another kernel set (scalar runs everywhere), two threads, regenerate */
     CHECK(eng_engine_send_simple(en, ENG_CMD_SET_KERNEL, "scalar", 0) == 0);

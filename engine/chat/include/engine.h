@@ -92,7 +92,11 @@ enum eng_stage { ENG_STAGE_LOAD = 1, ENG_STAGE_PREFILL };
 typedef struct eng_progress {
     enum eng_stage stage;
     double fraction;     /* 0..1 */
-    double eta_s;        /* seconds left, estimated from the rate so far (0: unknown) */
+    double eta_s;        /* seconds left (0: unknown); for a prefill, from a fit of
+                          * time per token against its position, since each
+                          * token's attention reads every key before it */
+    uint32_t ctx_used;   /* PREFILL: tokens in the context so far */
+    double tps;          /* PREFILL: prompt tokens per second so far */
 } eng_progress;
 
 typedef struct eng_stats {
