@@ -245,12 +245,19 @@ int cmd_chat(int argc, char **argv, int first)
         eng_engine_stop(en);
         return 1;
     }
-    for (int i = 0; i < w.cfg.n_warn; i++)
+    int tty = isatty(0) && isatty(1);
+#ifdef NIBBLE_HAVE_TUI
+    int screen = tty && !plain;
+#else
+    int screen = 0;
+#endif
+    /* on the screen too, since stderr is hidden while curses runs; line
+     * mode has them on stderr already, once */
+    for (int i = 0; screen && i < w.cfg.n_warn; i++)
         ui_chat_notice(&ch, "config: %s", w.cfg.warn[i]);
-    if (nosave) /* on the screen too: stderr is hidden while curses runs */
+    if (nosave && screen)
         ui_chat_notice(&ch, "%s", nosave);
     ui_opts uo = {.color = w.cfg.color, .mouse = w.cfg.mouse, .history = hist[0] ? hist : NULL};
-    int tty = isatty(0) && isatty(1);
     int status;
     if (plain || !tty)
         status = ui_plain_run(&ch, &uo);

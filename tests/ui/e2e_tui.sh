@@ -290,6 +290,8 @@ config)
     printf '[chat]\nthreads = many\n[sampler]\ntemp = 0.3\n' >"$T/cfg/nibble/nibble.ini"
     out=$(printf '/quit\n' | "$bin" chat --plain -m "$T/models/story-a.gguf" 2>&1)
     echo "$out" | grep -q "nibble.ini:2: threads" || fail "no warning: $out"
+    # once: line mode has it on stderr, and not again as a chat notice
+    [ "$(echo "$out" | grep -c "nibble.ini:2")" = 1 ] || fail "the warning is printed more than once: $out"
     start 120 40 -m "$T/models/story-a.gguf"
     wait_for "config: .*nibble.ini:2" 10 || fail "warning not shown in the chat"
     wait_for "Temperature +0.30" 10 || fail "temp from the config not applied"
