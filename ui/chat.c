@@ -135,17 +135,27 @@ static int save_now(ui_chat *ch)
     return 0;
 }
 
+static void flush_gen(ui_chat *ch);
+
 void ui_chat_tick(ui_chat *ch)
 {
+    if (ch->gen_pending && ui_now_ms() >= ch->gen_due)
+        flush_gen(ch);
     if (ch->unsaved && ui_now_ms() - ch->last_save_ms >= SAVE_EVERY_MS)
         save_now(ch);
 }
 
 int ui_chat_timeout(const ui_chat *ch)
 {
-    if (!ch->unsaved)
+    double left = -1;
+    if (ch->unsaved)
+        left = SAVE_EVERY_MS - (ui_now_ms() - ch->last_save_ms);
+    if (ch->gen_pending) {
+        double g = ch->gen_due - ui_now_ms();
+        left = left < 0 || g < left ? g : left;
+    }
+    if (!ch->unsaved && !ch->gen_pending)
         return -1;
-    double left = SAVE_EVERY_MS - (ui_now_ms() - ch->last_save_ms);
     return left < 0 ? 0 : (int)left + 1;
 }
 
@@ -679,6 +689,7 @@ static void on_loaded(ui_chat *ch, const eng_state *st)
     if (st) { /* NULL only when the engine ran out of memory */
         ch->st = *st;
         ch->gen = st->gen;
+        ch->gen_pending = 0; /* the loaded model's own settings win */
         /* the new model's own settings, kept back until it loaded (a
          * failed load leaves the old model's as they were) */
         if (ch->load_set.tmpl[0] && !strcmp(st->model_path, ch->loading_path)) {
@@ -714,7 +725,8 @@ static void on_event(ui_chat *ch, eng_event *ev)
             /* STATE carries runtime settings; the model fields are the same */
             memcpy(ch->st.model_path, path, sizeof path);
         }
-        ch->gen = ev->state->gen;
+        if (!ch->gen_pending) /* else the slider's newer value stays shown */
+            ch->gen = ev->state->gen;
         mark_changed(ch, UI_CH_STATE);
         break;
     case ENG_EV_PROGRESS: {
@@ -779,6 +791,7 @@ static void on_event(ui_chat *ch, eng_event *ev)
         ch->busy = 0;
         ch->orphan = 0;
         ch->prog_active = 0;
+        flush_gen(ch); /* a slider still settling applies from the next reply */
         save_now(ch);
         mark_changed(ch, UI_CH_DOC | UI_CH_PROGRESS);
         if (ch->pending_load[0]) {
@@ -890,8 +903,29 @@ void ui_chat_set_gen(ui_chat *ch, const eng_gen_params *g)
 {
     eng_cmd c = {.type = ENG_CMD_SET_SAMPLER, .gen = *g};
     ch->gen = *g;
+    ch->gen_pending = 0;
     send(ch, &c);
     mark_changed(ch, UI_CH_STATE);
+}
+
+void ui_chat_set_gen_soon(ui_chat *ch, const eng_gen_params *g)
+{
+    if (!ch->busy) {
+        ui_chat_set_gen(ch, g);
+        return;
+    }
+    ch->gen = *g;
+    ch->gen_pending = 1;
+    ch->gen_due = ui_now_ms() + UI_GEN_SETTLE_MS;
+    mark_changed(ch, UI_CH_STATE);
+}
+
+static void flush_gen(ui_chat *ch)
+{
+    if (ch->gen_pending) {
+        eng_gen_params g = ch->gen;
+        ui_chat_set_gen(ch, &g);
+    }
 }
 
 void ui_chat_set_kernel(ui_chat *ch, const char *name)

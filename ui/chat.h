@@ -68,6 +68,8 @@ typedef struct ui_chat {
     int load_error;        /* the last LOAD failed (the menu may reopen) */
     char last_error[512];
     double last_save_ms;
+    int gen_pending;       /* ui_chat_set_gen_soon: gen not yet sent */
+    double gen_due;        /* when it is sent (ui_now_ms) */
     int unsaved;           /* the doc changed since the last save */
     int on_disk;           /* jpath was written for this conversation (a file is
                             * made at the first message, never before) */
@@ -110,6 +112,12 @@ void ui_chat_stop(ui_chat *ch);
 void ui_chat_regen(ui_chat *ch);
 void ui_chat_load_model(ui_chat *ch, const char *path);
 void ui_chat_set_gen(ui_chat *ch, const eng_gen_params *g);
+/* The same for a slider held or stepped in a run: during a reply the
+ * engine gets the value once the steps pause (UI_GEN_SETTLE_MS), so
+ * three quick steps leave one mark in the reply, not three; idle, at
+ * once. ch->gen shows the new value meanwhile. */
+#define UI_GEN_SETTLE_MS 300
+void ui_chat_set_gen_soon(ui_chat *ch, const eng_gen_params *g);
 void ui_chat_set_kernel(ui_chat *ch, const char *name);
 void ui_chat_set_threads(ui_chat *ch, int n);
 /* A message shown in the conversation but never saved. */

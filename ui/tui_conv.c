@@ -37,7 +37,7 @@ static const char *entry_text(tui *t, const eng_jentry *x, size_t *n)
     }
     size_t cap = x->len + 1;
     for (size_t k = 0; k < x->nmarks; k++)
-        cap += strlen(x->marks[k].what) + 16;
+        cap += 2 * strlen(x->marks[k].what) + 16;
     char *b = malloc(cap);
     if (!b) {
         *n = x->len;
@@ -50,7 +50,16 @@ static const char *entry_text(tui *t, const eng_jentry *x, size_t *n)
             at = prev;
         memcpy(b + u, x->text + prev, at - prev);
         u += at - prev;
-        u += (size_t)sprintf(b + u, "\u27e6%s\u27e7", x->marks[k].what);
+        /* one unit: its spaces do not break (U+00A0), so the wrap moves
+         * the whole mark to the next line rather than splitting it */
+        u += (size_t)sprintf(b + u, "\u27e6");
+        for (const char *w = x->marks[k].what; *w; w++) {
+            if (*w == ' ')
+                b[u++] = (char)0xc2, b[u++] = (char)0xa0;
+            else
+                b[u++] = *w;
+        }
+        u += (size_t)sprintf(b + u, "\u27e7");
         prev = at;
     }
     memcpy(b + u, x->text + prev, x->len - prev);

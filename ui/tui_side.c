@@ -66,7 +66,7 @@ static void slider_step(tui *t, int dir)
     if (v > s->hi)
         v = s->hi;
     slider_set(&g, s, v);
-    ui_chat_set_gen(t->ch, &g);
+    ui_chat_set_gen_soon(t->ch, &g);
     char b[96], val[32];
     snprintf(val, sizeof val, s->fmt, v);
     snprintf(b, sizeof b, "%s %s%s", s->name, val, t->ch->busy ? " (from the next token)" : "");

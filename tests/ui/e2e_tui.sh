@@ -107,11 +107,23 @@ slider)
     type_line "Once upon a time"
     wait_for "… writing" 20 || fail "reply did not start"
     keys Tab Left
-    wait_for "⟦temp 0.80->0.75⟧" 20 || fail "no mark in the reply"
+    # one unit on one line (its spaces do not break)
+    wait_for "⟦temp.0.80->0.75⟧" 20 || fail "no mark in the reply"
     wait_for "$footer_re" 40 || fail "reply did not finish"
     j=$(journal)
     grep -q "^mark [0-9]* [0-9]* temp 0.80->0.75" "$j" || fail "mark not in the journal $j"
     grep -q "^meta temp 0.8" "$j" || fail "provenance temp missing"
+    # three quick steps mid-reply: one mark with the whole change
+    keys Tab # back to the input
+    type_line "/new"
+    type_line "Once upon a time"
+    wait_for "… writing" 20 || fail "second reply did not start"
+    keys Tab Left Left Left
+    wait_for "⟦temp.0.75->0.60⟧" 20 || fail "no single mark for three steps"
+    wait_for "$footer_re" 40 || fail "second reply did not finish"
+    j=$(journal)
+    [ "$(grep -c '^mark ' "$j")" = 1 ] || fail "$(grep -c '^mark ' "$j") marks for three steps in $j"
+    grep -q "^mark [0-9]* [0-9]* temp 0.75->0.60$" "$j" || fail "the mark does not hold the whole change: $(grep '^mark' "$j")"
     ;;
 kernel)
     # switching kernel then regenerating at temperature 0 gives the same text
