@@ -221,7 +221,9 @@ void tui_draw_conv(tui *t, int top, int rows)
     if (first < 0)
         first = 0;
     t->anchor_entry = -1;
-    for (int r = 0; r < rows && first + r < n; r++) {
+    /* scrolled back: the last row is the indicator's own, no text under it */
+    int text_rows = t->scroll > 0 && rows > 1 ? rows - 1 : rows;
+    for (int r = 0; r < text_rows && first + r < n; r++) {
         dline *l = &v[first + r];
         if (t->anchor_entry < 0 && l->entry >= 0) {
             t->anchor_entry = l->entry;
@@ -232,11 +234,13 @@ void tui_draw_conv(tui *t, int top, int rows)
         tui_put(top + r, 1, width, l->s, l->n);
         attroff(a);
     }
-    if (t->scroll > 0) {
-        char b[64];
-        snprintf(b, sizeof b, " \u2191 %d more  (End: latest) ", t->scroll);
+    if (t->scroll > 0 && rows > 1) {
+        int below = n - (first + text_rows);
+        char b[80];
+        int bn = snprintf(b, sizeof b, "\u2193 %d more line%s below \u00b7 End: latest ", below, below == 1 ? "" : "s");
+        int bw = bn - 3; /* the arrow (3 bytes) and the dot (2) take a column each */
         attron(tui_pair(t, C_SEL) | A_REVERSE * !t->color);
-        tui_putz(top + rows - 1, width - 24, 26, b);
+        tui_putz(top + rows - 1, width - bw > 1 ? width - bw : 1, bw < width ? bw : width, b);
         attroff(tui_pair(t, C_SEL) | A_REVERSE * !t->color);
     }
     free(v);

@@ -101,6 +101,19 @@ stream)
     keys F10
     wait_for "\[exited 0\]" 10 || fail "F10 did not quit"
     ;;
+scroll)
+    # scrolled back, the indicator has a line of its own (it covered the
+    # last text line) and says how much is below
+    start 100 24 -m "$T/models/story-a.gguf" -n 300 --temp 0
+    type_line "Once upon a time"
+    wait_for "$footer_re" 30 || fail "no reply"
+    keys PPage
+    wait_for "↓ [0-9]+ more lines? below" 10 || fail "no scroll indicator"
+    screen | grep -Eq "^ +↓ [0-9]+ more lines? below · End: latest +│" || fail "text shares the indicator's line"
+    keys End
+    wait_for "$footer_re" 10 || fail "End does not go back to the latest"
+    screen | grep -q "more line" && fail "the indicator stays at the latest"
+    ;;
 slider)
     # a slider moved mid-reply is recorded in the reply
     start 120 40 -m "$T/models/story-a.gguf" -n 200 --debug-token-delay 25
