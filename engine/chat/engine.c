@@ -744,8 +744,9 @@ static void reply(run *r)
                    alone, ctx);
         return;
     }
-    emit_state(r, ENG_EV_REPLY);
-    /* room for the answer: a quarter of the context, at most max_tokens */
+    /* room for the answer: a quarter of the context, at most max_tokens;
+     * the turns that leave are said before REPLY, so the notice stands
+     * above the reply it made room for */
     size_t room = ctx / 4;
     if (r->gen.max_tokens > 0 && (size_t)r->gen.max_tokens < room)
         room = (size_t)r->gen.max_tokens;
@@ -759,6 +760,7 @@ static void reply(run *r)
         emit_notice(r, ENG_NOTICE_CONTEXT_SHIFT,
                     "context full: the oldest %d turn%s left the model's memory (the system prompt stays)", dropped,
                     dropped == 1 ? "" : "s");
+    emit_state(r, ENG_EV_REPLY);
     r->last_prefill = 0;
     int rc = sync_kv(r, 1, &e);
     if (rc) {

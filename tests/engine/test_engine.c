@@ -22,6 +22,9 @@ typedef struct got {
     size_t len;
     int n[ENG_EV_REPLY + 1]; /* events taken, by type */
     int done_reason, notices_ctx, notices_tmpl, states;
+    int reply_open;      /* a REPLY came and none of its tokens yet */
+    int shift_late;      /* context notices between a REPLY and its first token
+                          * (the turns dropped for it are said before it) */
     double load_frac;    /* largest load-progress fraction seen */
     uint32_t prefill_ctx; /* largest context fill a prefill progress reported */
     double prefill_tps;  /* and its prompt rate then */
@@ -56,6 +59,10 @@ static int run_until(got *g, enum eng_ev_type want, int timeout_ms, int stop_aft
             g->st = *ev.state;
             g->states++;
         }
+        if (t == ENG_EV_REPLY)
+            g->reply_open = 1;
+        if (t == ENG_EV_TOKEN || t == ENG_EV_DONE)
+            g->reply_open = 0;
         switch (t) {
         case ENG_EV_TOKEN:
             CHECK(ev.text && eng_utf8_valid(ev.text, strlen(ev.text)));
@@ -85,8 +92,10 @@ static int run_until(got *g, enum eng_ev_type want, int timeout_ms, int stop_aft
             break;
         case ENG_EV_NOTICE:
             CHECK(ev.text && ev.text[0]); /* the code decides; the text is for display */
-            if (ev.code == ENG_NOTICE_CONTEXT_SHIFT)
+            if (ev.code == ENG_NOTICE_CONTEXT_SHIFT) {
                 g->notices_ctx++;
+                g->shift_late += g->reply_open;
+            }
             else if (ev.code == ENG_NOTICE_TMPL_NONE || ev.code == ENG_NOTICE_TMPL_UNRECOGNISED)
                 g->notices_tmpl++;
             break;
@@ -256,6 +265,7 @@ int main(void)
         CHECK(run_until(&d, ENG_EV_DONE, long_wait, 0, 0));
     }
     CHECK(d.notices_ctx >= 1);
+    CHECKF(d.shift_late == 0, "%d context notices came after the reply they made room for", d.shift_late);
     CHECKF(d.n[ENG_EV_ERROR] == 0, "%s", d.last_error);
     CHECK(d.n[ENG_EV_DONE] == 5);
     CHECK(d.st.ctx_size == 64);
