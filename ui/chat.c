@@ -29,6 +29,8 @@ static const char help[] =
     "  /new              start a new conversation; the last one stays saved\n"
     "  /reset            the same (both keep the system prompt)\n"
     "  /regen            answer the last message again\n"
+    "  /edit [TEXT]      change the last message and answer again (F8; the old\n"
+    "                    branch stays in the journal); TEXT: send it at once\n"
     "  /stop             stop the reply (also Esc or Ctrl+C)\n"
     "  /system TEXT      set the system prompt (empty: none)\n"
     "  /think on|off     enable_thinking for the model's chat template\n"
@@ -364,37 +366,13 @@ int ui_conv_filter(ui_conv *v, int n, const char *q)
     return k;
 }
 
-/* Replace the document with a saved one and hand its turns to the engine. */
 static void on_event(ui_chat *ch, eng_event *ev);
 
-/* keep_notes: the notices shown so far (at start: config warnings, why
- * the conversation's model is not reopened) follow the restored turns. */
-static int restore(ui_chat *ch, const char *name, int keep_notes, eng_err *e)
+/* Hand the document's live turns (not notices, not superseded ones) to
+ * the engine from a clean start; the number handed. */
+static int replay_turns(ui_chat *ch)
 {
-    char path[1400];
-    conv_path(ch, name, path, sizeof path);
-    eng_journal *j;
-    int rc = eng_journal_load(path, &j, e);
-    if (rc)
-        return rc;
-    if (ch->unsaved)
-        save_now(ch); /* the conversation being left keeps what it had */
-    for (size_t i = 0; keep_notes && i < ch->doc->n; i++) {
-        const eng_jentry *x = &ch->doc->e[i];
-        if (x->kind != ENG_J_NOTICE || !x->transient)
-            continue;
-        int k = eng_journal_add(j, ENG_J_NOTICE, x->text);
-        if (k < 0)
-            continue;
-        j->e[k].transient = 1;
-        if (ui_chat_is_error(ch, i))
-            eng_journal_meta(j, (size_t)k, "level", "error");
-    }
-    eng_journal_free(ch->doc);
-    ch->doc = j;
-    ch->reply = -1;
-    set_name(ch, name);
-    ch->on_disk = 1;
+    eng_journal *j = ch->doc;
     eng_engine_send_simple(ch->en, ENG_CMD_RESET, NULL, 0);
     eng_engine_send_simple(ch->en, ENG_CMD_SET_SYSTEM, j->system ? j->system : "", 0);
     int turns = 0;
@@ -404,7 +382,7 @@ static int restore(ui_chat *ch, const char *name, int keep_notes, eng_err *e)
             ui_chat_notice(ch, "interrupted; part of the conversation was not restored");
             break;
         }
-        if (x->kind == ENG_J_NOTICE)
+        if (x->kind == ENG_J_NOTICE || x->transient) /* transient: a refused message */
             continue;
         const char *sup = eng_journal_get_meta(j, i, "superseded");
         if (sup && !strcmp(sup, "1"))
@@ -434,6 +412,40 @@ static int restore(ui_chat *ch, const char *name, int keep_notes, eng_err *e)
         }
         turns++;
     }
+    return turns;
+}
+
+/* Replace the document with a saved one and hand its turns to the engine.
+ * keep_notes: the notices shown so far (at start: config warnings, why
+ * the conversation's model is not reopened) follow the restored turns. */
+static int restore(ui_chat *ch, const char *name, int keep_notes, eng_err *e)
+{
+    char path[1400];
+    conv_path(ch, name, path, sizeof path);
+    eng_journal *j;
+    int rc = eng_journal_load(path, &j, e);
+    if (rc)
+        return rc;
+    if (ch->unsaved)
+        save_now(ch); /* the conversation being left keeps what it had */
+    for (size_t i = 0; keep_notes && i < ch->doc->n; i++) {
+        const eng_jentry *x = &ch->doc->e[i];
+        if (x->kind != ENG_J_NOTICE || !x->transient)
+            continue;
+        int k = eng_journal_add(j, ENG_J_NOTICE, x->text);
+        if (k < 0)
+            continue;
+        j->e[k].transient = 1;
+        if (ui_chat_is_error(ch, i))
+            eng_journal_meta(j, (size_t)k, "level", "error");
+    }
+    eng_journal_free(ch->doc);
+    ch->doc = j;
+    ch->reply = -1;
+    set_name(ch, name);
+    ch->on_disk = 1;
+    ch->editing = -1;
+    int turns = replay_turns(ch);
     ui_chat_notice(ch, "resumed '%s' (%d turns)", name, turns);
     mark_changed(ch, UI_CH_DOC);
     return 0;
@@ -487,6 +499,7 @@ void ui_chat_new(ui_chat *ch)
         save_now(ch); /* the old conversation keeps everything it had */
     }
     ch->reply = -1;
+    ch->editing = -1;
     ch->orphan = ch->busy;
     eng_engine_send_simple(ch->en, ENG_CMD_RESET, NULL, 0);
     eng_journal_clear(ch->doc);
@@ -981,6 +994,74 @@ void ui_chat_load_model(ui_chat *ch, const char *path)
     }
 }
 
+static int superseded(const eng_journal *j, size_t i)
+{
+    const char *sup = eng_journal_get_meta(j, i, "superseded");
+    return sup && !strcmp(sup, "1");
+}
+
+const char *ui_chat_edit(ui_chat *ch, int back)
+{
+    if (ch->busy) {
+        ui_chat_notice(ch, "a reply is running; stop it (Esc) before editing a message");
+        return NULL;
+    }
+    /* the live user messages, last first */
+    int from = (int)ch->doc->n, want = back;
+    if (back < 0) {
+        if (ch->editing < 0)
+            want = 1;
+        else {
+            from = ch->editing;
+            want = 1;
+        }
+    }
+    int k = 0;
+    for (int i = from; i-- > 0;) {
+        if (ch->doc->e[i].kind != ENG_J_USER || ch->doc->e[i].transient || superseded(ch->doc, (size_t)i))
+            continue;
+        if (++k == want) {
+            ch->editing = i;
+            mark_changed(ch, UI_CH_DOC);
+            return ch->doc->e[i].text;
+        }
+    }
+    if (ch->editing >= 0 && back < 0) /* already at the first: stay on it */
+        return ch->doc->e[ch->editing].text;
+    ui_chat_notice(ch, k ? "there is no earlier message to edit" : "no message to edit yet");
+    return NULL;
+}
+
+void ui_chat_edit_cancel(ui_chat *ch)
+{
+    if (ch->editing >= 0)
+        mark_changed(ch, UI_CH_DOC);
+    ch->editing = -1;
+}
+
+const char *ui_chat_editing_text(const ui_chat *ch)
+{
+    return ch->editing >= 0 && (size_t)ch->editing < ch->doc->n ? ch->doc->e[ch->editing].text : NULL;
+}
+
+/* The message being edited and all after it become an earlier branch:
+ * kept in the journal, superseded, out of the model's context; the
+ * engine starts again from the turns before it (the KV cache keeps their
+ * common prefix, so little is read again). */
+static void branch_at(ui_chat *ch, size_t at)
+{
+    int users = 0;
+    for (size_t i = at; i < ch->doc->n; i++) {
+        if (ch->doc->e[i].kind == ENG_J_NOTICE || superseded(ch->doc, i))
+            continue;
+        if (ch->doc->e[i].kind == ENG_J_USER && !ch->doc->e[i].transient)
+            users++;
+        eng_journal_meta(ch->doc, i, "superseded", "1");
+    }
+    eng_engine_send_simple(ch->en, ENG_CMD_DROP_TURNS, NULL, users);
+    ch->unsaved = 1;
+}
+
 static void submit(ui_chat *ch, const char *text)
 {
     if (!ch->have_model) {
@@ -996,6 +1077,11 @@ static void submit(ui_chat *ch, const char *text)
         ui_chat_error(ch, "the message is not valid UTF-8; nothing was sent");
         return;
     }
+    int edited = ch->editing;
+    if (edited >= 0 && (size_t)edited < ch->doc->n) {
+        branch_at(ch, (size_t)edited);
+        ch->editing = -1;
+    }
     eng_cmd c = {.type = ENG_CMD_SUBMIT};
     c.text = malloc(strlen(text) + 1);
     if (!c.text)
@@ -1003,7 +1089,17 @@ static void submit(ui_chat *ch, const char *text)
     strcpy(c.text, text);
     if (send(ch, &c))
         return;
-    eng_journal_add(ch->doc, ENG_J_USER, text);
+    int u = eng_journal_add(ch->doc, ENG_J_USER, text);
+    if (u >= 0 && edited >= 0) {
+        /* the message it replaces, as the how-manieth user message (doc
+         * indices move: transient notices are not saved) */
+        int nth = 0;
+        for (int i = 0; i <= edited; i++)
+            nth += ch->doc->e[i].kind == ENG_J_USER;
+        char b[32];
+        snprintf(b, sizeof b, "%d", nth);
+        eng_journal_meta(ch->doc, (size_t)u, "edit_of", b);
+    }
     ch->busy = 1;
     save_now(ch);
     mark_changed(ch, UI_CH_DOC);
@@ -1184,6 +1280,8 @@ enum ui_action ui_chat_input(ui_chat *ch, const char *text)
     const char *arg = text + 1 + n;
     while (*arg == ' ' || *arg == '\t')
         arg++;
+    if (strcmp(cmd, "edit")) /* an edit ends at any other command */
+        ui_chat_edit_cancel(ch);
     if (!strcmp(cmd, "quit") || !strcmp(cmd, "exit") || !strcmp(cmd, "q"))
         return UI_ACT_QUIT;
     if (!strcmp(cmd, "help") || !strcmp(cmd, "?"))
@@ -1200,6 +1298,20 @@ enum ui_action ui_chat_input(ui_chat *ch, const char *text)
             ui_chat_notice(ch, "new conversation%s", ch->doc->system ? " (the system prompt stays)" : "");
     } else if (!strcmp(cmd, "regen") || !strcmp(cmd, "regenerate"))
         ui_chat_regen(ch);
+    else if (!strcmp(cmd, "edit")) {
+        /* /edit: the last message into the input (the screen; line mode
+         * shows it); /edit TEXT: TEXT replaces the last message at once */
+        const char *was = ui_chat_edit(ch, 1);
+        if (!was)
+            return UI_ACT_NONE;
+        if (*arg) {
+            submit(ch, arg);
+            if (ch->editing >= 0) /* not sent (no model, bad UTF-8): no edit */
+                ui_chat_edit_cancel(ch);
+            return UI_ACT_NONE;
+        }
+        return UI_ACT_EDIT;
+    }
     else if (!strcmp(cmd, "stop"))
         ui_chat_stop(ch);
     else if (!strcmp(cmd, "system")) {
@@ -1324,6 +1436,7 @@ enum ui_action ui_chat_input(ui_chat *ch, const char *text)
 int ui_chat_init(ui_chat *ch, eng_engine *en, const ui_chat_opts *o, eng_err *e)
 {
     memset(ch, 0, sizeof *ch);
+    ch->editing = -1;
     ch->en = en;
     ch->reply = -1;
     ch->settings = o->settings;

@@ -36,7 +36,8 @@ typedef struct ui_chat_opts {
     int n_dirs;
 } ui_chat_opts;
 
-enum ui_action { UI_ACT_NONE = 0, UI_ACT_QUIT, UI_ACT_HELP };
+enum ui_action { UI_ACT_NONE = 0, UI_ACT_QUIT, UI_ACT_HELP,
+                 UI_ACT_EDIT /* /edit: the front end puts ui_chat_editing_text in its input */ };
 
 #define UI_SPARK 48
 
@@ -52,6 +53,7 @@ typedef struct ui_chat {
     void *settings_ud;
 
     int busy;              /* a reply runs (SUBMIT/REGENERATE sent, no DONE yet) */
+    int editing;           /* doc index of the message being edited, -1: none */
     int loading;           /* LOAD sent, no LOADED or ERROR yet */
     int have_model;
     char loading_path[1024];
@@ -112,6 +114,16 @@ void ui_chat_stop(ui_chat *ch);
 void ui_chat_regen(ui_chat *ch);
 void ui_chat_load_model(ui_chat *ch, const char *path);
 void ui_chat_set_gen(ui_chat *ch, const eng_gen_params *g);
+/* Edit and branch. ui_chat_edit picks the message `back` user messages
+ * from the end (1: the last; -1: one further back than the one being
+ * edited) and returns its text for the input, or NULL with a notice. The
+ * next message sent replaces it: the old message and everything after it
+ * stay in the journal as an earlier branch (superseded, shown dimmed and
+ * left out of the model's context), the conversation goes on from the
+ * new one. ui_chat_edit_cancel drops the edit. */
+const char *ui_chat_edit(ui_chat *ch, int back);
+void ui_chat_edit_cancel(ui_chat *ch);
+const char *ui_chat_editing_text(const ui_chat *ch);
 /* The same for a slider held or stepped in a run: during a reply the
  * engine gets the value once the steps pause (UI_GEN_SETTLE_MS), so
  * three quick steps leave one mark in the reply, not three; idle, at

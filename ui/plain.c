@@ -167,6 +167,9 @@ static int run_line(ui_chat *ch, char *in, size_t *nin)
             quit = 1;
         else if (a == UI_ACT_HELP)
             fputs(ui_chat_help(), stderr);
+        else if (a == UI_ACT_EDIT) /* no input to fill here: the next line replaces it */
+            ui_term_printf(stderr, "(editing: %s)\n(the next line you type replaces it; a command cancels)\n",
+                           ui_chat_editing_text(ch) ? ui_chat_editing_text(ch) : "");
     }
     free(line);
     return quit;

@@ -152,7 +152,8 @@ static const char *add_label(tui *t, dlines *d, size_t i, int kind, int old)
 {
     eng_journal *doc = t->ch->doc;
     const eng_jentry *x = &doc->e[i];
-    const char *label = x->kind == ENG_J_USER        ? "You"
+    const char *label = x->kind == ENG_J_USER
+                            ? (old ? "You (earlier branch)" : t->ch->editing == (int)i ? "You (editing)" : "You")
                         : x->kind == ENG_J_ASSISTANT ? (old ? "Reply (replaced)" : "Reply")
                                                      : NULL;
     if (!label)

@@ -114,12 +114,18 @@ int tui_conv_rows(tui *t) { return t->H - 1 - tui_input_rows(t) - 1 - 4; }
 static void draw_fkeys(tui *t)
 {
     static const char *wide[][2] = {{"F1", "Help"},  {"F2", "Models"}, {"F3", "Kernel"}, {"F4", "Sampler"},
-                                    {"F5", "Regen"}, {"F7", "Chats"},  {"F9", "Stop"},   {"F10", "Quit"}};
-    /* below 80 columns: the keys one needs to find the rest (F1 lists them) */
+                                    {"F5", "Regen"}, {"F7", "Chats"},  {"F8", "Edit"},   {"F9", "Stop"},
+                                    {"F10", "Quit"}};
+    /* 80-89 columns: all but Edit; below 80: the keys one needs to find
+     * the rest (F1 lists them) */
+    static const char *mid[][2] = {{"F1", "Help"},  {"F2", "Models"}, {"F3", "Kernel"}, {"F4", "Sampler"},
+                                   {"F5", "Regen"}, {"F7", "Chats"},  {"F9", "Stop"},   {"F10", "Quit"}};
     static const char *narrow[][2] = {{"F1", "Help"}, {"F2", "Models"}, {"F4", "Sampler"}, {"F10", "Quit"}};
     int nar = t->W < 80;
-    const char *(*keys)[2] = nar ? narrow : wide;
-    size_t nkeys = nar ? sizeof narrow / sizeof narrow[0] : sizeof wide / sizeof wide[0];
+    const char *(*keys)[2] = nar ? narrow : t->W < 90 ? mid : wide;
+    size_t nkeys = nar         ? sizeof narrow / sizeof narrow[0]
+                   : t->W < 90 ? sizeof mid / sizeof mid[0]
+                               : sizeof wide / sizeof wide[0];
     int y = t->H - 1, x = 0;
     move(y, 0);
     tui_fill(y, 0, t->W, tui_pair(t, C_FLABEL));

@@ -38,7 +38,7 @@ void tui_draw_input(tui *t, int top, int rows, int *cy, int *cx)
     int first = r >= rows ? r - rows + 1 : 0;
     const char *txt = ui_editor_text(t->ed);
     attron(tui_pair(t, C_USER) | A_BOLD);
-    mvaddstr(top, 0, t->ch->busy ? "\u2026" : ">");
+    mvaddstr(top, 0, t->ch->busy ? "\u2026" : t->ch->editing >= 0 ? "\u270e" : ">");
     attroff(tui_pair(t, C_USER) | A_BOLD);
     for (int i = 0; i < rows && first + i < n && first + i < (int)cap; i++)
         tui_put(top + i, 2, t->W - 3, txt + ls[first + i].start, ls[first + i].end - ls[first + i].start);
@@ -114,6 +114,19 @@ static void send_input(tui *t)
         t->quit = 1;
     else if (a == UI_ACT_HELP)
         tui_help_open(t);
+    else if (a == UI_ACT_EDIT)
+        tui_edit_show(t);
+}
+
+void tui_edit_show(tui *t)
+{
+    const char *was = ui_chat_editing_text(t->ch);
+    if (!was)
+        return;
+    ui_editor_set(t->ed, was);
+    t->view = &tui_view_input;
+    tui_set_status(t, "editing: Enter sends it as a new branch (the old one stays saved), Esc cancels, "
+                      "F8 an earlier message");
 }
 
 /* inside a bracketed paste: everything is text until its end mark */
@@ -212,6 +225,11 @@ static void input_key(tui *t, int fn, uint32_t c, int alt)
     if (!fn && c == 27 && !alt) {
         if (t->ch->busy)
             ui_chat_stop(t->ch);
+        else if (t->ch->editing >= 0) { /* the edit is dropped, the message stays */
+            ui_chat_edit_cancel(t->ch);
+            ui_editor_clear(t->ed);
+            tui_set_status(t, "edit cancelled");
+        }
         return;
     }
     if (fn)

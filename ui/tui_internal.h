@@ -139,6 +139,8 @@ int tui_pair(tui *t, int p);
  * Invalid bytes and control characters show as '?'. */
 int tui_put(int y, int x, int cols, const char *s, size_t n);
 int tui_putz(int y, int x, int cols, const char *s);
+/* F8 or /edit: the message being edited into the input, with a status */
+void tui_edit_show(tui *t);
 void tui_fill(int y, int x, int cols, int attr);
 /* A bar [|||||     ] of cols columns at fraction f. */
 void tui_bar(tui *t, int y, int x, int cols, double f, int warn);

@@ -24,6 +24,10 @@ int tui_key_common(tui *t, int fn, uint32_t c)
     case KEY_F(5): ui_chat_regen(t->ch); t->scroll = 0; return 1;
     case KEY_F(6): ui_chat_input(t->ch, "/save"); return 1;
     case KEY_F(7): t->conv_query[0] = 0; tui_menu_convs(t); return 1;
+    case KEY_F(8): /* edit the last message; again: the one before */
+        if (ui_chat_edit(t->ch, t->ch->editing >= 0 ? -1 : 1))
+            tui_edit_show(t);
+        return 1;
     case KEY_F(9): ui_chat_stop(t->ch); return 1;
     case KEY_F(10): tui_ask_quit(t); return 1;
     case KEY_PPAGE: tui_page(t, +1); return 1;
@@ -58,6 +62,7 @@ static void ctrl_c(tui *t)
         /* the draft goes into the history, so Up brings it back */
         ui_editor_history_add(t->ed, ui_editor_text(t->ed));
         ui_editor_clear(t->ed);
+        ui_chat_edit_cancel(t->ch);
         t->paste_guard = 0;
         tui_set_status(t, "draft cleared; Up brings it back");
     } else if (ui_now_ms() - t->ctrl_c_ms < 3000) {

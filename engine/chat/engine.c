@@ -1057,6 +1057,14 @@ static void handle(run *r, eng_cmd *c)
             eng_session_rewind(r->s, 0);
         emit_state(r, ENG_EV_STATE);
         break;
+    case ENG_CMD_DROP_TURNS: {
+        size_t k = r->nturns;
+        for (int users = 0; k > 0 && users < c->n;)
+            users += r->turns[--k].role == ENG_ROLE_USER;
+        while (r->nturns > k)
+            turn_free(&r->turns[--r->nturns]);
+        break;
+    }
     case ENG_CMD_ADD_TURN:
         if (turn_add(r, c->n == ENG_ROLE_ASSISTANT ? ENG_ROLE_ASSISTANT : ENG_ROLE_USER, c->text))
             emit_error(r, c->type, ENG_ENOMEM, "out of memory");

@@ -114,6 +114,34 @@ scroll)
     wait_for "$footer_re" 10 || fail "End does not go back to the latest"
     screen | grep -q "more line" && fail "the indicator stays at the latest"
     ;;
+edit)
+    # F8 puts the last message in the input; Enter sends the edited text as
+    # a new branch; the old message and reply stay, dimmed and labelled
+    start 120 40 -m "$T/models/story-a.gguf" -n 12 --temp 0
+    type_line "Once upon a time"
+    wait_for "$footer_re" 30 || fail "no first reply"
+    type_line "The dog"
+    wait_for "The dog" 10 || fail "second message not shown"
+    for _ in $(seq 1 100); do [ "$(screen | grep -Ec "$footer_re")" = 2 ] && break; sleep 0.05; done
+    screen | grep -q "F8Edit" || fail "no F8Edit on the key bar at 120 columns"
+    keys F8
+    wait_for "^✎ The dog" 10 || fail "F8 did not put the last message in the input"
+    wait_for "You \(editing\)" 5 || fail "the message being edited is not marked"
+    keys C-u
+    type_line "The cat"
+    wait_for "You \(earlier branch\)" 20 || fail "the old message is not kept as an earlier branch"
+    wait_for "Reply \(replaced\)" 5 || fail "the old reply is not kept"
+    for _ in $(seq 1 100); do [ "$(screen | grep -Ec "$footer_re")" = 3 ] && break; sleep 0.05; done
+    j=$(journal)
+    grep -q "^meta edit_of 2" "$j" || fail "the new message does not say what it replaced: $j"
+    [ "$(grep -c '^meta superseded 1' "$j")" = 2 ] || fail "the old message and reply are not both superseded"
+    # Esc cancels an edit and leaves the input empty
+    keys F8
+    wait_for "^✎ The cat" 10 || fail "F8 again"
+    keys Escape
+    wait_for "edit cancelled" 5 || fail "Esc does not cancel the edit"
+    screen | grep -q "^✎" && fail "the edit marker stays after Esc"
+    ;;
 slider)
     # a slider moved mid-reply is recorded in the reply
     start 120 40 -m "$T/models/story-a.gguf" -n 200 --debug-token-delay 25

@@ -514,6 +514,88 @@ static int loaded_path_is(const char *p) { return idle() && ch.have_model && !st
 static const char *want_path;
 static int loaded_want(void) { return loaded_path_is(want_path); }
 
+/* Edit and branch: the last message edited and sent again; the old one
+ * and its reply stay in the journal as an earlier branch, left out of the
+ * model's context (the new reply is the one a conversation without them
+ * gives); F8 again walks back; a command or cancel ends an edit. */
+static void check_edit(const char *data)
+{
+    input("/new");
+    input("/set temp 0");
+    input("/set max_tokens 12");
+    CHECK(wait_until(idle));
+    /* what ALPHA then GAMMA gives, without BETA */
+    ask("ALPHA");
+    char want[4096];
+    snprintf(want, sizeof want, "%s", ask("GAMMA"));
+    input("/new");
+    ask("ALPHA");
+    ask("BETA");
+    size_t mark = ch.doc->n;
+    CHECK(input("/edit") == UI_ACT_EDIT && ch.editing >= 0 && !strcmp(ui_chat_editing_text(&ch), "BETA"));
+    CHECK(ui_chat_edit(&ch, -1) && !strcmp(ui_chat_editing_text(&ch), "ALPHA")); /* F8 again: one back */
+    CHECK(ui_chat_edit(&ch, -1) && !strcmp(ui_chat_editing_text(&ch), "ALPHA")); /* the first stays */
+    input("/set temp 0"); /* a command ends the edit */
+    CHECK(ch.editing < 0);
+    CHECK(ui_chat_edit(&ch, 1) && !strcmp(ui_chat_editing_text(&ch), "BETA"));
+    ui_chat_edit_cancel(&ch);
+    CHECK(ch.editing < 0);
+    CHECK(ui_chat_edit(&ch, 1));
+    const char *got = ask("GAMMA");
+    CHECKF(!strcmp(got, want), "after the edit: '%s', without BETA: '%s'", got, want);
+    CHECK(ch.editing < 0);
+    /* BETA and its reply stay, superseded; GAMMA says which message it replaced */
+    int beta = -1, gamma = last_of(ENG_J_USER);
+    for (size_t i = mark; i-- > 0;)
+        if (ch.doc->e[i].kind == ENG_J_USER && !strcmp(ch.doc->e[i].text, "BETA")) {
+            beta = (int)i;
+            break;
+        }
+    CHECK(beta >= 0 && eng_journal_get_meta(ch.doc, (size_t)beta, "superseded"));
+    CHECK(beta >= 0 && beta + 1 < (int)ch.doc->n && ch.doc->e[beta + 1].kind == ENG_J_ASSISTANT &&
+          eng_journal_get_meta(ch.doc, (size_t)beta + 1, "superseded"));
+    const char *eo = gamma >= 0 ? eng_journal_get_meta(ch.doc, (size_t)gamma, "edit_of") : NULL;
+    CHECKF(eo && !strcmp(eo, "2"), "edit_of %s", eo ? eo : "(none)");
+    CHECKF(!strcmp(saved_text(data, ch.name), "ALPHA|BETA|GAMMA|"), "saved: %s", saved_text(data, ch.name));
+    /* /edit TEXT at once; the resumed conversation goes on from the new
+     * branch: regenerating there gives what a journal holding only the
+     * live turns gives (both re-read the replies' text) */
+    ask("/edit DELTA");
+    CHECKF(!strcmp(saved_text(data, ch.name), "ALPHA|BETA|GAMMA|DELTA|"), "saved: %s", saved_text(data, ch.name));
+    eng_journal *live = eng_journal_new();
+    for (size_t i = 0; live && i < ch.doc->n; i++) {
+        const eng_jentry *x = &ch.doc->e[i];
+        if (x->kind != ENG_J_NOTICE && !eng_journal_get_meta(ch.doc, i, "superseded"))
+            eng_journal_add(live, x->kind, x->text);
+    }
+    char path[1400];
+    snprintf(path, sizeof path, "%s/conversations/live-only.nbj", data);
+    eng_err e = {{0}};
+    CHECK(live && eng_journal_save(live, path, &e) == 0);
+    eng_journal_free(live);
+    char name[128], want2[4096];
+    snprintf(name, sizeof name, "%s", ch.name);
+    input("/load live-only");
+    CHECK(wait_until(idle));
+    input("/regen");
+    CHECK(wait_until(idle));
+    int r = last_of(ENG_J_ASSISTANT);
+    snprintf(want2, sizeof want2, "%s", r >= 0 ? ch.doc->e[r].text : "");
+    input("/load %s", name);
+    CHECK(wait_until(idle));
+    input("/regen");
+    CHECK(wait_until(idle));
+    r = last_of(ENG_J_ASSISTANT);
+    CHECKF(r >= 0 && want2[0] && !strcmp(ch.doc->e[r].text, want2), "regenerated after /load: '%s', live turns only: '%s'",
+           r >= 0 ? ch.doc->e[r].text : "", want2);
+    /* nothing to edit: said, no edit */
+    input("/new");
+    mark = ch.doc->n;
+    CHECK(!ui_chat_edit(&ch, 1) && notice_since(mark, "no message to edit") && ch.editing < 0);
+    input("/set temp 0.8");
+    input("/set max_tokens 24");
+}
+
 /* The conversation store: files are made at the first message, /reset
  * and /new keep the old file, --resume takes the newest conversation that
  * has a message and reopens its model, /load too; a failed model load
@@ -749,6 +831,7 @@ int main(void)
     check_save_load(data, first);
     check_misc();
     check_notices(data);
+    check_edit(data);
     check_store(data, model, xdg);
 
     ui_chat_close(&ch);

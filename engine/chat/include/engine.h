@@ -31,8 +31,11 @@ enum eng_cmd_type {
     ENG_CMD_QUIT,
     ENG_CMD_SET_CHAT_TEMPLATE, /* text: Jinja chat template used instead of the file's (NULL or "": the
                                   file's own); takes effect at the next LOAD */
-    ENG_CMD_SET_THINKING       /* n: enable_thinking for the template: 1 on, 0 off, -1 not passed;
+    ENG_CMD_SET_THINKING,      /* n: enable_thinking for the template: 1 on, 0 off, -1 not passed;
                                   from the next turn */
+    ENG_CMD_DROP_TURNS         /* n: forget the last n user turns and all after them (an edited
+                                  message); the turns before keep their token ids, and the cache
+                                  its common prefix */
 };
 
 enum eng_role { ENG_ROLE_USER = 1, ENG_ROLE_ASSISTANT = 2 };
