@@ -337,6 +337,11 @@ plain)
     grep -q "saved conversations" "$T/err" || fail "/list not run"
     echo "$out" | grep -q "never sent" && fail "/quit did not stop reading"
     [ -n "$(journal)" ] || fail "no journal written"
+    # /edit: the last message is shown and the next line replaces it
+    out=$(printf 'Once upon a time\nThe dog\n/edit\nThe cat\n/quit\n' |
+        "$bin" chat --plain -m "$T/models/story-a.gguf" -n 8 2>"$T/err")
+    grep -q "(editing: The dog)" "$T/err" || fail "/edit in line mode: $(cat "$T/err")"
+    grep -q "^meta edit_of 2" "$(journal)" || fail "/edit in line mode: no branch in $(journal)"
     ;;
 config)
     # a bad config line: warning with its line number, default kept
