@@ -25,8 +25,9 @@ static void usage(FILE *f)
                "wider types for attn_v, ffn_down and others in some layers, 32-block\n"
                "types where rows do not fit 256); q3_k_s is q3_k planned the same way.\n"
                "ARCH overrides a dense shape's architecture: llama qwen2 qwen3 phi3 gpt2\n"
-               "gemma3 (gemma3 on a shape without its own window: window 16, every\n"
-               "second layer global below 6 layers).\n"
+               "gemma2 gemma3 (on a shape without its own window: window 16; gemma3 with\n"
+               "every sixth layer global, every second below 6 layers; gemma2 every\n"
+               "second, with its soft-caps 50 and 30).\n"
                "--layers N writes only N layers of the shape's widths (a quick model of\n"
                "the same per-token shape; a full gpt-oss-20b needs its 13 GB in memory).\n"
                "\nshapes:\n");

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # crosscheck.sh - nibble against llama.cpp (node-llama-cpp, ../shared/peer) on the same GGUF
-# files, for every model family nibble runs: llama qwen2 qwen3 phi3 gpt2 gemma3 on the dense
+# files, for every model family nibble runs: llama qwen2 qwen3 phi3 gpt2 gemma2 gemma3 on the dense
 # shapes, qwen3moe and gpt-oss on their own (mixture-of-experts) shapes tiny-moe and tiny-oss.
 #
 # usage: bench/crosscheck.sh [--ctest] [--shapes "tiny stories"] [--families "llama gemma3"]
@@ -24,7 +24,7 @@
 # tiny, stories, tiny-moe and tiny-oss, 2). tiny-oss has an 8-position sliding window on its
 # even layers, shorter than every prompt and reply, and sinks; both route tokens to 2 of 8
 # experts.
-# gemma3 on the dense shapes has a window of 16 positions on every other layer (nibble synth),
+# gemma2 and gemma3 on the dense shapes have a window of 16 positions on every other layer (nibble synth),
 # so the prompts plus replies and the random sequences run far past it.
 # On the tiny shape Q8_0 agreement is at 97.7-98.6% today: nibble's int8 activations keep a
 # float scale per block, llama.cpp's an f16 one, and these flat random models feel the
@@ -40,7 +40,7 @@ keep=""
 kv=f32
 n_seqs=""
 nib="${NIBBLE_BIN:-}"
-families="llama qwen2 qwen3 phi3 gpt2 gemma3"
+families="llama qwen2 qwen3 phi3 gpt2 gemma2 gemma3"
 while [ $# -gt 0 ]; do
   case "$1" in
     --ctest) ctest=1 ;;

@@ -21,9 +21,12 @@ void simd_attn_ref(const simd_attn_args *a)
             for (size_t i = 0; i < hd; i++)
                 acc[i & 7] += q[i] * simd_f16_to_f32(k[i]);
             s[p] = simd_reduce8(acc) * a->scale;
+        }
+        if (a->softcap > 0)
+            attn_softcap(s, n, a->softcap);
+        for (size_t p = 0; p < n; p++)
             if (s[p] > mx)
                 mx = s[p];
-        }
         float lanes[8] = {0};
         for (size_t p = 0; p < n; p++) {
             s[p] = attn_exp(s[p] - mx);

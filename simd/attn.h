@@ -74,4 +74,21 @@ void simd_attn_neon(const simd_attn_args *a);
 /* Put set k's attention into s (the reference for scalar). */
 void simd_set_attn(enum simd_kernel k, simd_kernel_set *s);
 
+/* Gemma 2's attention soft-cap: cap * tanh(s / cap) for each score, with
+ * tanh from attn_exp (tanh|y| = (1 - e^-2|y|) / (1 + e^-2|y|)), so every
+ * set gives the same bits; NaN stays NaN (passed over as before). */
+static inline void attn_softcap(float *s, size_t n, float cap)
+{
+    float inv = 1.0f / cap;
+    for (size_t p = 0; p < n; p++) {
+        float y = s[p] * inv;
+        if (y != y)
+            continue;
+        float ay = y < 0 ? -y : y;
+        float t = attn_exp(-2.0f * ay);
+        float th = (1.0f - t) / (1.0f + t);
+        s[p] = (y < 0 ? -th : th) * cap;
+    }
+}
+
 #endif

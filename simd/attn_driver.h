@@ -60,6 +60,9 @@ static inline __attribute__((always_inline)) void attn_heads(const simd_attn_arg
     if (p < n)
         for (int i = 0; i < nh; i++)
             attn_scores(a, q[i], p, (int)(n - p), (float *)e[i]);
+    if (a->softcap > 0)
+        for (int i = 0; i < nh; i++)
+            attn_softcap((float *)e[i], n, a->softcap);
     for (int i = 0; i < nh; i++) {
         o[i][-2] = attn_max(e[i], n);
         o[i][-1] = attn_exp_sum((float *)e[i], n, o[i][-2]);

@@ -359,6 +359,7 @@ float simd_dot_f32(size_t n, const float *a, const float *b);
  * simd_attn_chunk, for each head h and the chunk's positions p (s is
  * scratch + h*n):
  *   s[p]   = dot(q_h, k_p) * scale      (dot: simd_dot_f32's order)
+ *   s[p]   = softcap * tanh(s[p] / softcap), when softcap > 0
  *   m      = max of s[p] (NaN scores are passed over)
  *   s[p]   = exp(s[p] - m)               (the exp of simd/attn.h)
  *   sum    = sum of s[p], 8 lanes (lane = p mod 8), simd_reduce8
@@ -380,6 +381,8 @@ typedef struct simd_attn_args {
     float *part;         /* nq rows of hd+2 floats, pstride apart: m, sum, acc */
     size_t pstride;
     float *scratch;      /* nq*n floats, caller's; overwritten */
+    float softcap;       /* > 0: s[p] = softcap * tanh(s[p] / softcap) after the
+                          * scale (Gemma 2; attn_softcap in attn.h); 0: none */
 } simd_attn_args;
 typedef void (*simd_attn_fn)(const simd_attn_args *a);
 /* The active set's chunk (n >= 1, nq >= 1). */

@@ -346,7 +346,7 @@ static void att_worker(void *arg, int ith, int nth)
     const simd_f16 *kl = c->kc + c->kv_off[j->layer], *vl = c->vc + c->kv_off[j->layer];
     size_t slots = c->kv_slots[j->layer];
     simd_attn_args a = {.hd = hd, .nq = grp, .qstride = hd, .kvstride = nkvd, .scale = c->m->attn_scale,
-                        .scratch = scratch};
+                        .softcap = c->m->attn_softcap, .scratch = scratch};
     uint32_t per_tok = nkv * j->split;
     for (uint32_t task = (uint32_t)ith; task < j->nt * per_tok; task += (uint32_t)nth) {
         uint32_t t = task / per_tok, g = task % per_tok / j->split, r = task % j->split;

@@ -22,14 +22,16 @@ typedef struct arch_desc {
     int moe;           /* every layer's FFN is a mixture of experts */
     enum eng_moe_gating gating;
     int oai;           /* gpt-oss: sinks, alternating sliding windows, clamped SwiGLU, biased experts */
-    /* Gemma 3: embeddings scaled by sqrt(dim), RMSNorm of the attention's
+    /* Gemma 2 and 3 (2 and 3 here): embeddings scaled by sqrt(dim), RMSNorm of the attention's
      * and the FFN's outputs (attn_post_norm, ffn_post_norm), sliding-window
      * layers (attention.sliding_window; 5 local layers to 1 global unless
      * attention.sliding_window_pattern says otherwise) that rotate with
      * their own RoPE base (rope.freq_base_swa, default 10000) unscaled, an
      * optional final logit soft-cap. The norms' weights are used as
      * stored: the converter has already added Gemma's 1 to them (HF's
-     * RMSNorm multiplies by 1 + w). */
+     * RMSNorm multiplies by 1 + w). Gemma 2 instead: no q/k norms, every
+     * other layer windowed (even ones), one RoPE base for all, and its
+     * attention scores soft-capped (attn_logit_softcapping). */
     int gemma;
 } arch_desc;
 
@@ -45,7 +47,8 @@ static const arch_desc archs[] = {
      * differ per layer (Nemotron's); `nibble prune` writes llama models
      * under it so llama.cpp loads them too */
     {"deci", 0, ENG_NORM_RMS, ENG_FFN_SWIGLU, 0, 0, 0, 0, 0, 0},
-    {"gemma3", 1, ENG_NORM_RMS, ENG_FFN_GEGLU, 0, 1, 0, 0, 0, 1},
+    {"gemma2", 1, ENG_NORM_RMS, ENG_FFN_GEGLU, 0, 0, 0, 0, 0, 2},
+    {"gemma3", 1, ENG_NORM_RMS, ENG_FFN_GEGLU, 0, 1, 0, 0, 0, 3},
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
@@ -303,7 +306,7 @@ static const arch_desc *load_arch(eng_model *m, eng_err *e)
             return &archs[a];
     eng_errf(e, ENG_EUNSUP,
              "unsupported architecture '%s' (this version runs llama, qwen2, qwen3, phi3, gpt2, qwen3moe, gpt-oss, "
-             "deci and gemma3)",
+             "deci, gemma2 and gemma3)",
              in->arch);
     return NULL;
 }
@@ -540,8 +543,9 @@ static int load_hparams(eng_model *m, const arch_desc *ad, uint32_t **heads, uin
     in->rope_neox = ad->neox;
     if (ad->moe && (r = load_moe_hparams(m, ad, e)))
         return r;
-    /* gemma3: 5 local layers to 1 global by default, as llama.cpp */
-    if (ad->gemma && (r = load_windows(m, 6, 0, e)))
+    /* gemma3: 5 local layers to 1 global by default, gemma2: every other
+     * (the even layers), as llama.cpp */
+    if (ad->gemma && (r = load_windows(m, ad->gemma == 2 ? 2 : 6, 0, e)))
         return r;
     return load_rope(m, ad, e);
 }
@@ -720,12 +724,20 @@ static int load_tensors(eng_model *m, const arch_desc *ad, const uint32_t *heads
 
 /* Gemma 3's hyper-parameters beyond the common ones, as llama.cpp reads
  * them (it does not read attention.scale, which converters may write). */
-static int load_gemma(eng_model *m, eng_err *e)
+static int load_gemma(eng_model *m, int version, eng_err *e)
 {
     eng_model_info *in = &m->info;
     const char *ar = in->arch;
     int r;
-    m->rope_local = in->window > 0;
+    if (version == 2) {
+        /* one RoPE base; attention scores soft-capped (50 in Google's
+         * configs; absent or 0: none) */
+        if ((r = hp_f32(m->gguf, ar, "attn_logit_softcapping", &m->attn_softcap, e)))
+            return r;
+        if (!(m->attn_softcap >= 0) || !isfinite(m->attn_softcap))
+            return eng_errf(e, ENG_EFORMAT, "%s.attn_logit_softcapping must be a number >= 0", ar);
+    }
+    m->rope_local = version == 3 && in->window > 0;
     m->rope_base_local = 10000.0f;
     if ((r = hp_f32(m->gguf, ar, "rope.freq_base_swa", &m->rope_base_local, e)))
         return r;
@@ -737,10 +749,10 @@ static int load_gemma(eng_model *m, eng_err *e)
     if (!(m->logit_softcap >= 0) || !isfinite(m->logit_softcap))
         return eng_errf(e, ENG_EFORMAT, "%s.final_logit_softcapping must be a number >= 0", ar);
     m->embd_scale = sqrtf((float)in->dim);
-    /* queries scale by 1/sqrt(head size), except in the 62-layer (27B)
-     * model, whose query_pre_attn_scalar is dim / heads (Google's config,
-     * as llama.cpp applies it) */
-    if (in->n_layers == 62 && in->n_heads)
+    /* queries scale by 1/sqrt(head size), except in the 27B models (62
+     * layers in Gemma 3, 46 in Gemma 2), whose query_pre_attn_scalar is
+     * dim / heads (Google's configs, as llama.cpp applies them) */
+    if (in->n_layers == (version == 2 ? 46u : 62u) && in->n_heads)
         m->attn_scale = 1.0f / sqrtf((float)(in->dim / in->n_heads));
     return 0;
 }
@@ -760,7 +772,7 @@ static int load(eng_model *m, eng_err *e)
     m->attn_scale = 1.0f / sqrtf((float)m->info.head_dim);
     m->info.rope_base_swa = m->info.rope_base;
     if (!r && ad->gemma)
-        r = load_gemma(m, e);
+        r = load_gemma(m, ad->gemma, e);
     free(heads);
     free(kv);
     free(ffn);

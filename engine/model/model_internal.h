@@ -31,6 +31,7 @@ struct eng_model {
     float embd_scale;      /* token embeddings times this (gemma3: sqrt(dim)) */
     float attn_scale;      /* attention scores times this (1/sqrt(head_dim) unless the family says) */
     float logit_softcap;   /* logits c * tanh(logit / c), or 0 */
+    float attn_softcap;    /* attention scores c * tanh(score / c), or 0 (gemma2) */
     int rope_local;        /* windowed layers rotate with rope_base_local, unscaled (gemma3) */
     float rope_base_local;
     eng_layer *layers;

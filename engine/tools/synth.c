@@ -27,6 +27,7 @@ static const eng_synth_shape shapes[] = {
      8, 2, 64, 0, 0.0f, 0},
     {"tiny-oss", "gpt-oss", 128, 4, 4, 2, 128, 384, 32, 512, 150000.0f, 0,
      "a tiny gpt-oss: 8 experts, 2 a token, window 8", 8, 2, 96, 8, 32.0f, 4096},
+    {"gemma2-2b", "gemma2", 2304, 26, 8, 4, 9216, 256000, 256, 8192, 10000.0f, 1, "Gemma-2-2B", 0, 0, 0, 4096, 0.0f, 0},
     {"gemma3-1b", "gemma3", 1152, 26, 4, 1, 6912, 262144, 256, 32768, 1000000.0f, 1, "Gemma-3-1B", 0, 0, 0, 512, 0.0f, 0},
     {"gemma3-270m", "gemma3", 640, 18, 4, 1, 2048, 262144, 256, 32768, 1000000.0f, 1, "Gemma-3-270M",
      0, 0, 0, 512, 0.0f, 0},
@@ -218,7 +219,10 @@ static void vocab(builder *b, uint32_t n)
 int eng_synth_write(const eng_synth_shape *s, const eng_synth_opts *o, const char *path, eng_err *e)
 {
     const char *arch = o->arch ? o->arch : s->arch;
-    const char *known[] = {"llama", "qwen2", "qwen3", "phi3", "gpt2", "gemma3"};
+    /* gemma2 always ties its output to the embeddings (llama.cpp loads no
+     * output.weight for it and refuses a file that has one) */
+    int tied = s->tied || !strcmp(arch, "gemma2");
+    const char *known[] = {"llama", "qwen2", "qwen3", "phi3", "gpt2", "gemma2", "gemma3"};
     int ok = 0;
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         ok |= !strcmp(arch, known[i]);
@@ -230,7 +234,7 @@ int eng_synth_write(const eng_synth_shape *s, const eng_synth_opts *o, const cha
         ok = 1;
     }
     if (!ok)
-        return eng_errf(e, ENG_EINVAL, "unknown architecture '%s' (llama, qwen2, qwen3, phi3, gpt2, gemma3)", arch);
+        return eng_errf(e, ENG_EINVAL, "unknown architecture '%s' (llama, qwen2, qwen3, phi3, gpt2, gemma2, gemma3)", arch);
     uint32_t n_layers = o->n_layers ? o->n_layers : s->n_layers;
     if (n_layers > 1024)
         return eng_errf(e, ENG_EINVAL, "%u layers: at most 1024", n_layers);
@@ -238,11 +242,12 @@ int eng_synth_write(const eng_synth_shape *s, const eng_synth_opts *o, const cha
     if (!tr || !tr->quant)
         return eng_errf(e, ENG_EINVAL, "cannot write weights of type %s", simd_type_name(o->type));
     builder b = {eng_gguf_writer_new(), NULL, 0, {o->seed * 0x2545f4914f6cdd1dull + 1}, o->type, 0, o->mix,
-                 n_layers, !s->tied, s->n_expert != 0};
+                 n_layers, !tied, s->n_expert != 0};
     if (!b.w)
         return eng_errf(e, ENG_ENOMEM, "out of memory");
     int gpt2 = !strcmp(arch, "gpt2"), qwen2 = !strcmp(arch, "qwen2"), qwen3 = !strcmp(arch, "qwen3");
     int phi3 = !strcmp(arch, "phi3"), oss = !strcmp(arch, "gpt-oss"), gemma3 = !strcmp(arch, "gemma3");
+    int gemma2 = !strcmp(arch, "gemma2"), gemma = gemma2 || gemma3;
     qwen3 |= !strcmp(arch, "qwen3moe"); /* q/k norms */
     uint32_t hd = s->head_dim, nq = s->n_heads * hd, nkv = s->n_kv_heads * hd, dim = s->dim;
     char key[128];
@@ -268,7 +273,7 @@ int eng_synth_write(const eng_synth_shape *s, const eng_synth_opts *o, const cha
     if (gpt2) {
         eng_gguf_writer_f32(b.w, KEY("attention.layer_norm_epsilon"), 1e-5f);
     } else {
-        eng_gguf_writer_f32(b.w, KEY("attention.layer_norm_rms_epsilon"), gemma3 ? 1e-6f : 1e-5f);
+        eng_gguf_writer_f32(b.w, KEY("attention.layer_norm_rms_epsilon"), gemma ? 1e-6f : 1e-5f);
         eng_gguf_writer_u32(b.w, KEY("rope.dimension_count"), hd);
         eng_gguf_writer_f32(b.w, KEY("rope.freq_base"), s->rope_base);
     }
@@ -277,7 +282,7 @@ int eng_synth_write(const eng_synth_shape *s, const eng_synth_opts *o, const cha
         eng_gguf_writer_u32(b.w, KEY("expert_used_count"), s->n_expert_used);
         eng_gguf_writer_u32(b.w, KEY("expert_feed_forward_length"), s->expert_ffn);
     }
-    if (s->window && !gemma3)
+    if (s->window && !gemma)
         eng_gguf_writer_u32(b.w, KEY("attention.sliding_window"), s->window);
     if (s->yarn > 0) {
         eng_gguf_writer_str(b.w, KEY("rope.scaling.type"), "yarn");
@@ -291,6 +296,14 @@ int eng_synth_write(const eng_synth_shape *s, const eng_synth_opts *o, const cha
         eng_gguf_writer_u32(b.w, KEY("attention.sliding_window_pattern"), s->window || n_layers >= 6 ? 6 : 2);
         eng_gguf_writer_f32(b.w, KEY("rope.freq_base_swa"), 10000.0f);
     }
+    if (gemma2) {
+        /* Gemma 2: every other layer local (the even ones; no pattern key,
+         * as its converter writes none), its two soft-caps as Google's
+         * configs set them */
+        eng_gguf_writer_u32(b.w, KEY("attention.sliding_window"), s->window ? s->window : 16);
+        eng_gguf_writer_f32(b.w, KEY("attn_logit_softcapping"), 50.0f);
+        eng_gguf_writer_f32(b.w, KEY("final_logit_softcapping"), 30.0f);
+    }
     eng_gguf_writer_u32(b.w, "nibble.synth.seed", (uint32_t)o->seed);
     vocab(&b, s->n_vocab);
     /* embeddings of std 1 so that logits spread and greedy choices are
@@ -298,15 +311,15 @@ int eng_synth_write(const eng_synth_shape *s, const eng_synth_opts *o, const cha
      * by sqrt(dim) on the way in, so its rows are that much smaller and,
      * tied, the final norm's weights sqrt(dim) larger, for logits spread
      * as widely as the other families' */
-    tensor(&b, "token_embd.weight", dim, s->n_vocab, gemma3 ? 1.0f / sqrtf((float)dim) : 1.0f, 0.0f, 0);
+    tensor(&b, "token_embd.weight", dim, s->n_vocab, gemma ? 1.0f / sqrtf((float)dim) : 1.0f, 0.0f, 0);
     if (gpt2)
         tensor(&b, "position_embd.weight", dim, s->ctx, 0.3f, 0.0f, 0);
-    int small_out = gemma3 && s->tied;
+    int small_out = gemma && tied;
     float out_g = small_out ? sqrtf((float)dim) : 1.0f;
     vec(&b, "output_norm.weight", dim, out_g, 0.1f * out_g);
     if (gpt2)
         vec(&b, "output_norm.bias", dim, 0.0f, 0.1f);
-    if (!s->tied)
+    if (!tied)
         tensor(&b, "output.weight", dim, s->n_vocab, 3.0f / sqrtf((float)dim), 0.0f, 0);
     for (uint32_t l = 0; l < n_layers && !b.failed; l++) {
         char n[96];
@@ -336,7 +349,7 @@ int eng_synth_write(const eng_synth_shape *s, const eng_synth_opts *o, const cha
             vec(&b, NAME("attn_k_norm.weight"), hd, 1.0f, 0.1f);
         }
         mat(&b, NAME("attn_output.weight"), nq, dim);
-        if (gemma3) {
+        if (gemma) {
             vec(&b, NAME("post_attention_norm.weight"), dim, 1.0f, 0.1f);
             vec(&b, NAME("post_ffw_norm.weight"), dim, 1.0f, 0.1f);
         }

@@ -60,6 +60,9 @@ static void fillh(simd_f16 *x, size_t n, float mul, int sub)
         x[i] = sub && i % 37 == 5 ? (simd_f16)((i & 0x8000) | (1 + i % 1000)) : simd_f32_to_f16(frand() * mul);
 }
 
+/* > 0: the scores soft-capped (Gemma 2) in attend and check_ref */
+static float softcap_now;
+
 /* Attention over n positions the way the engine does it: chunk by chunk
  * (the reference's or the active set's), then one merge per head. part
  * gets every chunk row: chunk c, head h at part + (c*nq + h)*(hd+2). */
@@ -70,7 +73,7 @@ static void attend(int ref, size_t hd, size_t nq, size_t n, const float *q, cons
     for (size_t c = 0; c < nch; c++) {
         size_t p0 = c * SIMD_ATTN_CHUNK, len = n - p0 < SIMD_ATTN_CHUNK ? n - p0 : SIMD_ATTN_CHUNK;
         simd_attn_args a = {hd, nq, len, q, hd, k + p0 * kvstride, v + p0 * kvstride, kvstride,
-                            1.0f / sqrtf((float)hd), part + c * nq * row, row, scratch};
+                            1.0f / sqrtf((float)hd), part + c * nq * row, row, scratch, softcap_now};
         if (ref)
             simd_attn_ref(&a);
         else
@@ -96,6 +99,8 @@ static void check_ref(const shape *s, const float *q, const simd_f16 *k, const s
             for (size_t i = 0; i < s->hd; i++)
                 d += (double)q[h * s->hd + i] * simd_f16_to_f32(k[p * s->kvstride + i]);
             w[p] = d * scale;
+            if (softcap_now > 0)
+                w[p] = softcap_now * tanh(w[p] / softcap_now);
             mx = w[p] > mx ? w[p] : mx;
         }
         for (size_t p = 0; p < s->n; p++)
@@ -315,15 +320,19 @@ int main(void)
     float *ref = malloc(MAXNQ * MAXHD * sizeof *ref), *got = malloc(MAXNQ * MAXHD * sizeof *got);
     if (!q || !k || !v || !sc || !sc2 || !ref || !got || !part || !part2)
         return 1;
-    /* the reference is attention, in one chunk and in several */
-    for (size_t i = 0; i < sizeof hds / sizeof *hds; i++)
-        for (size_t n = 50; n < 300; n += 200) {
-            shape s = {hds[i], 3, n, hds[i] * 2 + 8, 4.0f};
-            fill(q, s.nq * s.hd, s.spread);
-            fillh(k, s.n * s.kvstride, 1.0f, 0);
-            fillh(v, s.n * s.kvstride, 1.0f, 0);
-            check_ref(&s, q, k, v, sc, ref);
-        }
+    /* the reference is attention, in one chunk and in several; soft-capped
+     * too, with scores large enough that the cap bends them */
+    for (int cap = 0; cap < 2; cap++)
+        for (size_t i = 0; i < sizeof hds / sizeof *hds; i++)
+            for (size_t n = 50; n < 300; n += 200) {
+                shape s = {hds[i], 3, n, hds[i] * 2 + 8, cap ? 12.0f : 4.0f};
+                softcap_now = cap ? 5.0f : 0.0f;
+                fill(q, s.nq * s.hd, s.spread);
+                fillh(k, s.n * s.kvstride, 1.0f, 0);
+                fillh(v, s.n * s.kvstride, 1.0f, 0);
+                check_ref(&s, q, k, v, sc, ref);
+            }
+    softcap_now = 0;
     /* every set against it */
     for (int kset = 0; kset < SIMD_K_COUNT; kset++) {
         const char *why = NULL, *name = simd_kernel_name((enum simd_kernel)kset);
@@ -337,8 +346,10 @@ int main(void)
         for (size_t i = 0; i < sizeof hds / sizeof *hds; i++)
             for (size_t j = 0; j < sizeof nqs / sizeof *nqs; j++)
                 for (size_t l = 0; l < sizeof ns / sizeof *ns; l++)
-                    for (int variant = 0; variant < 2; variant++) {
+                    for (int variant = 0; variant < 3; variant++) {
                         size_t hd = hds[i];
+                        /* variant 2: as 1, soft-capped (every set the same bits) */
+                        softcap_now = variant == 2 ? 5.0f : 0.0f;
                         /* variant 1: the kv head inside a wider row, and
                          * big scores, so most weights underflow to 0 */
                         shape s = {hd, nqs[j], ns[l], variant ? 3 * hd + STRIDE_EXTRA : hd,
