@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib.h"
 #include "model_layout.h"
 #include "simd.h"
 
@@ -254,30 +255,6 @@ done:
 
 /* ---- the whole run ---- */
 
-static int read_text(const char *path, char **out, size_t *len, eng_err *e)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return eng_errf(e, ENG_EIO, "%s: cannot open the calibration text", path);
-    size_t cap = 1 << 16, n = 0, got;
-    char *buf = malloc(cap);
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) { free(buf); buf = NULL; break; }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (!buf)
-        return eng_errf(e, ENG_ENOMEM, "%s: out of memory", path);
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
 static int add_group(calib *c, size_t *capg, int kind, uint32_t l, int nw, const eng_weight *w0, const char *n0,
                      const eng_weight *w1, const char *n1, const eng_weight *w2, const char *n2, uint32_t cap)
 {
@@ -357,34 +334,6 @@ static int fold(eng_awq *a, const eng_model *m, const grp *g)
     return 0;
 }
 
-/* The calibration text's tokens (with BOS where the model wants it):
- * *ids (the caller frees) holds *n_tok of them, at most max_tok. */
-static int calib_tokens(const eng_model *m, const eng_awq_opts *o, uint32_t max_tok, int32_t **ids, uint32_t *n_tok,
-                        eng_err *e)
-{
-    char *text = NULL;
-    size_t len = o->calib_len;
-    const char *txt = o->calib_text;
-    int r;
-    if (!txt) {
-        if ((r = read_text(o->calib_path, &text, &len, e)))
-            return r;
-        txt = text;
-    }
-    int need = eng_tok_encode(eng_model_tok(m), txt, len, 1, 0, NULL, 0);
-    if (need < 16) {
-        r = eng_errf(e, ENG_EINVAL, "AWQ: the calibration text has %d tokens; at least 16 are needed", need < 0 ? 0 : need);
-    } else if (!(*ids = malloc((size_t)need * sizeof **ids))) {
-        r = eng_errf(e, ENG_ENOMEM, "out of memory");
-    } else {
-        eng_tok_encode(eng_model_tok(m), txt, len, 1, 0, *ids, (size_t)need);
-        *n_tok = (uint32_t)need < max_tok ? (uint32_t)need : max_tok;
-        r = 0;
-    }
-    free(text);
-    return r;
-}
-
 /* One group per scaled input of every layer: q/k/v, o, gate/up, down.
  * Sample rows: at most 512 per group, fewer for wide groups (about
  * 256 MB in all); *cap gets the count. */
@@ -415,33 +364,6 @@ static int make_groups(const eng_model *m, calib *c, uint32_t n_tok, uint32_t *c
                 r = add_group(c, &capg, G_DOWN, l, 1, &L->w_down, "ffn_down.weight", NULL, NULL, NULL, NULL, cap);
         }
     }
-    return r;
-}
-
-/* The calibration pass: n_tok tokens in windows of n_ctx, each started
- * as a sequence is, with the observer gathering into c. */
-static int calibrate(eng_model *m, const eng_awq_opts *o, calib *c, int32_t *ids, uint32_t n_tok, uint32_t n_ctx,
-                     eng_err *e)
-{
-    eng_ctx *ctx = NULL;
-    int r = eng_ctx_new(m, n_ctx, o->threads, &ctx, e);
-    if (r)
-        return r;
-    eng_ctx_set_observer(ctx, observe, c);
-    int32_t bos = eng_tok_bos(eng_model_tok(m));
-    for (uint32_t at = 0; at < n_tok && !r; at += n_ctx) {
-        uint32_t n = n_tok - at < n_ctx ? n_tok - at : n_ctx;
-        int32_t save = ids[at];
-        if (bos >= 0)
-            ids[at] = bos; /* each window starts as a sequence does */
-        eng_ctx_truncate(ctx, 0);
-        r = eng_ctx_eval(ctx, ids + at, n, NULL, 0, e);
-        ids[at] = save;
-        if (!r && o->progress)
-            o->progress(o->user, 0.3 * (at + n) / n_tok, "calibration");
-    }
-    eng_ctx_set_observer(ctx, NULL, NULL);
-    eng_ctx_free(ctx);
     return r;
 }
 
@@ -496,13 +418,14 @@ int eng_awq_compute(const char *model_path, const eng_awq_opts *o, eng_awq **out
     uint32_t n_ctx = o->n_ctx ? o->n_ctx : 256, max_tok = o->max_tokens ? o->max_tokens : 4096;
     if (n_ctx > in->ctx_train)
         n_ctx = in->ctx_train;
-    if ((r = calib_tokens(m, o, max_tok, &ids, &n_tok, e)))
+    if ((r = tools_calib_tokens(m, o->calib_text ? NULL : o->calib_path, o->calib_text, o->calib_len, 16, max_tok,
+                                "AWQ", &ids, &n_tok, e)))
         goto done;
     if ((r = make_groups(m, &c, n_tok, &cap))) {
         r = eng_errf(e, ENG_ENOMEM, "out of memory for the calibration statistics");
         goto done;
     }
-    if (!(r = calibrate(m, o, &c, ids, n_tok, n_ctx, e)))
+    if (!(r = tools_calib_run(m, ids, n_tok, n_ctx, o->threads, observe, &c, o->progress, o->user, 0, 0.3, e)))
         r = search_all(a, m, o, &c, n_tok, cap, e);
 done:
     for (size_t i = 0; i < c.ng; i++) {

@@ -1,0 +1,61 @@
+/* Calibration passes (see calib.h). */
+#include "calib.h"
+
+#include <stdlib.h>
+
+#include "files.h"
+#include "tokenizer.h"
+
+int tools_calib_tokens(const eng_model *m, const char *path, const char *text, size_t len, uint32_t min_tok,
+                       uint32_t max_tok, const char *who, int32_t **ids, uint32_t *n_tok, eng_err *e)
+{
+    char *owned = NULL;
+    int r;
+    *ids = NULL;
+    *n_tok = 0;
+    if (path) {
+        if ((r = eng_read_file(path, TOOLS_CALIB_MAX_BYTES, &owned, &len, e)))
+            return eng_err_prefix(e, r, "calibration text");
+        text = owned;
+    }
+    const eng_tok *tok = eng_model_tok(m);
+    int need = eng_tok_encode(tok, text, len, 1, 0, NULL, 0);
+    if (need < (int)min_tok || need <= 0) {
+        r = eng_errf(e, ENG_EINVAL, "%s: the calibration text has %d tokens; at least %u are needed", who,
+                     need < 0 ? 0 : need, min_tok);
+    } else if (!(*ids = malloc((size_t)need * sizeof **ids))) {
+        r = eng_errf(e, ENG_ENOMEM, "out of memory for %d calibration tokens", need);
+    } else {
+        eng_tok_encode(tok, text, len, 1, 0, *ids, (size_t)need);
+        *n_tok = (uint32_t)need < max_tok ? (uint32_t)need : max_tok;
+        r = 0;
+    }
+    free(owned);
+    return r;
+}
+
+int tools_calib_run(eng_model *m, int32_t *ids, uint32_t n_tok, uint32_t n_ctx, int threads, eng_mm_observer fn,
+                    void *user, void (*progress)(void *puser, double frac, const char *what), void *puser, double p0,
+                    double span, eng_err *e)
+{
+    eng_ctx *c = NULL;
+    int r = eng_ctx_new(m, n_ctx, threads, &c, e);
+    if (r)
+        return r;
+    eng_ctx_set_observer(c, fn, user);
+    int32_t bos = eng_tok_bos(eng_model_tok(m));
+    for (uint32_t at = 0; at < n_tok && !r; at += n_ctx) {
+        uint32_t n = n_tok - at < n_ctx ? n_tok - at : n_ctx;
+        int32_t save = ids[at];
+        if (bos >= 0)
+            ids[at] = bos; /* each window starts as a sequence does */
+        eng_ctx_truncate(c, 0);
+        r = eng_ctx_eval(c, ids + at, n, NULL, 0, e);
+        ids[at] = save;
+        if (!r && progress)
+            progress(puser, p0 + span * (at + n) / n_tok, "calibration");
+    }
+    eng_ctx_set_observer(c, NULL, NULL);
+    eng_ctx_free(c);
+    return r;
+}

@@ -1,0 +1,35 @@
+/* Calibration text run through nibble's own forward pass, with an
+ * observer on every matmul: what AWQ (awq.c) and structured pruning
+ * (prune.c) both gather their statistics from. Private to nibble_tools. */
+#ifndef NIBBLE_TOOLS_CALIB_H
+#define NIBBLE_TOOLS_CALIB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "model.h"
+#include "model_layout.h"
+
+/* The largest calibration file read (a calibration needs a few thousand
+ * tokens; this only bounds what a wrong path can make us read). */
+#define TOOLS_CALIB_MAX_BYTES ((size_t)256 << 20)
+
+/* The tokens of a calibration text, with BOS where the model wants one:
+ * the file at path (read as eng_read_file reads a user's file), or when
+ * path is NULL the len bytes at text. At most max_tok are kept; fewer
+ * than min_tok is an error whose message starts with who (e.g. "AWQ").
+ * On success *ids (the caller frees) holds *n_tok tokens. */
+int tools_calib_tokens(const eng_model *m, const char *path, const char *text, size_t len, uint32_t min_tok,
+                       uint32_t max_tok, const char *who, int32_t **ids, uint32_t *n_tok, eng_err *e);
+
+/* Run ids[0..n_tok) through m in windows of n_ctx tokens, each started
+ * as a sequence is (its first token replaced by BOS for the run, then
+ * restored), on `threads` threads, with fn(user, ...) seeing every
+ * matmul's input. After each window, progress (optional) gets
+ * p0 + span * (share of the tokens done) and "calibration". */
+int tools_calib_run(eng_model *m, int32_t *ids, uint32_t n_tok, uint32_t n_ctx, int threads, eng_mm_observer fn,
+                    void *user, void (*progress)(void *puser, double frac, const char *what), void *puser, double p0,
+                    double span, eng_err *e);
+
+#endif
