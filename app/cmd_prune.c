@@ -12,7 +12,7 @@
 #include "quantize.h"
 
 static const char usage[] =
-    "usage: nibble prune IN.gguf OUT.gguf [--heads R] [--neurons R] [--calib TEXT]\n"
+    "usage: nibble prune IN.gguf OUT.gguf [--heads R] [--neurons R] [--calib TEXT] [--method LIST]\n"
     "                    [--protect pagerank|none] [--max-per-layer R] [--then TYPE [--awq CALIB]]\n"
     "\n"
     "Remove attention heads and FFN neurons from IN (llama, qwen2, qwen3; float\n"
@@ -22,11 +22,18 @@ static const char usage[] =
     "which llama.cpp loads with per-layer sizes (see docs/PRUNING.md).\n"
     "\n"
     "  --heads R           share of all KV groups (a KV head and the query heads\n"
-    "                      sharing it) to remove, 0..1, ranked over all layers by\n"
-    "                      mean |attention output| x ||W_o columns|| on --calib\n"
+    "                      sharing it) to remove, 0..1, ranked over all layers\n"
     "  --neurons R         share of each layer's FFN neurons to remove, 0..1,\n"
-    "                      ranked per layer by ||gate|| x ||up|| x ||down||\n"
-    "  --calib TEXT        calibration text (needed with --heads)\n"
+    "                      ranked within each layer\n"
+    "  --method LIST       the scores, comma-separated, one for heads and/or one\n"
+    "                      for neurons (default vnorm,wprod):\n"
+    "                        vnorm   heads: mean |attention output| x ||W_o columns||\n"
+    "                                on --calib\n"
+    "                        weight  heads: ||W_v rows|| x ||W_o columns||, weights only\n"
+    "                        wprod   neurons: ||gate row|| x ||up row|| x ||down column||\n"
+    "                        act     neurons: mean |activation| on --calib\n"
+    "  --calib TEXT        calibration text (needed by vnorm with --heads, act with\n"
+    "                      --neurons)\n"
     "  --calib-tokens N    calibration tokens used (default 2048)\n"
     "  --protect pagerank|none\n"
     "                      pagerank (default): PageRank over the graph embedding ->\n"
@@ -45,14 +52,38 @@ static void on_progress(void *user, uint64_t done, uint64_t total, const char *t
     app_progress(user, total ? (double)done / (double)total : 1.0, tensor);
 }
 
+/* --method LIST: at most one head and one neuron method, by name.
+ * 0, or the exit status after a usage message. */
+static int methods(const char *list, int *hm, int *nm)
+{
+    int seen[2] = {0, 0};
+    for (const char *p = list;;) {
+        const char *end = strchr(p, ',');
+        char name[32];
+        snprintf(name, sizeof name, "%.*s", (int)(end ? (size_t)(end - p) : strlen(p)), p);
+        int kind, m;
+        if (eng_prune_method_find(name, &kind, &m))
+            return app_usage_error("prune", "--method", name,
+                                   "unknown method (heads: vnorm, weight; neurons: wprod, act)");
+        if (seen[kind]++)
+            return app_usage_error("prune", "--method", list,
+                                   kind == ENG_PRUNE_KIND_HEADS ? "more than one head method" : "more than one neuron method");
+        *(kind == ENG_PRUNE_KIND_HEADS ? hm : nm) = m;
+        if (!end)
+            return 0;
+        p = end + 1;
+    }
+}
+
 int cmd_prune(int argc, char **argv)
 {
-    const char *pos[2] = {0}, *calib = NULL, *protect = "pagerank", *then = NULL, *awq = NULL;
+    const char *pos[2] = {0}, *calib = NULL, *protect = "pagerank", *then = NULL, *awq = NULL, *method = NULL;
     float heads = 0, neurons = 0, max_per_layer = 0.75f, share = 0.1f;
     int np = 0, quiet = 0, threads = 0, calib_tokens = 2048;
     const app_flag own[] = {APP_FLAG("--heads", NULL, APP_FLOAT, &heads),
                             APP_FLAG("--neurons", NULL, APP_FLOAT, &neurons),
                             APP_FLAG("--calib", NULL, APP_STR, &calib),
+                            APP_FLAG("--method", NULL, APP_STR, &method),
                             APP_FLAG("--calib-tokens", NULL, APP_INT, &calib_tokens, .min = 8, .max = 1 << 20),
                             APP_FLAG("--protect", NULL, APP_STR, &protect),
                             APP_FLAG("--protect-share", NULL, APP_FLOAT, &share),
@@ -80,8 +111,14 @@ int cmd_prune(int argc, char **argv)
         }
     if (strcmp(protect, "pagerank") && strcmp(protect, "none"))
         return app_usage_error("prune", "--protect", protect, "expected pagerank or none");
-    if (heads > 0 && !calib)
-        return app_usage_error("prune", "--heads", "", "needs --calib TEXT (head scores come from a calibration run)");
+    int hm = ENG_PRUNE_HEADS_VNORM, nm = ENG_PRUNE_NEURONS_WPROD;
+    if (method && (st = methods(method, &hm, &nm)))
+        return st;
+    if (heads > 0 && hm == ENG_PRUNE_HEADS_VNORM && !calib)
+        return app_usage_error("prune", "--heads", "", "needs --calib TEXT (the vnorm head score comes from a "
+                               "calibration run; --method weight needs none)");
+    if (neurons > 0 && nm == ENG_PRUNE_NEURONS_ACT && !calib)
+        return app_usage_error("prune", "--method", "act", "needs --calib TEXT (activations come from a calibration run)");
     const eng_qtarget *t = NULL;
     if (then && !(t = eng_qtarget_find(then)))
         return app_usage_error("prune", "--then", then, "unknown type (see 'nibble quantize --help')");
@@ -100,7 +137,7 @@ int cmd_prune(int argc, char **argv)
     app_bar bar = {.label = "prune   ", .quiet = quiet};
     eng_prune_opts po = {.heads = heads, .neurons = neurons, .max_per_layer = max_per_layer,
                          .protect = strcmp(protect, "none") ? ENG_PRUNE_PROTECT_PAGERANK : ENG_PRUNE_PROTECT_NONE,
-                         .protect_share = share, .calib_path = calib, .calib_tokens = (uint32_t)calib_tokens,
+                         .protect_share = share, .head_method = hm, .neuron_method = nm, .calib_path = calib, .calib_tokens = (uint32_t)calib_tokens,
                          .threads = threads, .progress = app_awq_progress, .user = &bar};
     eng_prune_report rep;
     eng_err e;
@@ -115,6 +152,9 @@ int cmd_prune(int argc, char **argv)
             rep.heads_after, (unsigned long long)rep.ffn_before, (unsigned long long)rep.ffn_after,
             rep.params_before / 1e6, rep.params_after / 1e6,
             rep.params_before ? 100.0 * rep.params_after / (double)rep.params_before : 0.0);
+    if (heads > 0 || neurons > 0)
+        fprintf(stderr, "; scores: %s%s%s", heads > 0 ? eng_prune_method_name(ENG_PRUNE_KIND_HEADS, hm) : "",
+                heads > 0 && neurons > 0 ? ", " : "", neurons > 0 ? eng_prune_method_name(ENG_PRUNE_KIND_NEURONS, nm) : "");
     if (rep.n_protected)
         fprintf(stderr, "; %u groups protected by PageRank", rep.n_protected);
     fputc('\n', stderr);

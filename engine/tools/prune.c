@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib.h"
 #include "files.h"
 #include "gguf.h"
 #include "model.h"
@@ -73,12 +74,55 @@ typedef struct pruner {
     uint32_t *heads, *kv, *ffn;   /* per layer, as loaded */
     size_t *goff, *noff;          /* first group / neuron of layer l in the flat arrays */
     size_t n_groups, n_neurons;
-    double *hsum;                 /* per query head (flat, goff-like by heads): sum of |output| */
+    double *hsum;                 /* per query head (flat, hoff): sum over tokens of mean |output| */
     size_t *hoff;
+    double *nsum;                 /* per neuron (flat, noff): sum over tokens of |activation| */
+    uint32_t n_calib;             /* calibration tokens seen */
+    int hm, nm;                   /* rows of methods[] chosen for heads, neurons */
     double *gscore, *nscore;      /* per group, per neuron */
     uint8_t *gkeep, *nkeep;
     uint8_t *gprot;
 } pruner;
+
+static const struct {
+    const char *name;
+    int kind, method;
+    int calib;                    /* needs calibration text */
+    const char *score;            /* what nibble.prune.*_score records */
+} methods[] = {
+    {"vnorm", ENG_PRUNE_KIND_HEADS, ENG_PRUNE_HEADS_VNORM, 1,
+     "mean |attention output| x ||W_o columns||, per KV group, on calibration text"},
+    {"weight", ENG_PRUNE_KIND_HEADS, ENG_PRUNE_HEADS_WEIGHT, 0,
+     "||W_v rows|| x ||W_o columns||, per KV group, from the weights"},
+    {"wprod", ENG_PRUNE_KIND_NEURONS, ENG_PRUNE_NEURONS_WPROD, 0, "||gate row|| x ||up row|| x ||down column||, per layer"},
+    {"act", ENG_PRUNE_KIND_NEURONS, ENG_PRUNE_NEURONS_ACT, 1,
+     "mean |activation| (the down projection's input), per layer, on calibration text"},
+};
+
+static int method_row(int kind, int method)
+{
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+        if (methods[i].kind == kind && methods[i].method == method)
+            return (int)i;
+    return -1;
+}
+
+int eng_prune_method_find(const char *name, int *kind, int *method)
+{
+    for (size_t i = 0; name && i < sizeof methods / sizeof methods[0]; i++)
+        if (!strcmp(name, methods[i].name)) {
+            *kind = methods[i].kind;
+            *method = methods[i].method;
+            return 0;
+        }
+    return ENG_EINVAL;
+}
+
+const char *eng_prune_method_name(int kind, int method)
+{
+    int i = method_row(kind, method);
+    return i < 0 ? NULL : methods[i].name;
+}
 
 static void progress(const pruner *p, double f, const char *what)
 {
@@ -93,136 +137,131 @@ static void weight_row(const eng_weight *w, uint32_t r, float *out)
 }
 
 /* The matmul observer: the output projection's input is the attention
- * output, head after head. */
+ * output, head after head; the down projection's input is the FFN's
+ * activation, neuron after neuron. */
 static void observe(void *user, const eng_weight *w, const float *x, uint32_t nt, uint32_t cols)
 {
     pruner *p = user;
     for (uint32_t l = 0; l < p->nl; l++) {
-        if (w != &eng_model_layer(p->m, l)->wo)
-            continue;
-        for (uint32_t t = 0; t < nt; t++)
-            for (uint32_t h = 0; h < p->heads[l] && (h + 1) * p->hd <= cols; h++) {
-                double s = 0;
-                const float *v = x + (size_t)t * cols + (size_t)h * p->hd;
-                for (uint32_t i = 0; i < p->hd; i++)
-                    s += fabsf(v[i]);
-                p->hsum[p->hoff[l] + h] += s / p->hd;
-            }
-        return;
-    }
-}
-
-static int read_text(const char *path, char **out, size_t *len, eng_err *e)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return eng_errf(e, ENG_EIO, "%s: cannot open the calibration text", path);
-    size_t cap = 1 << 16, n = 0, got;
-    char *buf = malloc(cap);
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
+        const eng_layer *L = eng_model_layer(p->m, l);
+        if (w == &L->wo) {
+            for (uint32_t t = 0; t < nt; t++)
+                for (uint32_t h = 0; h < p->heads[l] && (h + 1) * p->hd <= cols; h++) {
+                    double s = 0;
+                    const float *v = x + (size_t)t * cols + (size_t)h * p->hd;
+                    for (uint32_t i = 0; i < p->hd; i++)
+                        s += fabsf(v[i]);
+                    p->hsum[p->hoff[l] + h] += s / p->hd;
+                }
+            return;
+        }
+        if (w == &L->w_down) {
+            double *a = p->nsum + p->noff[l];
+            for (uint32_t t = 0; t < nt; t++)
+                for (uint32_t i = 0; i < p->ffn[l] && i < cols; i++)
+                    a[i] += fabsf(x[(size_t)t * cols + i]);
+            return;
         }
     }
-    fclose(f);
-    if (!buf)
-        return eng_errf(e, ENG_ENOMEM, "%s: out of memory", path);
-    *out = buf;
-    *len = n;
-    return 0;
 }
 
-/* Mean |output| per head on the calibration text, times the norm of the
- * output-projection columns the head writes through: what the head adds
- * to the residual stream. */
-static int score_heads(pruner *p, eng_err *e)
+/* The calibration pass, when a chosen method needs it: hsum and nsum
+ * gathered over the calibration tokens. */
+static int calibrate(pruner *p, eng_err *e)
 {
     const eng_prune_opts *o = p->o;
-    char *text = NULL;
-    const char *txt = o->calib_text;
-    size_t len = o->calib_len;
-    int r;
-    if (!txt) {
-        if (!o->calib_path)
-            return eng_errf(e, ENG_EINVAL, "removing heads needs calibration text (--calib TEXT)");
-        if ((r = read_text(o->calib_path, &text, &len, e)))
-            return r;
-        txt = text;
-    }
-    const eng_tok *tok = eng_model_tok(p->m);
-    int need = eng_tok_encode(tok, txt, len, 1, 0, NULL, 0);
-    int32_t *ids = need >= 8 ? malloc((size_t)need * sizeof *ids) : NULL;
-    if (need < 8) {
-        free(text);
-        return eng_errf(e, ENG_EINVAL, "the calibration text has %d tokens; at least 8 are needed", need < 0 ? 0 : need);
-    }
-    if (!ids) {
-        free(text);
-        return eng_errf(e, ENG_ENOMEM, "out of memory");
-    }
-    eng_tok_encode(tok, txt, len, 1, 0, ids, (size_t)need);
-    free(text);
-    uint32_t max_tok = o->calib_tokens ? o->calib_tokens : 2048;
-    uint32_t n_tok = (uint32_t)need < max_tok ? (uint32_t)need : max_tok;
-    uint32_t n_ctx = o->n_ctx ? o->n_ctx : 128;
-    eng_ctx *c = NULL;
-    if ((r = eng_ctx_new(p->m, n_ctx, o->threads, &c, e))) {
-        free(ids);
-        return r;
-    }
-    eng_ctx_set_observer(c, observe, p);
-    int32_t bos = eng_tok_bos(tok);
-    for (uint32_t at = 0; at < n_tok && !r; at += n_ctx) {
-        uint32_t n = n_tok - at < n_ctx ? n_tok - at : n_ctx;
-        int32_t save = ids[at];
-        if (bos >= 0)
-            ids[at] = bos; /* each window starts as a sequence does */
-        eng_ctx_truncate(c, 0);
-        r = eng_ctx_eval(c, ids + at, n, NULL, 0, e);
-        ids[at] = save;
-        progress(p, 0.6 * (at + n) / n_tok, "calibration");
-    }
-    eng_ctx_free(c);
+    int32_t *ids = NULL;
+    uint32_t n_tok = 0;
+    uint32_t max_tok = o->calib_tokens ? o->calib_tokens : 2048, n_ctx = o->n_ctx ? o->n_ctx : 128;
+    if (!o->calib_text && !o->calib_path)
+        return eng_errf(e, ENG_EINVAL, "the '%s' score needs calibration text (--calib TEXT)",
+                        methods[o->heads > 0 && methods[p->hm].calib ? p->hm : p->nm].name);
+    int r = tools_calib_tokens(p->m, o->calib_text ? NULL : o->calib_path, o->calib_text, o->calib_len, 8, max_tok,
+                               "pruning", &ids, &n_tok, e);
+    if (!r)
+        r = tools_calib_run(p->m, ids, n_tok, n_ctx, o->threads, observe, p, o->progress, o->user, 0, 0.6, e);
     free(ids);
-    if (r)
-        return r;
-    /* column norms of the output projection, per head */
+    p->n_calib = n_tok;
+    return r;
+}
+
+/* Squared norms of the output projection's columns, summed per query
+ * head: cn[h] for the heads[l] heads of layer l. */
+static int wo_head_norms(const pruner *p, uint32_t l, double *cn)
+{
+    const eng_layer *L = eng_model_layer(p->m, l);
+    uint32_t nq = p->heads[l] * p->hd;
+    float *row = malloc(nq * sizeof *row);
+    if (!row)
+        return ENG_ENOMEM;
+    for (uint32_t h = 0; h < p->heads[l]; h++)
+        cn[h] = 0;
+    for (uint32_t rr = 0; rr < L->wo.rows; rr++) {
+        weight_row(&L->wo, rr, row);
+        for (uint32_t i = 0; i < nq; i++)
+            cn[i / p->hd] += (double)row[i] * row[i];
+    }
+    free(row);
+    return 0;
+}
+
+/* Squared norms of the value projection's rows, summed per KV head:
+ * vn[g] for the kv[l] groups of layer l. */
+static int wv_group_norms(const pruner *p, uint32_t l, double *vn)
+{
+    const eng_layer *L = eng_model_layer(p->m, l);
+    float *row = malloc(L->wv.cols * sizeof *row);
+    if (!row)
+        return ENG_ENOMEM;
+    for (uint32_t g = 0; g < p->kv[l]; g++) {
+        vn[g] = 0;
+        for (uint32_t rr = g * p->hd; rr < (g + 1) * p->hd && rr < L->wv.rows; rr++) {
+            weight_row(&L->wv, rr, row);
+            for (uint32_t c = 0; c < L->wv.cols; c++)
+                vn[g] += (double)row[c] * row[c];
+        }
+    }
+    free(row);
+    return 0;
+}
+
+/* A KV group's score, summed over its query heads h:
+ *   vnorm:  mean |output of h| on the calibration text x ||W_o columns of h||
+ *           (what the head adds to the residual stream);
+ *   weight: ||W_v rows of the group|| x ||W_o columns of h|| (how much the
+ *           group can add, from the weights alone). */
+static int score_heads(pruner *p, eng_err *e)
+{
     for (uint32_t l = 0; l < p->nl; l++) {
-        const eng_layer *L = eng_model_layer(p->m, l);
         if (!p->kv[l])
             continue;
-        uint32_t nq = p->heads[l] * p->hd, per = p->heads[l] / p->kv[l];
-        double *cn = calloc(p->heads[l], sizeof *cn);
-        float *row = malloc(nq * sizeof *row);
-        if (!cn || !row) {
+        uint32_t per = p->heads[l] / p->kv[l];
+        double *cn = calloc(p->heads[l] + p->kv[l], sizeof *cn), *vn = cn + p->heads[l];
+        if (!cn || wo_head_norms(p, l, cn) ||
+            (methods[p->hm].method == ENG_PRUNE_HEADS_WEIGHT && wv_group_norms(p, l, vn))) {
             free(cn);
-            free(row);
             return eng_errf(e, ENG_ENOMEM, "out of memory");
         }
-        for (uint32_t rr = 0; rr < L->wo.rows; rr++) {
-            weight_row(&L->wo, rr, row);
-            for (uint32_t i = 0; i < nq; i++)
-                cn[i / p->hd] += (double)row[i] * row[i];
+        for (uint32_t h = 0; h < p->heads[l]; h++) {
+            double s = methods[p->hm].method == ENG_PRUNE_HEADS_WEIGHT ? sqrt(vn[h / per])
+                                                                   : p->hsum[p->hoff[l] + h] / p->n_calib;
+            p->gscore[p->goff[l] + h / per] += s * sqrt(cn[h]);
         }
-        for (uint32_t h = 0; h < p->heads[l]; h++)
-            p->gscore[p->goff[l] + h / per] += p->hsum[p->hoff[l] + h] / n_tok * sqrt(cn[h]);
         free(cn);
-        free(row);
     }
     return 0;
 }
 
-/* ||gate row|| * ||up row|| * ||down column|| per neuron (gelu: no gate). */
+/* A neuron's score:
+ *   wprod: ||gate row|| x ||up row|| x ||down column|| (gelu: no gate);
+ *   act:   mean |activation| on the calibration text. */
 static int score_neurons(pruner *p, eng_err *e)
 {
+    if (methods[p->nm].method == ENG_PRUNE_NEURONS_ACT) {
+        for (size_t i = 0; i < p->n_neurons; i++)
+            p->nscore[i] = p->nsum[i] / p->n_calib;
+        return 0;
+    }
     for (uint32_t l = 0; l < p->nl; l++) {
         const eng_layer *L = eng_model_layer(p->m, l);
         uint32_t f = p->ffn[l], dim = L->w_down.rows;
@@ -321,7 +360,7 @@ static int guard(pruner *p, eng_prune_report *rep, eng_err *e)
     }
     qsort(rk, p->n_groups, sizeof *rk, by_score);
     double share = p->o->protect_share > 0 ? p->o->protect_share : 0.1;
-    size_t np = (size_t)ceil(share * (double)p->n_groups - 1e-9);
+    size_t np = (size_t)ceil(share * (double)p->n_groups - 1e-6); /* 0.1f given as a float: still 2 of 20 */
     for (size_t i = 0; i < np && i < p->n_groups; i++)
         p->gprot[rk[i].i] = 1;
     rep->n_protected = (uint32_t)(np < p->n_groups ? np : p->n_groups);
@@ -541,6 +580,7 @@ static int write_out(pruner *p, const char *in_path, const char *out_path, eng_p
     }
 #define K(s) (snprintf(key, sizeof key, "%s.%s", oarch, s), key)
     uint8_t prot = p->o->protect == ENG_PRUNE_PROTECT_PAGERANK;
+    int hm = p->hm, nm = p->nm;
     if ((r = eng_gguf_writer_str(w, "general.architecture", oarch)) ||
         (r = eng_gguf_writer_arr(w, K("attention.head_count"), GGUF_I32, a_h, p->nl)) ||
         (r = eng_gguf_writer_arr(w, K("attention.head_count_kv"), GGUF_I32, a_kv, p->nl)) ||
@@ -551,11 +591,14 @@ static int write_out(pruner *p, const char *in_path, const char *out_path, eng_p
         (r = eng_gguf_writer_f32(w, "nibble.prune.heads", (float)p->o->heads)) ||
         (r = eng_gguf_writer_f32(w, "nibble.prune.neurons", (float)p->o->neurons)) ||
         (r = eng_gguf_writer_f32(w, "nibble.prune.max_per_layer", (float)cap_share(p->o))) ||
-        (r = eng_gguf_writer_str(w, "nibble.prune.head_score", "mean |attention output| x ||W_o columns||, per KV group, on calibration text")) ||
-        (r = eng_gguf_writer_str(w, "nibble.prune.neuron_score", "||gate row|| x ||up row|| x ||down column||, per layer")) ||
+        (r = eng_gguf_writer_str(w, "nibble.prune.head_method", methods[hm].name)) ||
+        (r = eng_gguf_writer_str(w, "nibble.prune.head_score", methods[hm].score)) ||
+        (r = eng_gguf_writer_str(w, "nibble.prune.neuron_method", methods[nm].name)) ||
+        (r = eng_gguf_writer_str(w, "nibble.prune.neuron_score", methods[nm].score)) ||
         (r = eng_gguf_writer_str(w, "nibble.prune.protect", prot ? "pagerank" : "none")) ||
         (prot && (r = eng_gguf_writer_u32(w, "nibble.prune.protected_groups", rep->n_protected))) ||
-        (p->o->calib_path && (r = eng_gguf_writer_str(w, "nibble.prune.calibration", eng_path_base(p->o->calib_path)))) ||
+        (p->n_calib && p->o->calib_path && (r = eng_gguf_writer_str(w, "nibble.prune.calibration", eng_path_base(p->o->calib_path)))) ||
+        (p->n_calib && (r = eng_gguf_writer_u32(w, "nibble.prune.calibration_tokens", p->n_calib))) ||
         (r = eng_gguf_writer_arr(w, "nibble.prune.source_head_count_kv", GGUF_I32, s_kv, p->nl)) ||
         (r = eng_gguf_writer_arr(w, "nibble.prune.source_feed_forward_length", GGUF_I32, s_f, p->nl)) ||
         (r = eng_gguf_writer_arr(w, "nibble.prune.kv_groups_kept", GGUF_U8, p->gkeep, p->n_groups)) ||
@@ -663,12 +706,13 @@ static int setup(pruner *p, const char *in_path, eng_prune_report *rep, eng_err 
     p->n_groups = p->goff[p->nl];
     p->n_neurons = p->noff[p->nl];
     p->hsum = calloc(p->hoff[p->nl] + 1, sizeof *p->hsum);
+    p->nsum = calloc(p->n_neurons + 1, sizeof *p->nsum);
     p->gscore = calloc(p->n_groups + 1, sizeof *p->gscore);
     p->nscore = calloc(p->n_neurons + 1, sizeof *p->nscore);
     p->gkeep = malloc(p->n_groups + 1);
     p->nkeep = malloc(p->n_neurons + 1);
     p->gprot = calloc(p->n_groups + 1, 1);
-    if (!p->hsum || !p->gscore || !p->nscore || !p->gkeep || !p->nkeep || !p->gprot)
+    if (!p->hsum || !p->nsum || !p->gscore || !p->nscore || !p->gkeep || !p->nkeep || !p->gprot)
         return eng_errf(e, ENG_ENOMEM, "out of memory");
     memset(p->gkeep, 1, p->n_groups + 1);
     memset(p->nkeep, 1, p->n_neurons + 1);
@@ -685,13 +729,18 @@ int eng_prune_file(const char *in_path, const char *out_path, const eng_prune_op
     if (!o || !(o->heads >= 0 && o->heads <= 1) || !(o->neurons >= 0 && o->neurons <= 1) ||
         !(o->max_per_layer >= 0 && o->max_per_layer <= 1) || !(o->protect_share >= 0 && o->protect_share <= 1))
         return eng_errf(e, ENG_EINVAL, "pruning shares must be between 0 and 1");
-    pruner p = {.o = o};
+    int hm = method_row(ENG_PRUNE_KIND_HEADS, o->head_method), nm = method_row(ENG_PRUNE_KIND_NEURONS, o->neuron_method);
+    if (hm < 0 || nm < 0)
+        return eng_errf(e, ENG_EINVAL, "unknown pruning method (heads: vnorm, weight; neurons: wprod, act)");
+    pruner p = {.o = o, .hm = hm, .nm = nm};
     eng_model_opts mo = {.no_pack = 1};
     int r = eng_model_open_opts(in_path, &mo, &p.m, e);
     if (r)
         return r;
     p.g = eng_model_gguf(p.m);
-    if (!(r = setup(&p, in_path, rep, e)) && !(r = score_neurons(&p, e)) && (o->heads <= 0 || !(r = score_heads(&p, e))) &&
+    int calib_heads = o->heads > 0 && methods[hm].calib, calib_neurons = o->neurons > 0 && methods[nm].calib;
+    if (!(r = setup(&p, in_path, rep, e)) && (!(calib_heads || calib_neurons) || !(r = calibrate(&p, e))) &&
+        (o->neurons <= 0 || !(r = score_neurons(&p, e))) && (o->heads <= 0 || !(r = score_heads(&p, e))) &&
         !(r = choose_groups(&p, rep, e)) && !(r = choose_neurons(&p, e)))
         r = write_out(&p, in_path, out_path, rep, e);
     eng_model_close(p.m);
@@ -702,6 +751,7 @@ int eng_prune_file(const char *in_path, const char *out_path, const eng_prune_op
     free(p.noff);
     free(p.hoff);
     free(p.hsum);
+    free(p.nsum);
     free(p.gscore);
     free(p.nscore);
     free(p.gkeep);

@@ -515,6 +515,12 @@ static void check_prune(void)
     expect_fail("prune --protect most", a3, 2, "pagerank or none");
     const char *a4[] = {"prune", model, "/tmp/x.gguf", "--neurons", "0.2", "--then", "q9", NULL};
     expect_fail("prune --then q9", a4, 2, "unknown type");
+    const char *m1[] = {"prune", model, "/tmp/x.gguf", "--neurons", "0.2", "--method", "wprod,magnitude", NULL};
+    expect_fail("prune --method magnitude", m1, 2, "--method magnitude: unknown method (heads: vnorm, weight");
+    const char *m2[] = {"prune", model, "/tmp/x.gguf", "--heads", "0.2", "--method", "weight,vnorm", NULL};
+    expect_fail("prune --method weight,vnorm", m2, 2, "more than one head method");
+    const char *m3[] = {"prune", model, "/tmp/x.gguf", "--neurons", "0.2", "--method", "act", NULL};
+    expect_fail("prune --method act without --calib", m3, 2, "act: needs --calib");
     char dir[] = "/tmp/nibble-cli-prune-XXXXXX", out[4200];
     if (!tu_mkdtemp(dir))
         return;
@@ -529,6 +535,18 @@ static void check_prune(void)
     CHECKF(r.status == 0 && r.out && strstr(r.out, "\"deci\"") && strstr(r.out, "nibble.prune.neurons") &&
                strstr(r.out, "q8_0") && strstr(r.out, "runnable: yes"),
            "info of the pruned model: %s%s", r.out, r.err);
+    done(&r);
+    remove(out);
+    /* heads by the weight score need no calibration; the method is recorded */
+    const char *a9[] = {"prune", model, out, "--heads", "0.2", "--method", "weight", "-q", NULL};
+    r = run(a9);
+    CHECKF(r.status == 0 && strstr(r.err, "KV groups 20 -> 16") && strstr(r.err, "scores: weight"), "prune --method weight: %s",
+           r.err);
+    done(&r);
+    const char *a10[] = {"info", out, NULL};
+    r = run(a10);
+    CHECKF(r.status == 0 && r.out && strstr(r.out, "nibble.prune.head_method") && strstr(r.out, "\"weight\""),
+           "info of the weight-pruned model: %s%s", r.out, r.err);
     done(&r);
     remove(out);
     /* nibble report: -o required; a bad results file is named with its line */

@@ -3,7 +3,9 @@
  * one computes with the same heads and neurons masked to zero (the mask
  * built here from the nibble.prune.* record); the same for qwen2 (biases
  * cut) and qwen3 (per-head norms); the output reopens through the GGUF
- * validator; bad requests are refused with a message. */
+ * validator; each scoring method's mask is what its score, computed here
+ * from its definition, says, and the methods differ; bad requests are
+ * refused with a message. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -290,6 +292,215 @@ static void check_masking(const char *src, const char *dir, const char *tag, con
     remove(mask);
 }
 
+/* ---- the methods ---- */
+
+/* A tensor of the F32 test model, as floats (borrowed from g). */
+static const float *f32_of(const eng_gguf *g, const char *fmt, int l)
+{
+    char n[96];
+    snprintf(n, sizeof n, fmt, l);
+    const eng_gguf_tensor *t = eng_gguf_tensor_find(g, n);
+    CHECKF(t && t->type == SIMD_F32, "%s: not an f32 tensor", n);
+    return t && t->type == SIMD_F32 ? t->data : NULL;
+}
+
+/* stories260K: 5 layers, 8 query heads of 8 values, 4 KV heads, dim 64, 172 neurons */
+enum { NL = 5, NH = 8, NKV = 4, HD = 8, DIM = 64, NF = 172 };
+
+typedef struct act_sums {
+    eng_model *m;
+    double h[NL][NH], n[NL][NF];
+} act_sums;
+
+static void watch(void *user, const eng_weight *w, const float *x, uint32_t nt, uint32_t cols)
+{
+    act_sums *a = user;
+    for (int l = 0; l < NL; l++) {
+        const eng_layer *L = eng_model_layer(a->m, (uint32_t)l);
+        for (uint32_t t = 0; t < nt && w == &L->wo; t++)
+            for (int h = 0; h < NH; h++) {
+                double s = 0;
+                for (int i = 0; i < HD; i++)
+                    s += fabsf(x[t * cols + h * HD + i]);
+                a->h[l][h] += s / HD;
+            }
+        for (uint32_t t = 0; t < nt && w == &L->w_down; t++)
+            for (int i = 0; i < NF; i++)
+                a->n[l][i] += fabsf(x[t * cols + i]);
+    }
+}
+
+/* The calibration statistics as the definitions say: the calibration
+ * text with BOS, in windows of 128 tokens each begun with BOS, summed
+ * per head (mean |output| of its values) and per neuron (|activation|). */
+static int activations(const char *src, act_sums *a, uint32_t *n_tok)
+{
+    eng_err e;
+    eng_model_opts mo = {.no_pack = 1};
+    eng_ctx *c = NULL;
+    memset(a, 0, sizeof *a);
+    if (eng_model_open_opts(src, &mo, &a->m, &e))
+        return -1;
+    const eng_tok *tok = eng_model_tok(a->m);
+    int n = eng_tok_encode(tok, calib, strlen(calib), 1, 0, NULL, 0);
+    int32_t *ids = n > 0 ? malloc((size_t)n * sizeof *ids) : NULL;
+    int rc = !ids || eng_ctx_new(a->m, 128, 1, &c, &e);
+    if (!rc) {
+        eng_tok_encode(tok, calib, strlen(calib), 1, 0, ids, (size_t)n);
+        eng_ctx_set_observer(c, watch, a);
+        for (int at = 0; at < n && !rc; at += 128) {
+            ids[at] = eng_tok_bos(tok);
+            eng_ctx_truncate(c, 0);
+            rc = eng_ctx_eval(c, ids + at, (uint32_t)(n - at < 128 ? n - at : 128), NULL, 0, &e);
+        }
+    }
+    *n_tok = (uint32_t)n;
+    eng_ctx_free(c);
+    eng_model_close(a->m);
+    free(ids);
+    return rc;
+}
+
+typedef struct unit {
+    double s;
+    int i;
+} unit;
+
+static int by_s(const void *a, const void *b)
+{
+    const unit *x = a, *y = b;
+    return x->s != y->s ? (x->s < y->s ? -1 : 1) : x->i - y->i;
+}
+
+/* The masks the scores say, for heads 0.35 (7 of 20 groups, the lowest
+ * over all layers, at most 3 of a layer's 4) and neurons 0.3 (the 52
+ * lowest of each layer's 172). */
+static void expected_masks(const double *gs, const double *ns, uint8_t *gk, uint8_t *nk)
+{
+    unit u[NL * NF];
+    int gone[NL] = {0}, removed = 0;
+    for (int i = 0; i < NL * NKV; i++)
+        u[i] = (unit){gs[i], i}, gk[i] = 1;
+    qsort(u, NL * NKV, sizeof *u, by_s);
+    for (int i = 0; i < NL * NKV && removed < 7; i++)
+        if (gone[u[i].i / NKV] < NKV - 1)
+            gk[u[i].i] = 0, gone[u[i].i / NKV]++, removed++;
+    for (int l = 0; l < NL; l++) {
+        for (int i = 0; i < NF; i++)
+            u[i] = (unit){ns[l * NF + i], i}, nk[l * NF + i] = 1;
+        qsort(u, NF, sizeof *u, by_s);
+        for (int i = 0; i < 52; i++)
+            nk[l * NF + u[i].i] = 0;
+    }
+}
+
+/* The four scores, computed here from their definitions (in the sums'
+ * order, so ties and near-ties fall as in the tool):
+ * gs[0] vnorm, gs[1] weight per group; ns[0] wprod, ns[1] act per neuron. */
+static int scores(const char *src, double gs[2][NL * NKV], double ns[2][NL * NF])
+{
+    static act_sums a;
+    uint32_t n_tok = 0;
+    eng_gguf *g = NULL;
+    eng_err e;
+    if (activations(src, &a, &n_tok) || eng_gguf_open(src, &g, &e))
+        return -1;
+    memset(gs, 0, 2 * sizeof gs[0]);
+    for (int l = 0; l < NL; l++) {
+        const float *wo = f32_of(g, "blk.%d.attn_output.weight", l), *wv = f32_of(g, "blk.%d.attn_v.weight", l);
+        const float *gt = f32_of(g, "blk.%d.ffn_gate.weight", l), *up = f32_of(g, "blk.%d.ffn_up.weight", l);
+        const float *dn = f32_of(g, "blk.%d.ffn_down.weight", l);
+        if (!wo || !wv || !gt || !up || !dn)
+            break;
+        double cn[NH] = {0}, vn[NKV] = {0}, dsq[NF] = {0};
+        for (int r = 0; r < DIM; r++)
+            for (int c = 0; c < NH * HD; c++)
+                cn[c / HD] += (double)wo[r * NH * HD + c] * wo[r * NH * HD + c];
+        for (int k = 0; k < NKV; k++)
+            for (int r = k * HD; r < (k + 1) * HD; r++)
+                for (int c = 0; c < DIM; c++)
+                    vn[k] += (double)wv[r * DIM + c] * wv[r * DIM + c];
+        for (int h = 0; h < NH; h++) {
+            gs[0][l * NKV + h / 2] += a.h[l][h] / n_tok * sqrt(cn[h]);
+            gs[1][l * NKV + h / 2] += sqrt(vn[h / 2]) * sqrt(cn[h]);
+        }
+        for (int r = 0; r < DIM; r++)
+            for (int i = 0; i < NF; i++)
+                dsq[i] += (double)dn[r * NF + i] * dn[r * NF + i];
+        for (int i = 0; i < NF; i++) {
+            double u = 0, q = 0;
+            for (int c = 0; c < DIM; c++)
+                u += (double)up[i * DIM + c] * up[i * DIM + c], q += (double)gt[i * DIM + c] * gt[i * DIM + c];
+            ns[0][l * NF + i] = sqrt(dsq[i]) * sqrt(u) * sqrt(q);
+            ns[1][l * NF + i] = a.n[l][i] / n_tok;
+        }
+    }
+    eng_gguf_close(g);
+    return 0;
+}
+
+/* Each method's mask is what its score says, the methods choose
+ * differently, and the output records which ran. */
+static void test_methods(const char *src, const char *dir)
+{
+    static double gs[2][NL * NKV], ns[2][NL * NF];
+    CHECK(scores(src, gs, ns) == 0);
+    static const struct {
+        int hm, nm;
+        const char *hn, *nn;
+    } runs[] = {{ENG_PRUNE_HEADS_VNORM, ENG_PRUNE_NEURONS_WPROD, "vnorm", "wprod"},
+                {ENG_PRUNE_HEADS_WEIGHT, ENG_PRUNE_NEURONS_ACT, "weight", "act"}};
+    uint8_t got_g[2][NL * NKV], got_n[2][NL * NF];
+    for (int k = 0; k < 2; k++) {
+        char out[4200];
+        snprintf(out, sizeof out, "%s/method-%s.gguf", dir, runs[k].hn);
+        eng_prune_opts o = {.heads = 0.35, .neurons = 0.3, .max_per_layer = 1, .protect = ENG_PRUNE_PROTECT_NONE,
+                            .head_method = runs[k].hm, .neuron_method = runs[k].nm, .calib_text = calib,
+                            .calib_len = strlen(calib), .threads = 1};
+        eng_err e;
+        eng_gguf *g = NULL;
+        if (eng_prune_file(src, out, &o, NULL, &e) || eng_gguf_open(out, &g, &e)) {
+            CHECKF(0, "%s/%s: %s", runs[k].hn, runs[k].nn, e.msg);
+            continue;
+        }
+        enum eng_gguf_vtype ty;
+        uint64_t ng = 0, nn = 0;
+        const void *gk = NULL, *nk = NULL;
+        eng_str hm = {0}, nm = {0};
+        int rc = eng_gguf_get_arr(g, "nibble.prune.kv_groups_kept", GGUF_U8, &ty, &ng, &gk, &e) ||
+                 eng_gguf_get_arr(g, "nibble.prune.neurons_kept", GGUF_U8, &ty, &nn, &nk, &e) ||
+                 eng_gguf_get_str(g, "nibble.prune.head_method", &hm, &e) ||
+                 eng_gguf_get_str(g, "nibble.prune.neuron_method", &nm, &e);
+        CHECKF(!rc && ng == NL * NKV && nn == NL * NF, "%s: the record: %s", runs[k].hn, e.msg);
+        if (!rc && ng == NL * NKV && nn == NL * NF) {
+            CHECKF(hm.len == strlen(runs[k].hn) && !memcmp(hm.ptr, runs[k].hn, hm.len) && nm.len == strlen(runs[k].nn) &&
+                       !memcmp(nm.ptr, runs[k].nn, nm.len),
+                   "methods recorded as %.*s, %.*s", (int)hm.len, hm.ptr, (int)nm.len, nm.ptr);
+            uint8_t want_g[NL * NKV], want_n[NL * NF];
+            expected_masks(gs[k], ns[k], want_g, want_n);
+            memcpy(got_g[k], gk, sizeof got_g[k]);
+            memcpy(got_n[k], nk, sizeof got_n[k]);
+            CHECKF(!memcmp(want_g, got_g[k], sizeof want_g), "%s: the KV groups kept are not the best-scored ones",
+                   runs[k].hn);
+            int bad = 0;
+            for (int i = 0; i < NL * NF; i++)
+                bad += want_n[i] != got_n[k][i];
+            CHECKF(!bad, "%s: %d neurons kept or removed against their score", runs[k].nn, bad);
+        }
+        eng_gguf_close(g);
+        remove(out);
+    }
+    CHECKF(memcmp(got_g[0], got_g[1], sizeof got_g[0]), "vnorm and weight removed the same KV groups");
+    CHECKF(memcmp(got_n[0], got_n[1], sizeof got_n[0]), "wprod and act removed the same neurons");
+    /* weight and wprod need no calibration text; act does */
+    char out[4200];
+    snprintf(out, sizeof out, "%s/method-nocalib.gguf", dir);
+    eng_prune_opts o = {.heads = 0.2, .neurons = 0.2, .head_method = ENG_PRUNE_HEADS_WEIGHT};
+    eng_err e;
+    CHECKF(eng_prune_file(src, out, &o, NULL, &e) == 0, "weight + wprod without calibration: %s", e.msg);
+    remove(out);
+}
+
 static void test_zero(const char *src, const char *dir)
 {
     char out[4200];
@@ -332,6 +543,16 @@ static void test_refused(const char *src, const char *dir)
     expect_fail(src, out, &o, "calibration");
     o = (eng_prune_opts){.neurons = 1.5};
     expect_fail(src, out, &o, "between 0 and 1");
+    o = (eng_prune_opts){.neurons = 0.2, .neuron_method = ENG_PRUNE_NEURONS_ACT};
+    expect_fail(src, out, &o, "'act' score needs calibration text");
+    o = (eng_prune_opts){.neurons = 0.2, .neuron_method = 7};
+    expect_fail(src, out, &o, "unknown pruning method");
+    int kind = -1, m = -1;
+    CHECK(eng_prune_method_find("weight", &kind, &m) == 0 && kind == ENG_PRUNE_KIND_HEADS &&
+          m == ENG_PRUNE_HEADS_WEIGHT);
+    CHECK(eng_prune_method_find("act", &kind, &m) == 0 && kind == ENG_PRUNE_KIND_NEURONS && m == ENG_PRUNE_NEURONS_ACT);
+    CHECK(eng_prune_method_find("magnitude", &kind, &m) < 0);
+    CHECK(!strcmp(eng_prune_method_name(ENG_PRUNE_KIND_NEURONS, ENG_PRUNE_NEURONS_WPROD), "wprod"));
     eng_quant_opts qo = {.target = eng_qtarget_find("q8_0")};
     eng_err e;
     CHECK(eng_quantize_file(src, q8, &qo, NULL, &e) == 0);
@@ -353,6 +574,7 @@ int main(void)
     CHECK(dir != NULL);
     if (src && dir) {
         test_zero(src, dir);
+        test_methods(src, dir);
         check_masking(src, dir, "llama", "deci");
         char v[4200];
         snprintf(v, sizeof v, "%s/qwen2.gguf", dir);

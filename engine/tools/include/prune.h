@@ -3,16 +3,21 @@
  * are removed from a GGUF model, and the tensors are written smaller, so
  * the saved work is real at run time.
  *
- * Scores:
- *   - a KV group: sum over its query heads of mean |attention output| on
- *     calibration text (run through nibble's own forward pass, seen by
- *     the matmul observer at the output projection) times the norm of the
- *     output-projection columns that head feeds; groups are ranked over
- *     all layers, with a per-layer cap;
- *   - a neuron: ||gate row|| * ||up row|| * ||down column|| (the weight
- *     product; rarely firing neurons with large weights keep their rank),
- *     ranked within its layer (early layers have smaller norms: a global
- *     ranking would empty them).
+ * Scores (the method of each is chosen in the options):
+ *   - a KV group, ranked over all layers with a per-layer cap, summed
+ *     over its query heads h:
+ *       vnorm (default): mean |attention output of h| on calibration text
+ *         (run through nibble's own forward pass, seen by the matmul
+ *         observer at the output projection) x ||W_o columns of h||;
+ *       weight: ||W_v rows of the group|| x ||W_o columns of h||, from the
+ *         weights alone (no calibration);
+ *   - a neuron, ranked within its layer (early layers have smaller norms:
+ *     a global ranking would empty them):
+ *       wprod (default): ||gate row|| * ||up row|| * ||down column|| (the
+ *         weight product; rarely firing neurons with large weights keep
+ *         their rank);
+ *       act: mean |activation| (the down projection's input) on
+ *         calibration text.
  * The graph guard: embedding -> KV groups of layer 0 -> MLP 0 -> KV
  * groups of layer 1 -> ... -> output, each edge weighted by its target's
  * score; PageRank over it, and the best-ranked share of the groups is
@@ -33,6 +38,9 @@
 #include "err.h"
 
 enum eng_prune_protect { ENG_PRUNE_PROTECT_PAGERANK, ENG_PRUNE_PROTECT_NONE };
+enum eng_prune_kind { ENG_PRUNE_KIND_HEADS, ENG_PRUNE_KIND_NEURONS };
+enum eng_prune_head_method { ENG_PRUNE_HEADS_VNORM, ENG_PRUNE_HEADS_WEIGHT };
+enum eng_prune_neuron_method { ENG_PRUNE_NEURONS_WPROD, ENG_PRUNE_NEURONS_ACT };
 
 typedef struct eng_prune_opts {
     double heads;          /* share of all KV groups to remove, 0..1 */
@@ -40,7 +48,9 @@ typedef struct eng_prune_opts {
     double max_per_layer;  /* most of one layer's groups or neurons removed (0: 0.75); one of each always stays */
     int protect;           /* enum eng_prune_protect */
     double protect_share;  /* share of the groups the guard keeps (0: 0.1) */
-    const char *calib_path;/* calibration text (needed when heads > 0), or: */
+    int head_method;       /* enum eng_prune_head_method */
+    int neuron_method;     /* enum eng_prune_neuron_method */
+    const char *calib_path;/* calibration text (needed by vnorm heads, act neurons), or: */
     const char *calib_text;/* the text itself, calib_len bytes */
     size_t calib_len;
     uint32_t calib_tokens; /* 0: 2048 */
@@ -63,10 +73,17 @@ typedef struct eng_prune_report {
 
 /* Prune in_path into out_path (through a temporary file). Errors: the
  * input cannot be read or is not a llama/deci/qwen2/qwen3 model, a
- * projection to cut is quantized, heads > 0 without calibration text,
- * the output cannot be written, out of memory. */
+ * projection to cut is quantized, a chosen score needs calibration text
+ * and there is none (or it is too short), an unknown method, the output
+ * cannot be written, out of memory. */
 int eng_prune_file(const char *in_path, const char *out_path, const eng_prune_opts *o, eng_prune_report *rep,
                    eng_err *e);
+
+/* A method by its name ("vnorm", "weight", "wprod", "act"): its kind
+ * (enum eng_prune_kind) and value; ENG_EINVAL if unknown. */
+int eng_prune_method_find(const char *name, int *kind, int *method);
+/* The name of a kind's method, NULL if there is none. */
+const char *eng_prune_method_name(int kind, int method);
 
 /* PageRank by power iteration: n nodes, n_edges edges src[i] -> dst[i]
  * of weight w[i] >= 0 (NULL: all 1); a node's rank flows to its targets
