@@ -453,24 +453,29 @@ typedef struct axis {
     int log;
 } axis;
 
-static axis axis_of(const double *v, int n, int logs)
+/* An axis is grown value by value (axis_take), then padded (axis_done);
+ * values that cannot be drawn (not finite, or <= 0 on a log axis) are
+ * passed over, and an axis with none spans 0..1. */
+static axis axis_new(int logs) { return (axis){INFINITY, -INFINITY, logs}; }
+
+static void axis_take(axis *a, double v)
 {
-    axis a = {INFINITY, -INFINITY, logs};
-    for (int i = 0; i < n; i++) {
-        if (!isfinite(v[i]) || (logs && v[i] <= 0))
-            continue;
-        double x = logs ? lg(v[i]) : v[i];
-        a.lo = fmin(a.lo, x);
-        a.hi = fmax(a.hi, x);
-    }
-    if (!isfinite(a.lo))
-        a.lo = 0, a.hi = 1;
-    double pad = (a.hi - a.lo) * 0.08;
+    if (!isfinite(v) || (a->log && v <= 0))
+        return;
+    double x = a->log ? lg(v) : v;
+    a->lo = fmin(a->lo, x);
+    a->hi = fmax(a->hi, x);
+}
+
+static void axis_done(axis *a)
+{
+    if (!isfinite(a->lo))
+        a->lo = 0, a->hi = 1;
+    double pad = (a->hi - a->lo) * 0.08;
     if (pad <= 0)
-        pad = logs ? 0.05 : fabs(a.hi) * 0.1 + 0.5;
-    a.lo -= pad;
-    a.hi += pad;
-    return a;
+        pad = a->log ? 0.05 : fabs(a->hi) * 0.1 + 0.5;
+    a->lo -= pad;
+    a->hi += pad;
 }
 
 static double at(const axis *a, double v, double p0, double p1)
@@ -573,15 +578,14 @@ static void legend(FILE *f, const eng_results *res)
 static void scatter(FILE *f, const eng_results *res, int only_prune_or_base)
 {
     int n = res->n_rows;
-    double *xs = malloc((size_t)(n + 1) * sizeof *xs), *ys = malloc((size_t)(n + 1) * sizeof *ys);
     const eng_result_row **front = malloc((size_t)(n + 1) * sizeof *front);
-    if (!xs || !ys || !front) {
-        free(xs), free(ys), free(front);
+    if (!front)
         return;
-    }
+    axis x = axis_new(1), y = axis_new(1);
     for (int i = 0; i < n; i++)
-        xs[i] = res->rows[i].bytes, ys[i] = res->rows[i].ppl;
-    axis x = axis_of(xs, n, 1), y = axis_of(ys, n, 1);
+        axis_take(&x, res->rows[i].bytes), axis_take(&y, res->rows[i].ppl);
+    axis_done(&x);
+    axis_done(&y);
     frame(f, &x, &y, "file size (log scale)", "perplexity (log scale)", 1e6, " MB");
     int nf = 0;
     for (int i = 0; i < n; i++)
@@ -608,7 +612,7 @@ static void scatter(FILE *f, const eng_results *res, int only_prune_or_base)
         fputs("</text>\n", f);
     }
     fputs("</svg>\n", f);
-    free(xs), free(ys), free(front);
+    free(front);
 }
 
 /* Horizontal bars, one a row: v[i] in percent (negative to the left). */
@@ -686,22 +690,19 @@ static void prune_lines(FILE *f, const eng_results *res, int speed)
     } ser[] = {{1, 0, "heads", "#2ca02c", ""}, {0, 0, "neurons", "#8c564b", ""},
                {1, 1, "heads + quantized", "#2ca02c", "5,3"}, {0, 1, "neurons + quantized", "#8c564b", "5,3"}};
     int n = res->n_rows;
-    double *xs = malloc((size_t)(n + 1) * sizeof *xs), *ys = malloc((size_t)(n + 1) * sizeof *ys);
-    if (!xs || !ys) {
-        free(xs), free(ys);
-        return;
-    }
-    int m = 0;
+    axis x = axis_new(0), y = axis_new(!speed);
+    axis_take(&x, 0); /* the share axis starts at none removed, the speed axis at 0 */
+    if (speed)
+        axis_take(&y, 0);
     for (int i = 0; i < n; i++) {
         const eng_result_row *r = &res->rows[i];
         if (strcmp(r->kind, "quant")) {
-            xs[m] = strcmp(r->kind, "prune") ? 0 : fmax(r->heads, r->neurons);
-            ys[m++] = speed ? r->tok_s : r->ppl;
+            axis_take(&x, strcmp(r->kind, "prune") ? 0 : fmax(r->heads, r->neurons));
+            axis_take(&y, speed ? r->tok_s : r->ppl);
         }
     }
-    xs[m] = 0;
-    ys[m++] = speed ? 0 : ys[0];
-    axis x = axis_of(xs, m, 0), y = axis_of(ys, m, !speed);
+    axis_done(&x);
+    axis_done(&y);
     x.lo = fmin(x.lo, 0);
     frame(f, &x, &y, "share removed (heads: of the KV groups; neurons: of each layer)",
           speed ? "decode tokens/s" : "perplexity (log scale)", 0.01, "%");
@@ -741,7 +742,6 @@ static void prune_lines(FILE *f, const eng_results *res, int speed)
         fprintf(f, "<span><i style=\"background:%s%s\"></i>%s</span>", ser[s].color,
                 ser[s].dash[0] ? ";opacity:.55" : "", ser[s].label);
     fputs("</div>\n", f);
-    free(xs), free(ys);
 }
 
 static const char css[] =
