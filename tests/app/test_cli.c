@@ -1,6 +1,7 @@
 /* The nibble binary as a user meets it: golden continuations printed
  * exactly, and one clear message with exit status 1 for each kind of bad
  * model file. */
+#include <math.h>
 #include <stdint.h>
 #include <unistd.h>
 #ifdef _WIN32
@@ -11,6 +12,7 @@
 
 #include "gguf.h"
 #include "jsonl.h"
+#include "report.h"
 #include "testutil.h"
 
 typedef struct result {
@@ -563,6 +565,93 @@ static void check_prune(void)
     rmdir(dir);
 }
 
+/* quant-sweep's combined rows: pruned, then quantized to q4_0 with AWQ in
+ * the same run, beside the pruned-only and quantized-only rows, in the
+ * results file and on the dashboard's pruning Pareto chart */
+static void check_sweep_combined(void)
+{
+    char dir[] = "/tmp/nibble-cli-sweep-XXXXXX", text[4200], cal[4200], json[4200], html[4200], out[4200];
+    if (!tu_mkdtemp(dir)) {
+        CHECK(0);
+        return;
+    }
+    snprintf(text, sizeof text, "%s/text.txt", dir);
+    snprintf(cal, sizeof cal, "%s/calib.txt", dir);
+    snprintf(json, sizeof json, "%s/r.json", dir);
+    snprintf(html, sizeof html, "%s/r.html", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    static const char story[] =
+        "Once upon a time, there was a little girl named Lily. She loved to play outside in the sunshine. One day, "
+        "she saw a big red ball in the park. She ran to get it, but a dog got there first. The dog and Lily played "
+        "with the ball all day. They were very happy and became good friends.\n";
+    static const char calib_text[] =
+        "Tom had a toy car. He liked to push it around the house. His mom said, \"Tom, be careful!\" But Tom did not "
+        "listen, and the car went under the bed. He was sad, but his sister helped him. They looked under the bed "
+        "together and found the car next to an old sock. Tom said thank you.\n";
+    char buf[sizeof story * 6];
+    for (int i = 0; i < 6; i++)
+        memcpy(buf + i * (sizeof story - 1), story, sizeof story - 1);
+    write_file(text, buf, 6 * (sizeof story - 1));
+    write_file(cal, calib_text, sizeof calib_text - 1);
+    result r = run((const char *const[]){"quant-sweep", "-m", model, "-f", text, "--calib", cal, "-c", "64",
+                                         "--chunks", "2", "--types", "q4_0", "--prune-heads", "0.2",
+                                         "--prune-neurons", "0.3", "--prune-then", "q4_0", "--calib-tokens", "64",
+                                         "--json", json, "--html", html, "--out", out, "-q", NULL});
+    CHECKF(r.status == 0, "quant-sweep with --prune-then: exit %d: %s", r.status, r.err);
+    done(&r);
+    size_t n = 0, hn = 0;
+    char *j = tu_read(json, &n), *h = tu_read(html, &hn);
+    eng_results res = {0};
+    eng_err e = {{0}};
+    CHECKF(j && eng_results_parse(&res, j, n, json, &e) == 0, "the sweep's results: %s", e.msg);
+    const eng_result_row *base = NULL, *nq = NULL, *np = NULL, *hq = NULL, *hp = NULL, *q = NULL;
+    for (int i = 0; i < res.n_rows; i++) {
+        const eng_result_row *w = &res.rows[i];
+        if (!strcmp(w->kind, "base"))
+            base = w;
+        else if (!strcmp(w->name, "neurons 30%"))
+            np = w;
+        else if (!strcmp(w->name, "neurons 30% + q4_0"))
+            nq = w;
+        else if (!strcmp(w->name, "heads 20%"))
+            hp = w;
+        else if (!strcmp(w->name, "heads 20% + q4_0"))
+            hq = w;
+        else if (!strcmp(w->kind, "quant") && !strcmp(w->type, "q4_0") && !strcmp(w->method, "awq"))
+            q = w;
+    }
+    CHECKF(base && np && nq && hp && hq && q && res.n_rows == 7, "sweep rows: %d, base %d, neurons %d+%d, heads %d+%d, "
+           "q4_0 awq %d", res.n_rows, !!base, !!np, !!nq, !!hp, !!hq, !!q);
+    if (base && np && nq && hp && hq && q) {
+        CHECKF(!strcmp(nq->kind, "prune") && !strcmp(nq->type, "q4_0") && !strcmp(nq->method, "awq") &&
+                   nq->neurons > 0.29 && nq->neurons < 0.31 && nq->heads == 0,
+               "the combined row: %s %s %s %g %g", nq->kind, nq->type, nq->method, nq->heads, nq->neurons);
+        CHECKF(nq->bytes < np->bytes && nq->bytes < q->bytes && nq->params < base->params,
+               "neurons 30%% + q4_0: %.0f bytes, pruned alone %.0f, q4_0 alone %.0f", nq->bytes, np->bytes, q->bytes);
+        CHECKF(hq->bytes < hp->bytes && !strcmp(hq->method, "awq") && hq->heads > 0.19 && hq->heads < 0.21,
+               "heads 20%% + q4_0: %.0f bytes, pruned alone %.0f", hq->bytes, hp->bytes);
+        const eng_result_row *c[] = {nq, hq};
+        for (int i = 0; i < 2; i++)
+            CHECKF(isfinite(c[i]->ppl) && c[i]->ppl > 1 && isfinite(c[i]->kl) && c[i]->kl > 0 && c[i]->tok_s > 0,
+                   "%s: ppl %g, KL %g, %g tok/s", c[i]->name, c[i]->ppl, c[i]->kl, c[i]->tok_s);
+    }
+    /* on the pruning panel's Pareto chart, beside the pruned-only and quantized-only points */
+    const char *panel = h ? strstr(h, "Pruned and quantized on one Pareto chart") : NULL;
+    const char *end = panel ? strstr(panel, "</svg>") : NULL;
+    int seen = 0;
+    static const char *const names[] = {">neurons 30% + q4_0 awq<", ">heads 20% + q4_0 awq<", ">neurons 30%<",
+                                        ">q4_0 awq<", ">q4_0<"};
+    for (size_t i = 0; end && i < sizeof names / sizeof *names; i++) {
+        const char *at = strstr(panel, names[i]);
+        seen += at && at < end;
+    }
+    CHECKF(panel && end && seen == 5, "the pruning Pareto chart shows %d of the 5 points", seen);
+    eng_results_free(&res);
+    free(j);
+    free(h);
+    tu_rmtree(dir);
+}
+
 /* nibble template: exactly the rendered text on stdout; a template error
  * is one message and exit 1 */
 static void check_template(void)
@@ -683,6 +772,7 @@ int main(void)
     check_tools();
     check_prune();
     check_synth_lowbit();
+    check_sweep_combined();
     check_template();
     check_export_template();
     check_errors();
