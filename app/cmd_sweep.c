@@ -79,36 +79,50 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Decode speed: 16 prompt tokens, then 64 greedy tokens one at a time. */
+/* Decode speed: 16 prompt tokens, then passes of 64 greedy tokens one at
+ * a time, each pass from the same 16-token prefix; the fastest pass
+ * counts (the machine may be busy), over at least 3 passes and about
+ * 0.3 s, so a small model's few-millisecond pass is timed many times. */
 static double decode_tps(eng_model *m, int threads)
 {
     eng_ctx *c;
     eng_err e;
     uint32_t nv = eng_model_get_info(m)->n_vocab;
-    float *l = malloc(nv * sizeof *l);
-    if (!l || eng_ctx_new(m, 128, threads, &c, &e)) {
+    float *l = malloc(nv * sizeof *l), *l0 = malloc(nv * sizeof *l0);
+    if (!l || !l0 || eng_ctx_new(m, 128, threads, &c, &e)) {
         free(l);
+        free(l0);
         return 0;
     }
     int32_t p[16];
     for (int i = 0; i < 16; i++)
         p[i] = (int32_t)((i * 31 + 7) % nv);
-    double t = 0;
-    if (!eng_ctx_eval(c, p, 16, l, 0, &e)) {
-        double t0 = now_s();
-        for (int i = 0; i < 64; i++) {
-            int32_t best = 0;
-            for (uint32_t j = 1; j < nv; j++)
-                if (l[j] > l[best])
-                    best = (int32_t)j;
-            if (eng_ctx_eval(c, &best, 1, l, 0, &e))
+    double best = 0, start = now_s();
+    if (!eng_ctx_eval(c, p, 16, l0, 0, &e)) {
+        for (int pass = 0; pass < 3 || (now_s() - start < 0.3 && pass < 10000); pass++) {
+            eng_ctx_truncate(c, 16);
+            memcpy(l, l0, nv * sizeof *l);
+            double t0 = now_s();
+            int i = 0;
+            for (; i < 64; i++) {
+                int32_t tok = 0;
+                for (uint32_t j = 1; j < nv; j++)
+                    if (l[j] > l[tok])
+                        tok = (int32_t)j;
+                if (eng_ctx_eval(c, &tok, 1, l, 0, &e))
+                    break;
+            }
+            double t = now_s() - t0;
+            if (i < 64)
                 break;
+            if (t > 0 && 64 / t > best)
+                best = 64 / t;
         }
-        t = now_s() - t0;
     }
     eng_ctx_free(c);
     free(l);
-    return t > 0 ? 64 / t : 0;
+    free(l0);
+    return best;
 }
 
 static void on_ppl(void *user, uint32_t done, uint32_t total, double ppl)
@@ -324,12 +338,7 @@ static int measure_file(const sweep *sw, const char *path, row *w)
     w->kl = pr.kl;
     w->kl_err = pr.kl_err;
     w->top1 = pr.top1;
-    w->tps = 0;
-    for (int rep_i = 0; rep_i < 3; rep_i++) { /* best of 3: the machine may be busy */
-        double v = decode_tps(m, o->threads);
-        if (v > w->tps)
-            w->tps = v;
-    }
+    w->tps = decode_tps(m, o->threads);
     eng_model_close(m);
     return 0;
 }
