@@ -539,6 +539,27 @@ static void check_prune(void)
            "info of the pruned model: %s%s", r.out, r.err);
     done(&r);
     remove(out);
+    /* prune, then q4_0 with AWQ on a calibration text, in one run */
+    char cal[4200];
+    snprintf(cal, sizeof cal, "%s/calib.txt", dir);
+    {
+        static const char ct[] = "Tom had a toy car. He liked to push it around the house. His mom said, \"Tom, be "
+                                 "careful!\" But Tom did not listen, and the car went under the bed. He was sad, but "
+                                 "his sister helped him. They looked under the bed together and found the car.\n";
+        write_file(cal, ct, sizeof ct - 1);
+    }
+    const char *a11[] = {"prune", model, out, "--neurons", "0.25", "--then", "q4_0", "--awq", cal, "-q", NULL};
+    r = run(a11);
+    CHECKF(r.status == 0 && strstr(r.err, "FFN neurons 860 -> 645") && strstr(r.err, "q4_0 (AWQ)"),
+           "prune --then q4_0 --awq: %s", r.err);
+    done(&r);
+    r = run(a6);
+    CHECKF(r.status == 0 && r.out && strstr(r.out, "nibble.prune.neurons") && strstr(r.out, "\"awq\"") &&
+               strstr(r.out, "calib.txt") && strstr(r.out, "q4_0") && strstr(r.out, "runnable: yes"),
+           "info of the pruned AWQ model: %s%s", r.out, r.err);
+    done(&r);
+    remove(out);
+    remove(cal);
     /* heads by the weight score need no calibration; the method is recorded */
     const char *a9[] = {"prune", model, out, "--heads", "0.2", "--method", "weight", "-q", NULL};
     r = run(a9);
