@@ -451,6 +451,8 @@ static void test_methods(const char *src, const char *dir)
     } runs[] = {{ENG_PRUNE_HEADS_VNORM, ENG_PRUNE_NEURONS_WPROD, "vnorm", "wprod"},
                 {ENG_PRUNE_HEADS_WEIGHT, ENG_PRUNE_NEURONS_ACT, "weight", "act"}};
     uint8_t got_g[2][NL * NKV], got_n[2][NL * NF];
+    memset(got_g, 0, sizeof got_g);
+    memset(got_n, 0, sizeof got_n);
     for (int k = 0; k < 2; k++) {
         char out[4200];
         snprintf(out, sizeof out, "%s/method-%s.gguf", dir, runs[k].hn);
