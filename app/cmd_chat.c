@@ -277,5 +277,5 @@ int cmd_chat(int argc, char **argv, int first)
     }
     ui_chat_close(&ch);
     eng_engine_stop(en);
-    return ui_exit_status(status); /* a signal that ended line mode ends us, now the reply is saved */
+    return ui_exit_status(status); /* a signal that ended either front end ends us, now the reply is saved */
 }

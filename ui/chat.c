@@ -887,6 +887,30 @@ void ui_chat_stop(ui_chat *ch)
         eng_engine_send_simple(ch->en, ENG_CMD_STOP, NULL, 0);
 }
 
+void ui_chat_end_reply(ui_chat *ch, int wait_ms, int cut)
+{
+    int r = ch->reply;
+    if (cut)
+        ch->pending_load[0] = 0; /* we are leaving: no model to open */
+    if (!ch->busy)
+        return;
+    ui_chat_stop(ch);
+    double t0 = ui_now_ms();
+    while (ch->busy && ui_now_ms() - t0 < wait_ms) {
+        eng_event ev;
+        if (eng_engine_poll(ch->en, &ev, 10) == 0) {
+            on_event(ch, &ev);
+            eng_event_free(&ev);
+        }
+    }
+    /* DONE cleared the mark: a reply a signal ended did not end as
+     * the model or the user chose, so it is kept as cut short */
+    if (cut && r >= 0 && (size_t)r < ch->doc->n && ch->doc->e[r].kind == ENG_J_ASSISTANT) {
+        ch->doc->e[r].partial = 1;
+        ch->unsaved = 1;
+    }
+}
+
 void ui_chat_regen(ui_chat *ch)
 {
     if (ch->busy || !ch->have_model) {

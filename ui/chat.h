@@ -100,6 +100,13 @@ int ui_chat_init(ui_chat *ch, eng_engine *en, const ui_chat_opts *o, eng_err *e)
 /* Final save; frees the document (not the engine). */
 void ui_chat_close(ui_chat *ch);
 
+/* End a running reply before the front end leaves: STOP, then its events
+ * for up to wait_ms, so the text and figures that were on their way are
+ * kept. cut: the user did not ask for this (SIGTERM, SIGHUP, SIGPIPE):
+ * the reply is marked cut short (partial), as a kill leaves it, and a
+ * model switch waiting for its end is dropped. Shared by both front ends. */
+void ui_chat_end_reply(ui_chat *ch, int wait_ms, int cut);
+
 /* Take every waiting event; returns how many. */
 int ui_chat_pump(ui_chat *ch);
 /* Save the journal if due (every ~0.5 s while a reply streams). */

@@ -269,18 +269,10 @@ int ui_plain_run(ui_chat *ch, const ui_opts *o)
         }
 #endif
     }
-    /* let a reply that is still running end cleanly */
+    /* let a reply that is still running end cleanly; one a signal ended
+     * is kept as cut short */
     if (ch->busy) {
-        ui_chat_stop(ch);
-        for (int i = 0; i < 200 && ch->busy; i++) {
-#ifdef _WIN32
-            eng_engine_wait(ch->en, 10);
-#else
-            struct pollfd fd = {eng_engine_fd(ch->en), POLLIN, 0};
-            poll(&fd, 1, 10);
-#endif
-            ui_chat_pump(ch);
-        }
+        ui_chat_end_reply(ch, 2000, got_term != 0);
         show(ch, &p);
     }
     if (tty && prompt == 0 && !got_term)

@@ -9,6 +9,7 @@
 #ifndef NIBBLE_UI_TERM_H
 #define NIBBLE_UI_TERM_H
 
+#include <signal.h>
 #include <stdio.h>
 
 #include "engine.h"
@@ -16,13 +17,16 @@
 /* Before curses starts: remember the terminal's modes (termios; the
  * console modes on Windows) and install the signal handlers: SIGINT,
  * SIGTERM (and SIGHUP, Ctrl+Break where they exist) only set the flag
- * ui_term_quit_asked() reads; SIGSEGV, SIGABRT, ... put the terminal back
- * and let the signal kill the process. */
+ * ui_term_quit_asked() reads (the screen then saves the reply so far,
+ * puts the terminal back and ends with the signal's status); SIGSEGV,
+ * SIGABRT, ... put the terminal back and let the signal kill the process. */
 void ui_term_begin(void);
 /* After endwin: the quit handlers that were there before ui_term_begin. */
 void ui_term_end(void);
-/* 1 once a quit signal came. */
+/* The quit signal that came (its number), 0 if none. */
 int ui_term_quit_asked(void);
+/* The flag behind it, for ui_chat.cancel (long actions stop early). */
+const volatile sig_atomic_t *ui_term_quit_flag(void);
 
 /* Ask the terminal to mark pasted text (bracketed paste, ESC[200~ ...
  * ESC[201~) or to stop. Where keys cannot carry the marks (the Windows

@@ -32,8 +32,7 @@ static void on_fatal(int sig)
 
 static void on_quit_sig(int sig)
 {
-    (void)sig;
-    sig_quit = 1;
+    sig_quit = sig;
 }
 
 void ui_term_begin(void)
@@ -61,7 +60,9 @@ void ui_term_end(void)
     sigaction(SIGHUP, &old_hup, NULL);
 }
 
-int ui_term_quit_asked(void) { return sig_quit != 0; }
+int ui_term_quit_asked(void) { return (int)sig_quit; }
+
+const volatile sig_atomic_t *ui_term_quit_flag(void) { return &sig_quit; }
 
 void ui_term_paste(int on)
 {

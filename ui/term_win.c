@@ -37,7 +37,7 @@ static void on_fatal(int sig)
 
 static void on_quit_sig(int sig)
 {
-    sig_quit = 1;
+    sig_quit = sig;
     signal(sig, on_quit_sig); /* the C runtime resets the handler before calling it */
 }
 
@@ -67,7 +67,9 @@ void ui_term_end(void)
 #endif
 }
 
-int ui_term_quit_asked(void) { return sig_quit != 0; }
+int ui_term_quit_asked(void) { return (int)sig_quit; }
+
+const volatile sig_atomic_t *ui_term_quit_flag(void) { return &sig_quit; }
 
 /* PDCurses reads the console's key records, which carry no paste marks:
  * a paste arrives as typed keys (tui_keys.c gives Ctrl+V a paste of its own). */

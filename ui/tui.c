@@ -18,6 +18,7 @@
  * terminal back). Curses set-up and tear-down: tui_screen.c; what the
  * operating system does differently: term.h. The files' shared struct
  * and who owns what: tui_internal.h. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,11 +76,13 @@ static int wait_ms(tui *t)
     return to;
 }
 
-static void loop(tui *t)
+/* Returns 0, or for a signal (or the terminal hanging up) 128 + its number. */
+static int loop(tui *t)
 {
     ui_chat *ch = t->ch;
     getmaxyx(stdscr, t->H, t->W);
     t->dirty = 1;
+    int hup = 0;
     while (!t->quit && !ui_term_quit_asked()) {
         ui_chat_pump(ch);
         after_events(t);
@@ -95,10 +98,25 @@ static void loop(tui *t)
             tui_read_keys(t); /* also picks up KEY_RESIZE after SIGWINCH */
         if (got & UI_TERM_TIMEOUT)
             t->dirty = 1;
-        if (got & UI_TERM_HUP)
+        if (got & UI_TERM_HUP) {
+            hup = 1;
             break;
+        }
     }
-    ui_chat_stop(ch);
+    int sig = ui_term_quit_asked();
+#ifdef SIGHUP
+    if (!sig && hup)
+        sig = SIGHUP; /* the terminal went away: as its SIGHUP would say */
+#else
+    (void)hup;
+#endif
+    /* a reply ended by a signal keeps its text so far, marked cut short;
+     * F10 mid-reply leaves it as it is (marked cut short too) */
+    if (sig)
+        ui_chat_end_reply(ch, 2000, 1);
+    else
+        ui_chat_stop(ch);
+    return sig ? 128 + sig : 0;
 }
 
 int ui_tui_run(ui_chat *ch, const ui_opts *o)
@@ -120,8 +138,11 @@ int ui_tui_run(ui_chat *ch, const ui_opts *o)
 
     tui_screen s;
     int rc = tui_screen_begin(&t, &s);
-    if (!rc)
-        loop(&t);
+    if (!rc) {
+        ch->cancel = ui_term_quit_flag(); /* a signal during /load ends it early */
+        rc = loop(&t);
+        ch->cancel = NULL;
+    }
     tui_screen_end(&t, &s);
     tui_frame_free(&t);
     free(t.frame_bufs);

@@ -25,8 +25,12 @@ int ui_plain_run(ui_chat *ch, const ui_opts *o);
  * N, a parent WIFSIGNALED). */
 int ui_exit_status(int status);
 /* The curses screen. Restores the terminal on every way out; what was
- * written to stderr meanwhile is shown after. Returns 1 without touching
- * the terminal if curses cannot start (the caller may fall back). */
+ * written to stderr meanwhile is shown after. Returns 0 when the user
+ * quit; 128 + N when signal N (SIGTERM, SIGHUP, SIGINT from outside) or
+ * the terminal hanging up (as SIGHUP) ended it, the reply in progress
+ * stopped and kept, cut short: as for line mode, the caller saves and then
+ * dies of that signal (ui_exit_status). Returns 1 without touching the
+ * terminal if curses cannot start (the caller may fall back). */
 int ui_tui_run(ui_chat *ch, const ui_opts *o); /* only with NIBBLE_HAVE_TUI */
 
 /* Text that came from outside (a model's reply, a conversation or config

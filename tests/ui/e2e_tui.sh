@@ -327,6 +327,32 @@ resume)
     type_line "The end"
     wait_for "$footer_re" 30 || fail "cannot continue after resume"
     ;;
+signal)
+    # SIGTERM and SIGHUP mid-reply: the reply so far is saved, cut short;
+    # the terminal is put back (no alternate screen); the status says which
+    # signal (the shell's 128 + N), never 0
+    for sig in TERM HUP; do
+        rm -f "$XDG_DATA_HOME"/nibble/conversations/*.nbj
+        start 120 40 -m "$T/models/story-a.gguf" -n 400 --debug-token-delay 30
+        type_line "Once upon a time"
+        wait_for "… writing" 20 || fail "SIG$sig: reply did not start"
+        for _ in $(seq 1 100); do
+            grep -Eq '^text .{20}' <(awk '/^entry assistant/{a=1} a' "$(journal)" 2>/dev/null) && break
+            sleep 0.05
+        done
+        kill -$sig "$(cat "$T/pid")"
+        want=$((128 + $(kill -l $sig)))
+        wait_for "\[exited $want\]" 15 || fail "SIG$sig: not [exited $want]"
+        [ "$(tm display-message -p -t s '#{alternate_on}')" = 0 ] || fail "SIG$sig: the alternate screen is still on"
+        j=$(journal)
+        grep -q '^partial 1' "$j" || fail "SIG$sig: the reply is not marked cut short in $j"
+        saved=$(awk '/^entry assistant/{a=1} a&&/^text /{sub(/^text /,""); print; exit}' "$j")
+        [ ${#saved} -gt 20 ] || fail "SIG$sig: the reply so far was not saved ('$saved')"
+        grep -q '^meta end stopped' "$j" || fail "SIG$sig: the reply's figures were not kept"
+        stop_session
+        rm -f "$T/pid"
+    done
+    ;;
 plain)
     # line mode with the same commands, for scripts
     out=$(printf 'Once upon a time\n/set temp 0\n/list\n/quit\nnever sent\n' |
