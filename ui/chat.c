@@ -39,7 +39,8 @@ static const char help[] =
     "  /model PATH       open another model file\n"
     "  /kernel NAME      switch kernel set (/kernels lists them)\n"
     "  /threads N        worker threads\n"
-    "  /save [NAME]      save now (NAME: rename this conversation's file)\n"
+    "  /save [NAME]      save now (NAME: rename this conversation's file; asks\n"
+    "                    before overwriting another conversation of that name)\n"
     "  /rename NAME      rename this conversation\n"
     "  /load NAME        bring back a saved conversation and its model\n"
     "  /list [WORDS]     saved conversations, newest first (WORDS: search)\n"
@@ -887,6 +888,48 @@ void ui_chat_stop(ui_chat *ch)
         eng_engine_send_simple(ch->en, ENG_CMD_STOP, NULL, 0);
 }
 
+int ui_chat_is_yes(const char *line)
+{
+    while (*line == ' ' || *line == '\t')
+        line++;
+    size_t n = strlen(line);
+    while (n && (line[n - 1] == ' ' || line[n - 1] == '\t' || line[n - 1] == '\r' || line[n - 1] == '\n'))
+        n--;
+    return (n == 1 && lower((unsigned char)line[0]) == 'y') ||
+           (n == 3 && lower((unsigned char)line[0]) == 'y' && lower((unsigned char)line[1]) == 'e' &&
+            lower((unsigned char)line[2]) == 's');
+}
+
+void ui_chat_answer(ui_chat *ch, int yes)
+{
+    if (!ch->ask[0])
+        return;
+    char to[sizeof ch->ask_name];
+    memcpy(to, ch->ask_name, sizeof to);
+    ch->ask[0] = ch->ask_name[0] = 0;
+    if (!yes) {
+        ui_chat_notice(ch, "/save: '%s' kept as it was; this conversation is still '%s'", to, ch->name);
+        return;
+    }
+    /* The conversation is written over the other file (a temporary file
+     * renamed over it: the other stays whole until the new one is in
+     * place); then its old file, if it had one, goes, as a rename would. */
+    char from[sizeof ch->name], from_path[sizeof ch->jpath];
+    memcpy(from, ch->name, sizeof from);
+    memcpy(from_path, ch->jpath, sizeof from_path);
+    int was_on_disk = ch->on_disk;
+    set_name(ch, to);
+    if (save_now(ch)) { /* it said why; the other file is as it was */
+        set_name(ch, from);
+        ch->on_disk = was_on_disk;
+        ch->unsaved = 1;
+        return;
+    }
+    if (was_on_disk && remove(from_path) && errno != ENOENT)
+        ui_chat_error(ch, "/save: cannot remove the old file %s: %s", from_path, strerror(errno));
+    ui_chat_notice(ch, "saved as '%s', over the other conversation of that name (%s)", ch->name, ch->jpath);
+}
+
 void ui_chat_end_reply(ui_chat *ch, int wait_ms, int cut)
 {
     int r = ch->reply;
@@ -1394,7 +1437,11 @@ enum ui_action ui_chat_input(ui_chat *ch, const char *text)
             ui_chat_notice(ch, "/save: use letters, digits, '-', '_' and '.' for the name");
         else if (!has_messages(ch->doc) && !ch->on_disk)
             ui_chat_notice(ch, "nothing to save yet: the file is made at the first message");
-        else if (*arg && ui_chat_conv_rename(ch, ch->name, arg, &e))
+        else if (*arg && strcmp(arg, ch->name) && conv_exists(ch, arg)) {
+            /* another conversation has that name: ask before replacing it */
+            snprintf(ch->ask_name, sizeof ch->ask_name, "%s", arg);
+            snprintf(ch->ask, sizeof ch->ask, "overwrite '%s' (another saved conversation) with this one? [y/N]", arg);
+        } else if (*arg && ui_chat_conv_rename(ch, ch->name, arg, &e))
             ui_chat_error(ch, "/save %s: %s", arg, e.msg);
         else if (save_now(ch) == 0)
             ui_chat_notice(ch, "saved as '%s' (%s)", ch->name, ch->jpath);

@@ -85,6 +85,11 @@ typedef struct ui_chat {
     char pending_load[1024]; /* a model switch asked for during a reply: done at its end */
     ui_model_settings load_set; /* the settings of the model being loaded: applied
                                  * when it has loaded, so a failed load keeps the old ones */
+    /* A question the user answers before something is destroyed (/save
+     * NAME over another saved conversation): the front end shows it, takes
+     * y or anything else, and calls ui_chat_answer. "": none asked. */
+    char ask[320];
+    char ask_name[128];    /* the conversation /save would overwrite */
     unsigned changed;      /* UI_CH_* since the front end last looked */
     /* a front end's signal flag: when it is set, long actions (the turns
      * of /load) stop early so the front end can leave. NULL: none */
@@ -116,6 +121,11 @@ int ui_chat_timeout(const ui_chat *ch);
 
 /* A line the user entered: a slash command or a message. */
 enum ui_action ui_chat_input(ui_chat *ch, const char *text);
+/* The answer to ch->ask: yes does what was asked, anything else keeps
+ * what was there and says so. Does nothing when nothing is asked. */
+void ui_chat_answer(ui_chat *ch, int yes);
+/* 1 when a line typed as the answer means yes ("y" or "yes", any case). */
+int ui_chat_is_yes(const char *line);
 /* Actions behind the keys and menus. */
 void ui_chat_stop(ui_chat *ch);
 void ui_chat_regen(ui_chat *ch);

@@ -161,7 +161,11 @@ static int run_line(ui_chat *ch, char *in, size_t *nin)
     memmove(in, in + used, *nin - used);
     *nin -= used;
     int quit = 0;
-    if (line[0]) {
+    if (ch->ask[0]) { /* this line answers the question asked (/save over another) */
+        if (!isatty(0))
+            ui_term_printf(stderr, "%s\n", line); /* a script's answer, so the transcript reads */
+        ui_chat_answer(ch, ui_chat_is_yes(line));
+    } else if (line[0]) {
         enum ui_action a = ui_chat_input(ch, line);
         if (a == UI_ACT_QUIT)
             quit = 1;
@@ -229,10 +233,22 @@ int ui_plain_run(ui_chat *ch, const ui_opts *o)
             quit = rc;
             last_int_idle = 0;
             prompt = 1;
+            if (ch->ask[0]) { /* the next line is the answer */
+                show(ch, &p);
+                ui_term_printf(stderr, "%s ", ch->ask);
+                fflush(stderr);
+                prompt = 0;
+            }
             continue;
         }
-        if (eof && !nin && !ch->busy && !ch->loading)
+        if (eof && !nin && !ch->busy && !ch->loading) {
+            if (ch->ask[0]) { /* no answer came: nothing is overwritten */
+                fputs("\n", stderr);
+                ui_chat_answer(ch, 0);
+                show(ch, &p);
+            }
             break;
+        }
         if (prompt && tty && !ch->busy && !ch->loading) {
             show(ch, &p);
             fputs("> ", stdout);

@@ -46,6 +46,10 @@ static void after_events(tui *t)
         free(ch->clip);
         ch->clip = NULL;
     }
+    if (ch->ask[0] && t->view != &tui_view_ask) { /* the chat asks before overwriting */
+        t->view = &tui_view_ask;
+        t->dirty = 1;
+    }
     if (ch->refused) { /* a message too long for the context: back to the input to shorten */
         if (!ui_editor_len(t->ed))
             ui_editor_insert(t->ed, ch->refused, strlen(ch->refused));

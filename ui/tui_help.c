@@ -1,6 +1,7 @@
-/* Two overlays: the help (keys, then the chat's slash commands; it
- * scrolls where it is taller than the box, as at 80x24) and the question
- * before quitting while a reply is being written. */
+/* Three overlays: the help (keys, then the chat's slash commands; it
+ * scrolls where it is taller than the box, as at 80x24), the question
+ * before quitting while a reply is being written, and the chat's own
+ * questions (ui_chat.ask: /save NAME over another conversation). */
 #include <stdio.h>
 #include <string.h>
 
@@ -89,3 +90,29 @@ static void confirm_key(tui *t, int fn, uint32_t c, int alt)
 }
 
 const tui_view tui_view_confirm = {"confirm", NULL, confirm_key, draw_confirm, TUI_CURSOR_NONE};
+
+/* The chat asked something (ch->ask): y answers yes, any other key no. */
+static void draw_ask(tui *t)
+{
+    const char *q = t->ch->ask;
+    int w = t->W - 2 < 76 ? t->W - 2 : 76, x = (t->W - w) / 2;
+    ui_line ls[6];
+    int n = (int)ui_wrap(q, strlen(q), w - 4, 1, ls, 6);
+    if (n > 6)
+        n = 6;
+    int h = n + 5, y = (t->H - h) / 2;
+    tui_box(t, y, x, h, w, " Confirm ");
+    for (int i = 0; i < n; i++)
+        tui_put(y + 2 + i, x + 2, w - 4, q + ls[i].start, ls[i].end - ls[i].start);
+    tui_putz(y + 3 + n, x + 2, w - 4, "y: yes   any other key: no");
+}
+
+static void ask_key(tui *t, int fn, uint32_t c, int alt)
+{
+    (void)alt;
+    ui_chat_answer(t->ch, !fn && (c == 'y' || c == 'Y'));
+    t->view = &tui_view_input;
+    t->dirty = 1;
+}
+
+const tui_view tui_view_ask = {"ask", NULL, ask_key, draw_ask, TUI_CURSOR_NONE};

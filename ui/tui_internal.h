@@ -11,7 +11,7 @@
  *   tui_input.c   the input editor view (typing, sending, bracketed paste)
  *   tui_side.c    the sampler sliders view and the side panel
  *   tui_menu.c    the menus: model files, kernels and threads, path prompt
- *   tui_help.c    the help and quit-confirm overlays
+ *   tui_help.c    the help, quit-confirm and chat-question overlays
  *   tui_keys.c    reading and decoding keys, the keys every view shares
  */
 #ifndef NIBBLE_UI_TUI_INTERNAL_H
@@ -69,7 +69,7 @@ typedef struct tui_view {
     enum tui_cursor cursor;
 } tui_view;
 
-extern const tui_view tui_view_input, tui_view_sliders, tui_view_help, tui_view_confirm;
+extern const tui_view tui_view_input, tui_view_sliders, tui_view_help, tui_view_confirm, tui_view_ask;
 extern const tui_view tui_view_menu, tui_view_path;
 
 /* A row of a menu. */

@@ -132,8 +132,13 @@ item_store() {
   check "a killed save's temporary is removed at start" '[ ! -e "$conv/old.nbj.tmp.$dead" ]'
   printf 'nibble-journal 1\nentry user\ntext keep me\nend\n' >"$conv/keep.nbj"
   cp "$conv/keep.nbj" "$work/keep.orig"
-  printf 'hello\n/save keep\n/quit\n' | timeout -k 5 "$T" "$bin" chat --plain --no-config -n 2 >"$work/o" 2>&1
-  check "/save NAME over another conversation: refused, the other left as it was" 'cmp -s "$conv/keep.nbj" "$work/keep.orig" && grep -q "already exists" "$work/o"'
+  # /save NAME over another conversation asks; n, EOF or anything but y keep the other
+  printf 'hello\n/save keep\nn\n/quit\n' | timeout -k 5 "$T" "$bin" chat --plain --no-config -n 2 >"$work/o" 2>&1
+  check "/save NAME over another, answered n: asked, the other left as it was" 'cmp -s "$conv/keep.nbj" "$work/keep.orig" && grep -q "overwrite .keep.* \[y/N\]" "$work/o" && grep -q "kept as it was" "$work/o"'
+  printf 'hello\n/save keep\n' | timeout -k 5 "$T" "$bin" chat --plain --no-config -n 2 >"$work/o" 2>&1
+  check "/save NAME over another, no answer (EOF): the other left as it was" 'cmp -s "$conv/keep.nbj" "$work/keep.orig" && grep -q "kept as it was" "$work/o"'
+  on_pty $'hello\n/save keep\ny\n/quit\n' "$bin" chat --plain --no-config -n 2
+  check "/save NAME over another on a terminal, answered y: overwritten" 'grep -q "overwrite .keep.* \[y/N\]" "$work/pty.out" && grep -q "^text hello" "$conv/keep.nbj" && ! grep -q "keep me" "$conv/keep.nbj"'
   rm -f "$conv"/*.nbj
   set -o pipefail
   { printf 'Once upon a time\n'; sleep 8; } | timeout -k 5 "$T" "$bin" chat --plain --no-config --debug-token-delay 40 -n 400 --temp 0 2>/dev/null | head -c 20 >/dev/null
@@ -156,7 +161,7 @@ item_store() {
     rm -f "$work/in"
     f=$(ls -t "$conv"/*.nbj 2>/dev/null | head -1)
     local want=$((128 + $(kill -l $sig)))
-    check "SIG$sig: status $want ($rc), the reply so far saved" '[ $rc = $want ] && [ -n "$f" ] && grep -q "^entry assistant" "$f" && reply_saved "$f"'
+    check "SIG$sig: status $want ($rc), the reply so far saved, marked cut short" '[ $rc = $want ] && [ -n "$f" ] && grep -q "^entry assistant" "$f" && reply_saved "$f" && grep -q "^partial 1" "$f"'
   done
 }
 

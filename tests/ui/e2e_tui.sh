@@ -353,6 +353,30 @@ signal)
         rm -f "$T/pid"
     done
     ;;
+saveover)
+    # /save NAME where NAME is another conversation: a question first;
+    # n keeps the other file as it was, y writes this one over it
+    conv="$XDG_DATA_HOME/nibble/conversations"
+    mkdir -p "$conv"
+    printf 'nibble-journal 1\nentry user\ntext keep me\nend\n' >"$conv/keep.nbj"
+    cp "$conv/keep.nbj" "$T/keep.orig"
+    start 120 40 -m "$T/models/story-a.gguf" -n 8
+    type_line "Once upon a time"
+    wait_for "$footer_re" 30 || fail "no reply"
+    type_line "/save keep"
+    wait_for "overwrite 'keep' \(another saved conversation\)" 10 || fail "no question"
+    screen | grep -q '\[y/N\]' || fail "the question does not say y/N"
+    keys n
+    wait_for "'keep' kept as it was" 10 || fail "no word that n kept it"
+    cmp -s "$conv/keep.nbj" "$T/keep.orig" || fail "n changed keep.nbj"
+    type_line "/save keep"
+    wait_for "\[y/N\]" 10 || fail "no question the second time"
+    keys y
+    wait_for "saved as 'keep', over the other" 10 || fail "no word that y overwrote it"
+    grep -q "^text Once upon a time" "$conv/keep.nbj" || fail "keep.nbj does not hold this conversation"
+    grep -q "keep me" "$conv/keep.nbj" && fail "keep.nbj still holds the old one"
+    [ "$(ls "$conv"/*.nbj | wc -l)" = 1 ] || fail "this conversation's old file is still there"
+    ;;
 plain)
     # line mode with the same commands, for scripts
     out=$(printf 'Once upon a time\n/set temp 0\n/list\n/quit\nnever sent\n' |

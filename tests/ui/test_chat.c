@@ -350,10 +350,25 @@ static void check_save_load(const char *data, const char *first)
     mark = ch.doc->n;
     input("/list dog"); /* a search: only beta has it */
     CHECK(notice_since(mark, "beta ") && !notice_since(mark, "alpha "));
-    /* a name that is taken is not overwritten */
+    /* a name that is taken: asked first; no keeps the other as it was */
+    char alpha_path[1400];
+    snprintf(alpha_path, sizeof alpha_path, "%s/conversations/alpha.nbj", data);
+    size_t nb = 0, na = 0;
+    char *before = tu_read(alpha_path, &nb);
     mark = ch.doc->n;
     input("/save alpha");
-    CHECK(notice_since(mark, "'alpha' already exists") && !strcmp(ch.name, "beta"));
+    CHECKF(strstr(ch.ask, "overwrite 'alpha'") && strstr(ch.ask, "[y/N]"), "asked: '%s'", ch.ask);
+    CHECK(!strcmp(ch.ask_name, "alpha") && !strcmp(ch.name, "beta"));
+    ui_chat_answer(&ch, 0);
+    CHECK(!ch.ask[0] && notice_since(mark, "'alpha' kept as it was; this conversation is still 'beta'"));
+    CHECK(!strcmp(ch.name, "beta") && file_exists(alpha_path));
+    char *after = tu_read(alpha_path, &na);
+    CHECK(before && after && nb > 0 && na == nb && !memcmp(before, after, nb));
+    free(before);
+    free(after);
+    /* /save of its own name asks nothing */
+    input("/save beta");
+    CHECK(!ch.ask[0]);
 
     input("/reset");
     CHECK(count_kind(ch.doc, ENG_J_ASSISTANT) == 0);
@@ -494,6 +509,39 @@ static const char *saved_text(const char *data, const char *name)
             u += (size_t)snprintf(all + u, sizeof all - u, "%s|", j->e[i].text);
     eng_journal_free(j);
     return all;
+}
+
+/* /save NAME over another conversation, answered yes: the other file
+ * now holds this conversation, whose old file is gone. */
+static void check_save_over(const char *data)
+{
+    input("/new");
+    ask("Once upon a time there was a cat");
+    char old[sizeof ch.name], old_path[1400];
+    snprintf(old, sizeof old, "%s", ch.name);
+    snprintf(old_path, sizeof old_path, "%s/conversations/%s.nbj", data, old);
+    CHECK(file_exists(old_path) && strcmp(old, "beta"));
+    size_t mark = ch.doc->n;
+    input("/save beta");
+    CHECK(ch.ask[0] && !strcmp(ch.name, old)); /* nothing done before the answer */
+    CHECKF(!strcmp(saved_text(data, "beta"), "Once upon a time there was a dog|"), "beta before: %s",
+           saved_text(data, "beta"));
+    ui_chat_answer(&ch, 1);
+    CHECK(!ch.ask[0] && !strcmp(ch.name, "beta") && notice_since(mark, "saved as 'beta', over the other conversation of that name"));
+    CHECKF(!strcmp(saved_text(data, "beta"), "Once upon a time there was a cat|"), "beta after: %s",
+           saved_text(data, "beta"));
+    CHECK(!file_exists(old_path));
+    /* an answer with nothing asked does nothing */
+    mark = ch.doc->n;
+    ui_chat_answer(&ch, 1);
+    CHECK(ch.doc->n == mark);
+    /* what line mode takes as yes */
+    static const char *const yes[] = {"y", "Y", "yes", " YES \r", "y\n"};
+    static const char *const no[] = {"", "n", "no", "yeah", "y y", "ok"};
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+        CHECKF(ui_chat_is_yes(yes[i]), "'%s' is yes", yes[i]);
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+        CHECKF(!ui_chat_is_yes(no[i]), "'%s' is not yes", no[i]);
 }
 
 static void copy_file(const char *from, const char *to, size_t limit)
@@ -829,6 +877,7 @@ int main(void)
     check_replies(first, sizeof first);
     check_stop();
     check_save_load(data, first);
+    check_save_over(data);
     check_misc();
     check_notices(data);
     check_edit(data);
