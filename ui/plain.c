@@ -118,7 +118,7 @@ static void show(ui_chat *ch, printer *p)
         eng_jentry *x = &d->e[p->entry];
         if (x->kind == ENG_J_ASSISTANT) {
             if (p->off < x->len) {
-                ui_term_write(stdout, x->text + p->off, x->len - p->off);
+                ui_term_write_from(stdout, x->text, p->off, x->len); /* what came before is context */
                 fflush(stdout);
                 p->off = x->len;
             }

@@ -2,6 +2,40 @@
 
 #include <utf8proc.h>
 
+static int invisible_class(long c)
+{
+    return (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069) || (c >= 0x200B && c <= 0x200F) ||
+           (c >= 0x2060 && c <= 0x2064) || c == 0xFEFF || c == 0x061C || c == 0x180E;
+}
+
+/* The code point that ends s[0..i), -1 if none or not UTF-8. */
+static long prev_char(const char *s, size_t i)
+{
+    size_t k = i;
+    while (k > 0 && i - k < 4) {
+        k--;
+        if (((unsigned char)s[k] & 0xC0) != 0x80)
+            break;
+    }
+    if (k == i)
+        return -1;
+    utf8proc_int32_t c;
+    utf8proc_ssize_t len = utf8proc_iterate((const utf8proc_uint8_t *)s + k, (utf8proc_ssize_t)(i - k), &c);
+    return len == (utf8proc_ssize_t)(i - k) ? (long)c : -1;
+}
+
+int ui_invisible(const char *s, size_t i, long cp)
+{
+    if (!invisible_class(cp))
+        return 0;
+    if (cp == 0x200C || cp == 0x200D) {
+        long p = prev_char(s, i);
+        if (p >= 0xA0 && !invisible_class(p))
+            return 0; /* joining an emoji sequence or a script's letters */
+    }
+    return 1;
+}
+
 size_t ui_char(const char *s, size_t n, size_t i, int *w, int *cp)
 {
     utf8proc_int32_t c;
@@ -14,6 +48,8 @@ size_t ui_char(const char *s, size_t n, size_t i, int *w, int *cp)
     *cp = c;
     if (c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0))
         *w = 1; /* shown as '?' */
+    else if (ui_invisible(s, i, c))
+        *w = UI_INVISIBLE_COLS; /* shown as \u202e */
     else {
         int cw = utf8proc_charwidth(c);
         /* ambiguous or unassigned (width 0 and not a mark): one column */

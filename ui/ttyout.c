@@ -2,7 +2,8 @@
  * replies, conversation files, config files, the user's lines) to a
  * terminal: control characters become visible escapes, so no such text
  * can retitle the window, clear the screen, move the cursor or answer
- * for the user (see ui.h). The curses screen draws through its own
+ * for the user, and the invisible bidi and zero-width characters too, so
+ * none can make text read otherwise than it is (see ui.h). The curses screen draws through its own
  * sanitising (tui_draw.c); this is line mode, `nibble run` and the
  * warnings before either starts. */
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 #endif
 
+#include "text.h"
 #include "ui.h"
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if none. */
@@ -47,11 +49,11 @@ static size_t seq_len(const unsigned char *s, size_t n)
     return len;
 }
 
-size_t ui_term_escape(const char *in, size_t n, char *out)
+size_t ui_term_escape_from(const char *in, size_t from, size_t n, char *out)
 {
     const unsigned char *s = (const unsigned char *)in;
     size_t o = 0;
-    for (size_t i = 0; i < n;) {
+    for (size_t i = from; i < n;) {
         unsigned c = s[i];
         if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7F)) {
             out[o++] = (char)c;
@@ -63,6 +65,16 @@ size_t ui_term_escape(const char *in, size_t n, char *out)
             /* C1 control (U+0080..U+009F): CSI, OSC and friends on many terminals */
             o += (size_t)sprintf(out + o, "\\u%04x", (unsigned)s[i + 1]);
             i += 2;
+        } else if (len == 3 || len == 2) {
+            unsigned cp = len == 2 ? (c & 0x1Fu) << 6 | (s[i + 1] & 0x3Fu)
+                                   : (c & 0x0Fu) << 12 | (s[i + 1] & 0x3Fu) << 6 | (s[i + 2] & 0x3Fu);
+            if (ui_invisible(in, i, (long)cp)) { /* bidi controls, zero-width characters */
+                o += (size_t)sprintf(out + o, "\\u%04x", cp);
+            } else {
+                memcpy(out + o, s + i, len);
+                o += len;
+            }
+            i += len;
         } else if (len) {
             memcpy(out + o, s + i, len);
             o += len;
@@ -77,6 +89,8 @@ size_t ui_term_escape(const char *in, size_t n, char *out)
     return o;
 }
 
+size_t ui_term_escape(const char *in, size_t n, char *out) { return ui_term_escape_from(in, 0, n, out); }
+
 int ui_is_terminal(FILE *f)
 {
 #ifdef _WIN32
@@ -86,22 +100,25 @@ int ui_is_terminal(FILE *f)
 #endif
 }
 
-void ui_term_write(FILE *f, const char *s, size_t n)
+void ui_term_write_from(FILE *f, const char *s, size_t from, size_t n)
 {
-    if (!n)
+    if (from >= n)
         return;
     if (!ui_is_terminal(f)) {
-        fwrite(s, 1, n, f); /* a pipe or a file gets the bytes as they are */
+        fwrite(s + from, 1, n - from, f); /* a pipe or a file gets the bytes as they are */
         return;
     }
-    char small[1024], *buf = n * 6 + 1 <= sizeof small ? small : malloc(n * 6 + 1);
+    size_t need = (n - from) * 6 + 1;
+    char small[1024], *buf = need <= sizeof small ? small : malloc(need);
     if (!buf)
         return;
-    size_t m = ui_term_escape(s, n, buf);
+    size_t m = ui_term_escape_from(s, from, n, buf);
     fwrite(buf, 1, m, f);
     if (buf != small)
         free(buf);
 }
+
+void ui_term_write(FILE *f, const char *s, size_t n) { ui_term_write_from(f, s, 0, n); }
 
 void ui_term_printf(FILE *f, const char *fmt, ...)
 {

@@ -21,6 +21,11 @@ int tui_put(int y, int x, int cols, const char *s, size_t n)
             break;
         if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0))
             addch('?');
+        else if (ui_invisible(s, i, cp)) { /* bidi and zero-width: shown, never obeyed */
+            char e[16];
+            snprintf(e, sizeof e, "\\u%04x", (unsigned)cp);
+            addstr(e);
+        }
 #ifdef PDCURSES
         else if (cp > 0xffff) /* PDCurses' cells hold one UTF-16 unit: no emoji */
             for (int k = 0; k < w; k++)

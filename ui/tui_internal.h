@@ -136,7 +136,9 @@ void tui_screen_end(tui *t, tui_screen *s);
 /* tui_draw.c: primitives and the frame */
 int tui_pair(tui *t, int p);
 /* Draw s[0..n) at (y, x) in at most cols columns; returns columns used.
- * Invalid bytes and control characters show as '?'. */
+ * Invalid bytes and control characters show as '?', bidi controls and
+ * zero-width characters as \u202e (ui_invisible; s[0..i) is their
+ * context, so s should start where the text or one of its lines starts). */
 int tui_put(int y, int x, int cols, const char *s, size_t n);
 int tui_putz(int y, int x, int cols, const char *s);
 /* F8 or /edit: the message being edited into the input, with a status */

@@ -37,15 +37,23 @@ int ui_tui_run(ui_chat *ch, const ui_opts *o); /* only with NIBBLE_HAVE_TUI */
  * file, a user's line) goes to a terminal through these (ui/ttyout.c).
  * When f is a terminal, control characters are shown as visible escapes:
  * C0 controls but newline and tab, and DEL, as \xHH; C1 controls
- * (U+0080..U+009F) as \u00HH; bytes that are not UTF-8 as \xHH. So ESC ]
- * (retitle), ESC [ 2 J (clear), CSI as U+009B and the like are printed,
- * never obeyed. To a pipe or a file (f not a terminal) the bytes are
- * written as they are: what the caller asked to save. */
+ * (U+0080..U+009F) as \u00HH; bytes that are not UTF-8 as \xHH; the
+ * bidi controls and zero-width characters of ui_invisible (text.h) as
+ * \uHHHH (U+202E as \u202e; joiners inside emoji sequences and words of
+ * scripts that use them stay). So ESC ] (retitle), ESC [ 2 J (clear), CSI
+ * as U+009B, a right-to-left override and the like are printed, never
+ * obeyed. To a pipe or a file (f not a terminal) the bytes are written as
+ * they are: what the caller asked to save. */
 void ui_term_write(FILE *f, const char *s, size_t n);
+/* The same for s[from..n) of a longer text (a reply as it streams):
+ * s[0..from) is read as the context of what follows, not written. */
+void ui_term_write_from(FILE *f, const char *s, size_t from, size_t n);
 void ui_term_printf(FILE *f, const char *fmt, ...) ENG_PRINTF(2, 3);
 int ui_is_terminal(FILE *f);
 /* The escaping itself: n bytes of in to out, which holds 6 * n + 1
- * bytes; returns the length written (out is NUL-terminated). */
+ * bytes; returns the length written (out is NUL-terminated). _from:
+ * in[from..n), with in[0..from) as context; out holds 6 * (n - from) + 1. */
 size_t ui_term_escape(const char *in, size_t n, char *out);
+size_t ui_term_escape_from(const char *in, size_t from, size_t n, char *out);
 
 #endif

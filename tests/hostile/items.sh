@@ -43,6 +43,13 @@ item_inject() {
   check "config warning: no raw ESC on the terminal" '! has_raw_controls "$work/pty.out" && grep -qF "\\x1b]0;PWNED" "$work/pty.out"'
   on_pty "" "$bin" run -n 2 -f "$work/$(printf 'x\x1b[2Jy')"
   check "run: a file name's ESC shown as an escape" '! has_raw_controls "$work/pty.out" && grep -qF "x\\x1b[2Jy" "$work/pty.out"'
+  # bidi controls and zero-width characters ("Trojan Source"): shown as escapes;
+  # a joiner inside an emoji sequence stays
+  printf 'nibble-journal 1\nentry user\ntext hi\nentry assistant\ntext if (user != "admin\xe2\x80\xae \xe2\x81\xa6// ok\xe2\x81\xa9 \xe2\x81\xa6") ad\xe2\x80\x8bmin, family \xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9\nend\n' >"$conv/bidi.nbj"
+  cp "$conv/bidi.nbj" "$work/bidi.orig"
+  on_pty $'/quit\n' "$bin" chat --plain --no-config --resume bidi
+  check "bidi and zero-width: shown as escapes, none raw on the terminal" 'grep -qF "admin\\u202e \\u2066// ok\\u2069 \\u2066\") ad\\u200bmin" "$work/pty.out" && ! LC_ALL=C grep -q $'"'"'\xe2\x80\xae\|\xe2\x81[\xa6-\xa9]\|\xe2\x80\x8b'"'"' "$work/pty.out"'
+  check "an emoji's joiner kept, the file as it was" 'LC_ALL=C grep -q $'"'"'\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9'"'"' "$work/pty.out" && cmp -s "$conv/bidi.nbj" "$work/bidi.orig"'
   # to a pipe the bytes stay as they are (the caller's choice)
   printf '/quit\n' | timeout -k 5 "$T" "$bin" chat --plain --no-config --resume evil >"$work/pipe.out" 2>&1
   check "to a pipe: the bytes as they are" 'LC_ALL=C grep -q $'"'"'\xc2\x9d0;T\x07'"'"' "$work/pipe.out"'

@@ -377,6 +377,27 @@ saveover)
     grep -q "keep me" "$conv/keep.nbj" && fail "keep.nbj still holds the old one"
     [ "$(ls "$conv"/*.nbj | wc -l)" = 1 ] || fail "this conversation's old file is still there"
     ;;
+bidi)
+    # a resumed conversation with bidi controls and zero-width characters
+    # ("Trojan Source"): drawn as escapes, never sent raw; an emoji's
+    # joiner stays; the file keeps the raw text
+    conv="$XDG_DATA_HOME/nibble/conversations"
+    mkdir -p "$conv"
+    printf 'nibble-journal 1\nentry user\ntext is it \xe2\x80\xaeadmin?\nentry assistant\ntext if (user != "admin\xe2\x80\xae \xe2\x81\xa6// ok\xe2\x81\xa9 \xe2\x81\xa6") ad\xe2\x80\x8bmin, family \xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9\nend\n' >"$conv/bidi.nbj"
+    cp "$conv/bidi.nbj" "$T/bidi.orig"
+    start 120 40 -m "$T/models/story-a.gguf" --resume bidi
+    wait_for "resumed 'bidi'" 20 || fail "not resumed"
+    wait_for 'is it \\u202eadmin\?' 5 || fail "the user's U+202E is not shown as \\u202e"
+    screen | grep -qF 'admin\u202e \u2066// ok\u2069 \u2066") ad\u200bmin' || fail "the reply's controls are not shown as escapes"
+    screen | grep -q $'\xe2\x80\xae\|\xe2\x81\xa6\|\xe2\x80\x8b' && fail "a raw bidi or zero-width character reached the screen"
+    screen | grep -q $'family \xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9' || fail "the emoji ZWJ sequence is not drawn as it is"
+    # typed: the input line shows a zero-width space too
+    tm send-keys -t s -l "$(printf 'ad\xe2\x80\x8bmin')"
+    wait_for '^> ad\\u200bmin' 5 || fail "a typed U+200B is not shown as \\u200b"
+    keys C-u F10
+    wait_for "\[exited 0\]" 10 || fail "F10 did not quit"
+    cmp -s "$conv/bidi.nbj" "$T/bidi.orig" || fail "the stored text changed"
+    ;;
 plain)
     # line mode with the same commands, for scripts
     out=$(printf 'Once upon a time\n/set temp 0\n/list\n/quit\nnever sent\n' |

@@ -27,6 +27,22 @@ int main(void)
     CHECK(ui_fit(cjk, 6, 3) == 3);     /* the second wide char does not fit in 1 */
     CHECK(ui_fit(comb, 3, 1) == 3);    /* the mark stays with its base */
     CHECK(ui_fit("abc", 3, 0) == 0);
+    /* bidi controls and zero-width characters take the columns of their
+     * escape (\u202e); joiners inside emoji sequences take none */
+    CHECK(ui_width("abc\xe2\x80\xae", 6) == 3 + UI_INVISIBLE_COLS);
+    CHECK(ui_width("a\xe2\x80\x8b" "b", 5) == 2 + UI_INVISIBLE_COLS);
+    CHECK(ui_width("a\xe2\x80\x8d" "b", 5) == 2 + UI_INVISIBLE_COLS);
+    const char *family = "\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9"; /* man ZWJ woman */
+    CHECK(ui_width(family, 11) == 4);
+    CHECK(ui_invisible(family, 4, 0x200d) == 0 && ui_invisible("a\xe2\x80\x8d", 1, 0x200d) == 1);
+    CHECK(ui_invisible("", 0, 0x202e) && ui_invisible("", 0, 0xfeff) && !ui_invisible("", 0, 0x2065));
+    CHECK(!ui_invisible("", 0, 0x4e2d) && !ui_invisible("", 0, 'a'));
+    /* a line is never cut between a character and the joiner after it */
+    {
+        ui_line jl[8];
+        size_t jn = ui_wrap(family, 11, 2, 0, jl, 8);
+        CHECK(jn == 2 && jl[0].end == 7 && jl[1].start == 7);
+    }
 
     ui_line l[64];
     const char *s = "the quick brown fox";
