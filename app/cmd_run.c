@@ -47,11 +47,26 @@ static double now_s(void)
 }
 
 /* Output with UTF-8 hold-back: bytes of an unfinished character wait for
- * the next token. */
+ * the next token. b[0..ctx) is the last character already written, kept
+ * as the context of the next (a zero-width joiner after an emoji stays,
+ * after ASCII it is shown: ui_invisible). */
 typedef struct outbuf {
     char b[256];
-    size_t n;
+    size_t n, ctx;
 } outbuf;
+
+static void out_write(outbuf *o, size_t end)
+{
+    ui_term_write_from(stdout, o->b, o->ctx, end);
+    if (end > o->ctx) { /* the last character written becomes the context */
+        size_t last = end - 1;
+        while (last > o->ctx && end - last < 4 && ((unsigned char)o->b[last] & 0xC0) == 0x80)
+            last--;
+        memmove(o->b, o->b + last, o->n - last);
+        o->n -= last;
+        o->ctx = end - last;
+    }
+}
 
 static void out_put(outbuf *o, const char *s, size_t n, int flush)
 {
@@ -61,17 +76,13 @@ static void out_put(outbuf *o, const char *s, size_t n, int flush)
         o->n += take;
         s += take;
         n -= take;
-        size_t ok = eng_utf8_complete(o->b, o->n);
-        if (ok == 0 && o->n == sizeof o->b)
+        size_t ok = o->ctx + eng_utf8_complete(o->b + o->ctx, o->n - o->ctx);
+        if (ok == o->ctx && o->n == sizeof o->b)
             ok = o->n; /* cannot happen with valid text; never stall */
-        ui_term_write(stdout, o->b, ok);
-        memmove(o->b, o->b + ok, o->n - ok);
-        o->n -= ok;
+        out_write(o, ok);
     }
-    if (flush) {
-        ui_term_write(stdout, o->b, o->n);
-        o->n = 0;
-    }
+    if (flush)
+        out_write(o, o->n);
     fflush(stdout);
 }
 
@@ -122,7 +133,7 @@ int cmd_run(int argc, char **argv)
             printf(" %d", eng_session_tokens(s)[i]);
         printf("\ngenerated:");
     }
-    outbuf ob = {{0}, 0};
+    outbuf ob = {{0}, 0, 0};
     int n_gen = 0;
     const char *why = "limit";
     t0 = now_s();
