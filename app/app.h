@@ -99,7 +99,8 @@ const char *app_prompt(const app_opts *o, char **owned);
 int cmd_run(int argc, char **argv);
 /* 1 if stdout is a terminal */
 int isatty_stdout(void);
-/* Console and stream setup Windows needs (UTF-8, binary); nothing elsewhere. */
+/* Console and stream setup Windows needs (UTF-8, binary); elsewhere, a file
+ * size limit makes writes fail (EFBIG) instead of killing nibble (SIGXFSZ). */
 void app_platform_init(void);
 int cmd_info(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);

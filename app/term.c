@@ -20,7 +20,16 @@ void app_platform_init(void)
     SetConsoleCP(CP_UTF8);
 }
 #else
+#include <signal.h>
 #include <unistd.h>
 int isatty_stdout(void) { return isatty(1); }
-void app_platform_init(void) {}
+
+void app_platform_init(void)
+{
+    /* A file size limit (ulimit -f) reached mid-write must be a write
+     * error the writer reports (EFBIG: "cannot save ...: File too large",
+     * the temporary file removed, the old file kept), as a full disk is,
+     * not a signal that kills the chat and loses the reply. */
+    signal(SIGXFSZ, SIG_IGN);
+}
 #endif

@@ -199,7 +199,16 @@ item_config() {
   check "a journal with a BOM and CRLF: read" 'grep -q "resumed .crlf. (1 turns)" "$work/o"'
 }
 
-items=${*:-inject hang unbounded load_time forward names store config}
+item_disk() {
+  echo "9. a file size limit (ulimit -f), as a full disk meets a save"
+  rm -f "$conv"/*
+  (ulimit -f 1; printf 'hello\n/quit\n' | timeout -k 5 "$T" "$bin" chat --plain --no-config -n 300 --temp 0 >"$work/o" 2>&1)
+  local rc=$? f=$(ls "$conv"/*.nbj 2>/dev/null | head -1)
+  check "saves past the limit fail with a message, nibble goes on and ends by /quit (status $rc, was killed by SIGXFSZ)" '[ $rc = 0 ] && grep -q "cannot save the conversation: .*File too large" "$work/o"'
+  check "no temporary left, the last save that fitted intact" '! ls "$conv" | grep -q "\.tmp\." && [ -n "$f" ] && grep -q "^text hello" "$f" && grep -q "^end" "$f"'
+}
+
+items=${*:-inject hang unbounded load_time forward names store config disk}
 for i in $items; do "item_$i"; done
 echo "items: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -4,7 +4,7 @@
 # and a memory limit. A case passes when nibble ends by itself within the
 # time (status 0, or 1 where it refuses the input with a message), no
 # sanitizer reported, nothing it printed to the terminal holds a raw ESC,
-# BEL or C1 control, and a conversation it loaded kept every line it had
+# BEL, C1 control, bidi control or zero-width space, and a conversation it loaded kept every line it had
 # (one it refused is left as it was). Prints the counts per surface.
 #   NIBBLE_BIN=build/bin/nibble tests/hostile/replay.sh [journals|configs|prompts...]
 # Environment: HOSTILE_TIMEOUT (s, default 60), HOSTILE_MEM_MB (default
@@ -36,7 +36,13 @@ limited() {
   printf '%s' "$input" | timeout -k 5 "$T" script -qec "$limit exec $*" /dev/null >"$work/out" 2>&1
   rc=$?
 }
-raw_controls() { LC_ALL=C grep -q $'\x1b\|\x07\|\xc2\x9b\|\xc2\x9d\|\xc2\x90\|\xc2\x9c' "$work/out"; }
+# ESC, BEL, the C1 controls CSI, OSC, DCS, ST; the bidi overrides, embeddings
+# and isolates (U+202A..U+202E, U+2066..U+2069) and the zero-width space,
+# direction marks and BOM (U+200B, U+200E, U+200F, U+FEFF), which must be
+# shown as escapes (the joiners U+200C, U+200D may stay inside emoji and words)
+raw_controls() {
+  LC_ALL=C grep -q $'\x1b\|\x07\|\xc2\x9b\|\xc2\x9d\|\xc2\x90\|\xc2\x9c\|\xe2\x80[\xaa-\xae]\|\xe2\x81[\xa6-\xa9]\|\xe2\x80[\x8b\x8e\x8f]\|\xef\xbb\xbf' "$work/out"
+}
 sanitizer() { grep -q "AddressSanitizer\|LeakSanitizer\|runtime error:\|ThreadSanitizer" "$work/out"; }
 # normalise a journal for comparing lines: no BOM, LF line ends
 norm() { LC_ALL=C sed -e '1s/^\xef\xbb\xbf//' -e 's/\r$//' "$1"; }
