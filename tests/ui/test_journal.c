@@ -133,7 +133,7 @@ static double load_time(const char *path, int nmeta)
     fputs("text x\nend\n", f);
     fclose(f);
     double best = 1e9;
-    for (int r = 0; r < 3; r++) {
+    for (int r = 0; r < 5; r++) { /* the best of five: a loaded machine stalls some */
         eng_err e = {{0}};
         eng_journal *k = NULL;
         double t0 = now_s();
@@ -146,11 +146,13 @@ static double load_time(const char *path, int nmeta)
 }
 
 /* Loading is linear in the file: 8 times the keys may not take near 64
- * times as long (a search per key did: 100,000 keys took 13 s). */
+ * times as long (a search per key did: 100,000 keys took 13 s, so 64,000
+ * about 5 s; the 0.25 s of slack is for a machine shared with other jobs,
+ * where the ctest run once failed this at 0.05 s). */
 static void check_linear(const char *path)
 {
     double a = load_time(path, 8000), b = load_time(path, 64000);
-    CHECKF(b < a * 24 + 0.05, "8000 keys %.3f s, 64000 keys %.3f s", a, b);
+    CHECKF(b < a * 24 + 0.25, "8000 keys %.3f s, 64000 keys %.3f s", a, b);
 }
 
 #ifndef _WIN32
