@@ -12,6 +12,7 @@
 #include "catalog.h"
 #include "files.h"
 #include "port.h"
+#include "think.h"
 #include "utf8.h"
 
 #define SAVE_EVERY_MS 500
@@ -442,6 +443,7 @@ static int restore(ui_chat *ch, const char *name, int keep_notes, eng_err *e)
     }
     eng_journal_free(ch->doc);
     ch->doc = j;
+    ch->doc_gen++;
     ch->reply = -1;
     set_name(ch, name);
     ch->on_disk = 1;
@@ -504,6 +506,7 @@ void ui_chat_new(ui_chat *ch)
     ch->orphan = ch->busy;
     eng_engine_send_simple(ch->en, ENG_CMD_RESET, NULL, 0);
     eng_journal_clear(ch->doc);
+    ch->doc_gen++;
     fresh_name(ch);
     ch->unsaved = 0;
     ch->stats.ctx_used = 0;
@@ -600,7 +603,19 @@ int ui_chat_export(const ui_chat *ch, const char *path, eng_err *e)
             if (x->partial)
                 PUTS(" (cut short)");
             PUTS("\n\n");
-            PUT(x->text, x->len);
+            /* thinking as a block that viewers (GitHub, GitLab, most
+             * editors' previews) show folded, and plain text still reads */
+            ui_think th;
+            char label[96];
+            ui_think_split(x->text, x->len, &th);
+            if (th.found && ui_chat_think_label(ch, i, label, sizeof label)) {
+                PUTS("<details>\n<summary>Thinking (");
+                PUTS(label);
+                PUTS(")</summary>\n\n");
+                PUT(x->text + th.t0, th.t1 - th.t0);
+                PUTS("\n\n</details>\n\n");
+            }
+            PUT(x->text + th.a0, th.a1 - th.a0);
             PUTS("\n\n");
         } else {
             PUTS("> ");
@@ -723,6 +738,51 @@ static void on_loaded(ui_chat *ch, const eng_state *st)
  * of the saved conversation needs it; the rest are about this session. */
 static int notice_kept(int code) { return code == ENG_NOTICE_CONTEXT_SHIFT; }
 
+/* After the reply grew by piece: when its thinking has just ended, the
+ * tokens so far are the thinking's ("think_tokens", the label's figure).
+ * Every form's end is a tag ending in '>', so the reply is looked at
+ * again only when such a piece came (or while it is short enough to be
+ * only a start). */
+static void think_ended(ui_chat *ch, const char *piece)
+{
+    const eng_jentry *x = &ch->doc->e[ch->reply];
+    if (ch->reply_thought || (!strchr(piece, '>') && x->len > 64))
+        return;
+    ui_think th;
+    ui_think_split(x->text, x->len, &th);
+    if (!th.found || th.open)
+        return;
+    char b[16];
+    snprintf(b, sizeof b, "%u", (unsigned)ch->reply_tokens);
+    eng_journal_meta(ch->doc, (size_t)ch->reply, "think_tokens", b);
+    ch->reply_thought = 1;
+}
+
+int ui_chat_think_label(const ui_chat *ch, size_t i, char *buf, size_t cap)
+{
+    if (i >= ch->doc->n || ch->doc->e[i].kind != ENG_J_ASSISTANT)
+        return 0;
+    const eng_jentry *x = &ch->doc->e[i];
+    ui_think th;
+    ui_think_split(x->text, x->len, &th);
+    if (!th.found)
+        return 0;
+    int writing = ch->reply == (int)i && th.open;
+    const char *tok = eng_journal_get_meta(ch->doc, i, "think_tokens");
+    char *end;
+    unsigned long k = tok ? strtoul(tok, &end, 10) : 0;
+    if (writing && ch->reply_tokens)
+        snprintf(buf, cap, "thinking\u2026 %u tokens", (unsigned)ch->reply_tokens);
+    else if (writing)
+        snprintf(buf, cap, "thinking\u2026 %zu words", ui_think_words(x->text + th.t0, th.t1 - th.t0));
+    else if (tok && *tok && !*end)
+        snprintf(buf, cap, "thought for %lu tokens%s", k, th.open ? " (cut short)" : "");
+    else
+        snprintf(buf, cap, "thought for %zu words%s", ui_think_words(x->text + th.t0, th.t1 - th.t0),
+                 th.open ? " (cut short)" : "");
+    return 1;
+}
+
 static void on_event(ui_chat *ch, eng_event *ev)
 {
     switch (ev->type) {
@@ -765,6 +825,8 @@ static void on_event(ui_chat *ch, eng_event *ev)
         if (ch->orphan)
             break;
         int i = eng_journal_add(ch->doc, ENG_J_ASSISTANT, "");
+        ch->reply_tokens = 0;
+        ch->reply_thought = 0;
         if (i >= 0) {
             ch->reply = i;
             ch->doc->e[i].partial = 1;
@@ -780,7 +842,9 @@ static void on_event(ui_chat *ch, eng_event *ev)
     case ENG_EV_TOKEN:
         if (ch->reply >= 0 && ev->text) {
             eng_journal_append(ch->doc, (size_t)ch->reply, ev->text, strlen(ev->text));
+            ch->reply_tokens = ev->n_tokens;
             ch->unsaved = 1;
+            think_ended(ch, ev->text);
         }
         ch->prog_active = 0;
         mark_changed(ch, UI_CH_DOC);
@@ -1300,39 +1364,55 @@ static void copy_cmd(ui_chat *ch, const char *arg)
         ui_chat_notice(ch, "/copy: no reply yet");
         return;
     }
-    const char *s = ch->doc->e[r].text;
-    size_t n = ch->doc->e[r].len;
-    if (!strncmp(arg, "code", 4) && (!arg[4] || arg[4] == ' ')) {
-        const char *a = arg + 4;
+    int code = !strncmp(arg, "code", 4) && (!arg[4] || arg[4] == ' ');
+    long want = 0;
+    if (code) {
         char *end;
-        long want = strtol(a, &end, 10);
+        want = strtol(arg + 4, &end, 10);
         while (*end == ' ')
             end++;
         if (*end || want < 0) {
             ui_chat_notice(ch, "usage: /copy code [N] (N: the block's number, 1 first; none: the last)");
             return;
         }
-        int k = code_block(s, (int)want, &s, &n);
+    } else if (*arg) {
+        ui_chat_notice(ch, "usage: /copy (the last reply) or /copy code [N]");
+        return;
+    }
+    /* the answer: a thinking block is not part of what one copies */
+    ui_think th;
+    ui_think_split(ch->doc->e[r].text, ch->doc->e[r].len, &th);
+    char *answer = malloc(th.a1 - th.a0 + 1);
+    if (!answer) {
+        ui_chat_error(ch, "/copy: out of memory");
+        return;
+    }
+    memcpy(answer, ch->doc->e[r].text + th.a0, th.a1 - th.a0);
+    answer[th.a1 - th.a0] = 0;
+    const char *s = answer;
+    size_t n = th.a1 - th.a0;
+    if (code) {
+        int k = code_block(answer, (int)want, &s, &n);
         if (!s) {
             if (k)
                 ui_chat_notice(ch, "/copy code: the last reply has %d code block%s", k, k == 1 ? "" : "s");
             else
                 ui_chat_notice(ch, "/copy code: the last reply has no code block");
+            free(answer);
             return;
         }
-    } else if (*arg) {
-        ui_chat_notice(ch, "usage: /copy (the last reply) or /copy code [N]");
-        return;
     }
     free(ch->clip);
     ch->clip = malloc(n + 1);
-    if (!ch->clip)
-        return;
-    memcpy(ch->clip, s, n);
-    ch->clip[n] = 0;
-    ui_chat_notice(ch, "copied %zu bytes through the terminal (OSC 52). If the clipboard did not take them, "
-                       "the terminal does not allow it (in tmux: set -g set-clipboard on); select with the mouse instead",
-                   n);
+    if (ch->clip) {
+        memcpy(ch->clip, s, n);
+        ch->clip[n] = 0;
+        ui_chat_notice(ch, "copied %zu bytes through the terminal (OSC 52). If the clipboard did not take them, "
+                           "the terminal does not allow it (in tmux: set -g set-clipboard on); select with the mouse "
+                           "instead",
+                       n);
+    }
+    free(answer);
 }
 
 enum ui_action ui_chat_input(ui_chat *ch, const char *text)

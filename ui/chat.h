@@ -8,6 +8,7 @@
 
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "engine.h"
 #include "journal.h"
@@ -64,6 +65,11 @@ typedef struct ui_chat {
     float spark[UI_SPARK]; /* recent decode tok/s, oldest first */
     int nspark;
     int reply;             /* doc index of the reply being written, -1 */
+    uint32_t reply_tokens; /* that reply's tokens so far (its TOKEN events) */
+    int reply_thought;     /* its thinking has ended (and "think_tokens" is set) */
+    unsigned doc_gen;      /* changes when the document is replaced or cleared
+                            * (/new, /load): what front ends cached from its
+                            * entries is stale then */
     int prog_active;
     int prog_stage;        /* enum eng_stage of the progress shown (eng_stage_name for its name) */
     double prog_frac, prog_eta, prog_t0;
@@ -189,6 +195,12 @@ int ui_chat_conv_delete(ui_chat *ch, const char *name, eng_err *e);
 void ui_chat_new(ui_chat *ch);
 /* Write the conversation as markdown to path. */
 int ui_chat_export(const ui_chat *ch, const char *path, eng_err *e);
+
+/* What the screen says about a reply's thinking (entry i; see think.h
+ * for the forms): "thought for 120 tokens", "thinking… 40 tokens" while
+ * it is written, or "… words" when its token count was not recorded
+ * (journal meta "think_tokens"). Returns 0 when the entry has none. */
+int ui_chat_think_label(const ui_chat *ch, size_t i, char *buf, size_t cap);
 
 /* The terminal sequence that puts text on the clipboard (OSC 52, base64;
  * tmux and most terminals take it, also over ssh). Caller frees; NULL

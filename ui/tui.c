@@ -130,6 +130,7 @@ int ui_tui_run(ui_chat *ch, const ui_opts *o)
     t.ch = ch;
     t.o = o;
     t.view = &tui_view_input;
+    t.think_focus = t.think_seen = -1;
     t.ed = ui_editor_new(500);
     t.path_ed = ui_editor_new(1);
     if (!t.ed || !t.path_ed) {
@@ -149,6 +150,7 @@ int ui_tui_run(ui_chat *ch, const ui_opts *o)
     }
     tui_screen_end(&t, &s);
     tui_frame_free(&t);
+    tui_conv_free(&t);
     free(t.frame_bufs);
     free(t.items);
     ui_editor_free(t.ed);

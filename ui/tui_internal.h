@@ -7,7 +7,8 @@
  *   tui_screen.c  curses up and down, colours, stderr to a file meanwhile
  *   tui_draw.c    drawing primitives, the screen's layout, the key bar
  *   tui_header.c  the title row and the meter rows, laid out from tables
- *   tui_conv.c    the conversation: lines, scrolling, resize anchor
+ *   tui_conv.c    the conversation: lines (replies as markdown, their
+ *                 thinking folded), scrolling, resize anchor
  *   tui_input.c   the input editor view (typing, sending, bracketed paste)
  *   tui_side.c    the sampler sliders view and the side panel
  *   tui_menu.c    the menus: model files, kernels and threads, path prompt
@@ -41,9 +42,11 @@
 #define K_WORD_RIGHT (KEY_MAX + 4)
 
 /* colour pairs */
-enum { C_TITLE = 1, C_METER, C_USER, C_BOT, C_NOTE, C_ERR, C_FKEY, C_FLABEL, C_DIM, C_MARK, C_SEL, C_WARN, C_BAR };
+enum { C_TITLE = 1, C_METER, C_USER, C_BOT, C_NOTE, C_ERR, C_FKEY, C_FLABEL, C_DIM, C_MARK, C_SEL, C_WARN, C_BAR,
+       C_CODE, C_HEAD, C_LINK };
 
 typedef struct tui tui;
+typedef struct conv_cache conv_cache; /* tui_conv.c: the replies as last laid out */
 
 /* Where the terminal cursor goes after a frame. */
 enum tui_cursor {
@@ -95,6 +98,11 @@ struct tui {
     int anchor_entry; /* top line of the view, kept across a resize */
     size_t anchor_off;
     int total_lines;
+    conv_cache *cc;   /* owned; tui_conv_free */
+    int think_focus;  /* entry whose thinking F8 just opened or closed: its
+                       * fold line goes to the top of the view; -1 none */
+    int think_seen;   /* the last entry with a fold line on screen; -1 none */
+    int italic;       /* the terminal shows italics (else: underline) */
     /* menu */
     const tui_menu *menu;
     mitem *items;
@@ -167,6 +175,10 @@ void tui_draw_conv(tui *t, int top, int rows);
 void tui_keep_anchor(tui *t, int rows);
 /* PgUp (+1) / PgDn (-1). */
 void tui_page(tui *t, int dir);
+/* F8: open or close the thinking of the last reply whose fold line is on
+ * screen (else of the newest that thought). */
+void tui_think_toggle(tui *t);
+void tui_conv_free(tui *t);
 
 /* tui_input.c */
 int tui_input_rows(tui *t);

@@ -31,6 +31,9 @@ static void colors(tui *t)
     /* NO_COLOR (no-color.org): set and not empty means no colours */
     const char *nc = getenv("NO_COLOR");
     t->color = t->o->color && has_colors() && !(nc && *nc);
+#ifdef A_ITALIC
+    t->italic = (term_attrs() & A_ITALIC) != 0;
+#endif
     if (!t->color)
         return;
     start_color();
@@ -48,6 +51,14 @@ static void colors(tui *t)
     init_pair(C_SEL, COLOR_BLACK, COLOR_YELLOW);
     init_pair(C_WARN, COLOR_RED, -1);
     init_pair(C_BAR, COLOR_GREEN, -1);
+    /* code: light grey on dark grey where there are 256 colours, white on
+     * black otherwise; readable on dark and light backgrounds alike */
+    if (COLORS >= 256)
+        init_pair(C_CODE, 252, 236);
+    else
+        init_pair(C_CODE, COLOR_WHITE, COLOR_BLACK);
+    init_pair(C_HEAD, COLOR_MAGENTA, -1);
+    init_pair(C_LINK, COLOR_CYAN, -1);
 }
 
 int tui_screen_begin(tui *t, tui_screen *s)

@@ -676,27 +676,30 @@ static void send_stats(run *r, enum eng_ev_type type, int code, double t_submit,
 typedef struct utf8_hold {
     char b[64];
     size_t n;
+    uint32_t tokens; /* the reply's tokens so far (TOKEN's n_tokens) */
 } utf8_hold;
 
-static void emit_token(run *r, const char *s, size_t n)
+static void emit_token(run *r, const char *s, size_t n, uint32_t tokens)
 {
-    eng_event ev = {.type = ENG_EV_TOKEN, .text = eng_strndup(s, n)};
+    eng_event ev = {.type = ENG_EV_TOKEN, .text = eng_strndup(s, n), .n_tokens = tokens};
     emit(r, &ev);
 }
 
-static void hold_push(run *r, utf8_hold *h, const char *piece, size_t np)
+/* piece: the bytes of the reply's n_gen-th token */
+static void hold_push(run *r, utf8_hold *h, const char *piece, size_t np, uint32_t n_gen)
 {
     if (h->n + np > sizeof h->b) {
-        emit_token(r, h->b, h->n);
+        emit_token(r, h->b, h->n, h->tokens);
         h->n = 0;
     }
+    h->tokens = n_gen;
     if (np <= sizeof h->b) {
         memcpy(h->b + h->n, piece, np);
         h->n += np;
     }
     size_t ok = eng_utf8_complete(h->b, h->n);
     if (ok) {
-        emit_token(r, h->b, ok);
+        emit_token(r, h->b, ok, h->tokens);
         memmove(h->b, h->b + ok, h->n - ok);
         h->n -= ok;
     }
@@ -706,7 +709,7 @@ static void hold_push(run *r, utf8_hold *h, const char *piece, size_t np)
 static void hold_flush(run *r, utf8_hold *h)
 {
     if (h->n)
-        emit_token(r, h->b, h->n);
+        emit_token(r, h->b, h->n, h->tokens);
     h->n = 0;
 }
 
@@ -830,7 +833,7 @@ static void reply(run *r)
             reason = ENG_DONE_ERROR;
             break;
         }
-        hold_push(r, &pend, piece, np);
+        hold_push(r, &pend, piece, np, n_gen);
         if (r->delay_ms) {
             struct timespec d = {r->delay_ms / 1000, (long)(r->delay_ms % 1000) * 1000000L};
             nanosleep(&d, NULL);

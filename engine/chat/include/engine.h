@@ -62,7 +62,7 @@ typedef struct eng_cmd {
 enum eng_ev_type {
     ENG_EV_LOADED = 1, /* state: the new model and settings */
     ENG_EV_PROGRESS,   /* progress: loading or a long prompt */
-    ENG_EV_TOKEN,      /* text: bytes of whole UTF-8 characters of the reply */
+    ENG_EV_TOKEN,      /* text: bytes of whole UTF-8 characters of the reply; n_tokens */
     ENG_EV_STATS,      /* stats: figures of the reply so far */
     ENG_EV_DONE,       /* code: enum eng_done; stats: the reply's final figures */
     ENG_EV_ERROR,      /* code: the command type that failed; err: ENG_E* code; text: message */
@@ -139,6 +139,7 @@ typedef struct eng_event {
         eng_stats stats;       /* STATS, DONE */
         eng_progress progress; /* PROGRESS */
         uint32_t mark_token;   /* MARK */
+        uint32_t n_tokens;     /* TOKEN: the reply's tokens so far, these bytes' own included */
         int err;               /* ERROR */
     };
 } eng_event;
