@@ -180,7 +180,12 @@ static void line_begin(rend *r, size_t src)
     if (!l)
         return;
     m->lines = l;
-    l[m->nlines++] = (ui_md_line){(uint32_t)m->nspans, 0, 0, -1, r->o->src_base + src};
+    /* src never goes back: a line whose text has no place of its own in
+     * the source (an empty item, a link's address) keeps the one before */
+    size_t at = r->o->src_base + src;
+    if (m->nlines && l[m->nlines - 1].src > at)
+        at = l[m->nlines - 1].src;
+    l[m->nlines++] = (ui_md_line){(uint32_t)m->nspans, 0, 0, -1, at};
 }
 
 static ui_md_line *cur_line(rend *r) { return r->out->nlines ? &r->out->lines[r->out->nlines - 1] : NULL; }
