@@ -142,7 +142,7 @@ typedef struct rend {
     int need_sep;    /* a block ended: a blank line before the next one */
     int em, strong, code, del, link;
     struct {
-        const char *href;
+        char *href; /* a copy: md4c frees its own when enter_span returns */
         size_t n, start;
         int img;
     } ln[MAX_LINK];
@@ -798,7 +798,13 @@ static int enter_span(MD_SPANTYPE type, void *detail, void *ud)
         if (r->nln < MAX_LINK) {
             const MD_ATTRIBUTE *at = type == MD_SPAN_A ? &((MD_SPAN_A_DETAIL *)detail)->href
                                                        : &((MD_SPAN_IMG_DETAIL *)detail)->src;
-            r->ln[r->nln].href = at->text;
+            r->ln[r->nln].href = malloc(at->size + 1);
+            if (!r->ln[r->nln].href) {
+                r->oom = 1;
+                return -1;
+            }
+            if (at->size)
+                memcpy(r->ln[r->nln].href, at->text, at->size);
             r->ln[r->nln].n = at->size;
             r->ln[r->nln].img = type == MD_SPAN_IMG;
             if (type == MD_SPAN_IMG)
@@ -851,6 +857,8 @@ static int leave_span(MD_SPANTYPE type, void *detail, void *ud)
                 add(r, h, hn, st | UI_MD_URL);
                 add(r, ")", 1, st | UI_MD_URL);
             }
+            free(r->ln[r->nln].href);
+            r->ln[r->nln].href = NULL;
         }
         break;
     default: break;
@@ -1182,6 +1190,8 @@ int ui_md_render(const char *src, size_t n, const ui_md_opts *o, ui_md *out)
     int rc = md_parse(src, (MD_SIZE)n, &parser, &r);
     pbuf_free(&r.p);
     cells_free(&r);
+    for (int i = 0; i < MAX_LINK; i++) /* links left open by an aborted parse */
+        free(r.ln[i].href);
     free(padded);
     if (rc || r.oom) {
         out->ntext = out->nspans = out->nlines = 0;
