@@ -5,7 +5,7 @@
  * across a resize.
  *
  * Replies are markdown (ui/markdown.c) with their thinking (ui/think.h)
- * folded into one line that F8 opens. Rendering them is the costly part,
+ * folded into one line that Ctrl+T opens. Rendering them is the costly part,
  * so each reply's lines are kept (conv_cache) until its text, its marks,
  * the width or its fold change: while a reply streams only that one is
  * laid out again, and a long scrollback costs no more than its copying. */
@@ -30,7 +30,7 @@ typedef struct dline {
     size_t off; /* byte offset in that entry's display text (resize anchor) */
     const ui_md *md; /* else: line mdl of these rendered lines */
     size_t mdl;
-    int fold;   /* the line that says a reply thought (F8 opens it) */
+    int fold;   /* the line that says a reply thought (Ctrl+T opens it) */
 } dline;
 
 /* a growing list of them */
@@ -46,7 +46,7 @@ typedef struct centry {
     const char *text;
     size_t len, nmarks;
     int width, unfold, stream;
-    int want_unfold; /* the user's choice (F8), kept across re-renders */
+    int want_unfold; /* the user's choice (Ctrl+T), kept across re-renders */
     ui_think th;     /* on the display text (marks put in) */
     char label[96];
     ui_md think, answer;
@@ -301,7 +301,7 @@ static void add_reply(tui *t, dlines *d, centry *c, size_t i, int width, int kin
         char *b = malloc(160);
         if (b) {
             int writing = c->th.open && t->ch->reply == (int)i;
-            snprintf(b, 160, "  %s %s  (F8 %s)", c->unfold ? "\u25be" : "\u25b8", c->label,
+            snprintf(b, 160, "  %s %s  (Ctrl+T %s)", c->unfold ? "\u25be" : "\u25b8", c->label,
                      c->unfold ? "folds" : writing ? "shows it" : "shows");
             const char *s = tui_frame_keep(t, b);
             add_line(d, (dline){s, strlen(s), C_DIM, attr, (int)i, c->th.t0, NULL, 0, 1});
@@ -419,7 +419,7 @@ void tui_draw_conv(tui *t, int top, int rows)
         t->scroll = maxscroll;
     if (t->scroll < 0)
         t->scroll = 0;
-    /* F8 just opened or closed a reply's thinking: its fold line on top */
+    /* Ctrl+T just opened or closed a reply's thinking: its fold line on top */
     if (t->think_focus >= 0) {
         for (int i = 0; i < n; i++)
             if (v[i].fold && v[i].entry == t->think_focus) {

@@ -118,6 +118,10 @@ int tui_conv_rows(tui *t) { return t->H - 1 - tui_input_rows(t) - 1 - 4; }
 
 static void draw_fkeys(tui *t)
 {
+    /* from 100 columns: Ctrl+T too (the thinking; its fold lines name it) */
+    static const char *widest[][2] = {{"F1", "Help"},  {"F2", "Models"}, {"F3", "Kernel"}, {"F4", "Sampler"},
+                                      {"F5", "Regen"}, {"F7", "Chats"},  {"F8", "Edit"},   {"F9", "Stop"},
+                                      {"^T", "Think"}, {"F10", "Quit"}};
     static const char *wide[][2] = {{"F1", "Help"},  {"F2", "Models"}, {"F3", "Kernel"}, {"F4", "Sampler"},
                                     {"F5", "Regen"}, {"F7", "Chats"},  {"F8", "Edit"},   {"F9", "Stop"},
                                     {"F10", "Quit"}};
@@ -127,10 +131,11 @@ static void draw_fkeys(tui *t)
                                    {"F5", "Regen"}, {"F7", "Chats"},  {"F9", "Stop"},   {"F10", "Quit"}};
     static const char *narrow[][2] = {{"F1", "Help"}, {"F2", "Models"}, {"F4", "Sampler"}, {"F10", "Quit"}};
     int nar = t->W < 80;
-    const char *(*keys)[2] = nar ? narrow : t->W < 90 ? mid : wide;
-    size_t nkeys = nar         ? sizeof narrow / sizeof narrow[0]
-                   : t->W < 90 ? sizeof mid / sizeof mid[0]
-                               : sizeof wide / sizeof wide[0];
+    const char *(*keys)[2] = nar ? narrow : t->W < 90 ? mid : t->W < 100 ? wide : widest;
+    size_t nkeys = nar          ? sizeof narrow / sizeof narrow[0]
+                   : t->W < 90  ? sizeof mid / sizeof mid[0]
+                   : t->W < 100 ? sizeof wide / sizeof wide[0]
+                                : sizeof widest / sizeof widest[0];
     int y = t->H - 1, x = 0;
     move(y, 0);
     tui_fill(y, 0, t->W, tui_pair(t, C_FLABEL));

@@ -27,7 +27,8 @@ static void draw_help(tui *t)
         "  F1 help F2 models F3 kernel+threads F5 regenerate F6 save\n"
         "  F7 conversations (r rename, d delete, / search) F9 stop F10 quit\n"
         "  F8 edit the last message (again: the one before); Enter sends it as a\n"
-        "     new branch, the old one stays in the journal; Esc cancels\n\n";
+        "     new branch, the old one stays in the journal; Esc cancels\n"
+        "  Ctrl+T show or fold a reply's thinking (the last one on screen)\n\n";
     int w = t->W - 8 > 84 ? 84 : t->W - 8, h = t->H - 4;
     int y = 2, x = (t->W - w) / 2;
     char all[4096];

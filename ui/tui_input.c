@@ -211,6 +211,7 @@ static void key_char(tui *t, uint32_t c)
     case 12: clearok(curscr, TRUE); return; /* Ctrl+L */
     case 16: ui_editor_up(ed, w); return;   /* Ctrl+P */
     case 14: ui_editor_down(ed, w); return; /* Ctrl+N */
+    case 20: tui_think_toggle(t); return;   /* Ctrl+T: a reply's thinking */
     }
     if (c >= 0x20)
         tui_insert_char(ed, c);

@@ -99,7 +99,7 @@ struct tui {
     size_t anchor_off;
     int total_lines;
     conv_cache *cc;   /* owned; tui_conv_free */
-    int think_focus;  /* entry whose thinking F8 just opened or closed: its
+    int think_focus;  /* entry whose thinking Ctrl+T just opened or closed: its
                        * fold line goes to the top of the view; -1 none */
     int think_seen;   /* the last entry with a fold line on screen; -1 none */
     int italic;       /* the terminal shows italics (else: underline) */
@@ -175,7 +175,7 @@ void tui_draw_conv(tui *t, int top, int rows);
 void tui_keep_anchor(tui *t, int rows);
 /* PgUp (+1) / PgDn (-1). */
 void tui_page(tui *t, int dir);
-/* F8: open or close the thinking of the last reply whose fold line is on
+/* Ctrl+T: open or close the thinking of the last reply whose fold line is on
  * screen (else of the newest that thought). */
 void tui_think_toggle(tui *t);
 void tui_conv_free(tui *t);
