@@ -537,6 +537,76 @@ nocolor)
     keys Up
     wait_for "^> a draft worth keeping" 5 || fail "Up did not bring the draft back"
     ;;
+markdown)
+    # A saved reply with markdown and a <think> block (the journal written
+    # here): no fence or ** on screen, the thinking folded until Ctrl+T; /copy
+    # and /export leave the thinking out / fold it; a resize re-wraps
+    d="$XDG_DATA_HOME/nibble/conversations"
+    mkdir -p "$d"
+    {
+        printf 'nibble-journal 1\nentry user\ntext Show me markdown\nentry assistant\n'
+        printf 'meta model demo\nmeta tokens 90\nmeta think_tokens 17\nmeta end end of turn\n'
+        printf '%s' 'text <think>\nThe user wants a demo; SECRETTHOUGHT says show a list.\n</think>\n\n'
+        printf '%s' '# Demo heading\n\nHere is **bold text** and `inline code`.\n\n- first item\n- second item\n\n'
+        printf '%s' '```python\ndef hello():\n    print("hi there, this line is long enough that it does not fit a narrow pane at all")\n```\n\n'
+        printf '%s\n' '| Name | Age |\n|------|----:|\n| Alice | 30 |\n\nThe end.'
+        printf 'end\n'
+    } >"$d/demo.nbj"
+    start 120 40 -m "$T/models/story-a.gguf" --resume
+    wait_for "resumed 'demo'" 20 || fail "the journal was not resumed"
+    scr=$(screen)
+    printf '%s\n' "$scr" | grep -q "Demo heading" || fail "no heading"
+    printf '%s\n' "$scr" | grep -q "Here is bold text and inline code." || fail "bold/code not rendered as text"
+    printf '%s\n' "$scr" | grep -q "^   • first item" || fail "no bullet list"
+    printf '%s\n' "$scr" | grep -q 'def hello():' || fail "no code block"
+    printf '%s\n' "$scr" | grep -q "Alice │  30" || fail "no table in columns"
+    printf '%s\n' "$scr" | grep -Eq '\*\*|```|^ *#|\| Name' && fail "markdown markers on screen"
+    printf '%s\n' "$scr" | grep -q "▸ thought for 17 tokens" || fail "no folded thinking line"
+    printf '%s\n' "$scr" | grep -q "\^TThink" || fail "Ctrl+T is not on the key bar"
+    printf '%s\n' "$scr" | grep -q "SECRETTHOUGHT" && fail "the thinking shows before Ctrl+T"
+    keys C-t
+    wait_for "SECRETTHOUGHT" 5 || fail "Ctrl+T did not show the thinking"
+    screen | grep -q "▾ thought for 17 tokens" || fail "the fold line does not say it is open"
+    screen | grep -q "^> *$\|^> Type" || fail "Ctrl+T typed into the input"
+    keys C-t
+    sleep 0.3
+    screen | grep -q "SECRETTHOUGHT" && fail "Ctrl+T again did not fold it"
+    # /copy: the answer only
+    tm pipe-pane -t s -o "cat > $T/pty.out"
+    sleep 0.3
+    type_line "/copy"
+    wait_for "copied [0-9]+ bytes" 10 || fail "no word that it was copied"
+    sleep 0.5
+    tm pipe-pane -t s
+    b64=$(tr -d '\r' <"$T/pty.out" | grep -ao $'\e]52;c;[A-Za-z0-9+/=]*\a' | head -1 | sed $'s/^\e]52;c;//; s/\a$//')
+    got=$(printf '%s' "$b64" | base64 -d)
+    case "$got" in "# Demo heading"*"The end.") ;; *) fail "/copy gave '$got'" ;; esac
+    case "$got" in *SECRETTHOUGHT*|*think*) fail "/copy took the thinking" ;; esac
+    # /export: the thinking in a folded block, the answer as written
+    type_line "/export $T/out.md"
+    wait_for "written to" 5 || fail "/export said nothing"
+    for _ in $(seq 1 40); do [ -s "$T/out.md" ] && break; sleep 0.05; done
+    grep -q '^<summary>Thinking (thought for 17 tokens)</summary>' "$T/out.md" || fail "/export has no folded thinking"
+    grep -q 'SECRETTHOUGHT' "$T/out.md" || fail "/export lost the thinking"
+    grep -q '^# Demo heading' "$T/out.md" || fail "/export lost the answer"
+    grep -q '<think>' "$T/out.md" && fail "/export kept the think tags"
+    # narrower: re-wrapped, the long code line cut with a marker, not wrapped
+    tm resize-window -t s -x 60 -y 40
+    wait_for "print\(\"hi there.*›" 5 || fail "the long code line is not cut with a marker after a resize"
+    screen | grep -q "not fit a narrow" && fail "the code line was wrapped into the text"
+    screen | grep -Eq '\*\*|```' && fail "markers after the resize"
+    stop_session
+    # without colours: code in reverse video, no colour at all
+    real=$bin
+    bin=env
+    start 120 40 NO_COLOR=1 "$real" -m "$T/models/story-a.gguf" --resume
+    bin=$real
+    wait_for "resumed 'demo'" 20 || fail "not resumed (NO_COLOR)"
+    scr=$(tm capture-pane -p -e -t s)
+    printf '%s\n' "$scr" | grep -Eq $'\e\\[([0-9;]*;)?(3[0-7]|4[0-7]|38;5;[0-9]+|48;5;[0-9]+)(;[0-9;]*)?m' &&
+        fail "colours drawn with NO_COLOR set"
+    printf '%s\n' "$scr" | grep 'def hello' | grep -q $'\e\\[[0-9;]*7m' || fail "no reverse video for code with NO_COLOR"
+    ;;
 keys)
     # Home, End and Ctrl+Left/Right as xterm, rxvt and screen send them,
     # whatever TERM says: they move the cursor and type nothing; a
