@@ -18,6 +18,7 @@ have pkg-config || need_pkgs+=(pkg-config)
 pc ncursesw || need_pkgs+=(libncurses-dev)
 pc libutf8proc || need_pkgs+=(libutf8proc-dev)
 pc inih || need_pkgs+=(libinih-dev)
+pc md4c || need_pkgs+=(libmd4c-dev)  # markdown in the chat screen
 have tmux || need_pkgs+=(tmux)  # the chat's end-to-end tests drive it
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then
@@ -31,10 +32,10 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
     cat >&2 <<MSG
 setup: missing: ${need_pkgs[*]}
 Install a C11 compiler, CMake (3.20 or newer), pkg-config, and the
-development files of ncursesw, utf8proc and inih, then run this again:
-  Fedora:   dnf install gcc cmake pkgconf ncurses-devel utf8proc-devel inih-devel
-  Arch:     pacman -S gcc cmake pkgconf ncurses libutf8proc libinih
-  macOS:    brew install cmake pkgconf ncurses utf8proc inih, then (ncurses is keg-only)
+development files of ncursesw, utf8proc, inih and md4c, then run this again:
+  Fedora:   dnf install gcc cmake pkgconf ncurses-devel utf8proc-devel inih-devel md4c-devel
+  Arch:     pacman -S gcc cmake pkgconf ncurses libutf8proc libinih md4c
+  macOS:    brew install cmake pkgconf ncurses utf8proc inih md4c, then (ncurses is keg-only)
             PKG_CONFIG_PATH="\$(brew --prefix ncurses)/lib/pkgconfig" ./setup.sh
 MSG
     exit 1

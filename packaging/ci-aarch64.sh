@@ -5,7 +5,7 @@
 # it runs, which must equal the host's (every set gives the same numbers).
 #   packaging/ci-aarch64.sh [BUILD_DIR]   (default build-arm; installs what
 #   is missing with apt-get: the cross compiler, qemu-user and Debian's
-#   arm64 -dev packages of utf8proc, ncursesw and inih)
+#   arm64 -dev packages of utf8proc, ncursesw, inih and md4c)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 b=${1:-build-arm}
@@ -15,7 +15,7 @@ export DEBIAN_FRONTEND=noninteractive
 pkgs=()
 command -v aarch64-linux-gnu-gcc >/dev/null || pkgs+=(gcc-aarch64-linux-gnu)
 command -v qemu-aarch64-static >/dev/null || command -v qemu-aarch64 >/dev/null || pkgs+=(qemu-user)
-for p in libutf8proc-dev libncurses-dev libinih-dev; do
+for p in libutf8proc-dev libncurses-dev libinih-dev libmd4c-dev; do
   dpkg -s "$p:arm64" >/dev/null 2>&1 || pkgs+=("$p:arm64")
 done
 if [ ${#pkgs[@]} -gt 0 ]; then
