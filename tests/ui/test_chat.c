@@ -821,6 +821,64 @@ static void check_store(const char *data, const char *model, const char *xdg)
     free(ch.clip);
     ch.clip = NULL;
     remove(cpath);
+
+    /* a reply that thought: /copy and /copy code take the answer only, the
+     * label counts tokens where the journal has them (else words), /export
+     * folds the thinking into a <details> block; /load and /new change
+     * doc_gen (what the screen's cache of laid-out replies follows) */
+    snprintf(cpath, sizeof cpath, "%s/conversations/think.nbj", data);
+    f = fopen(cpath, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("nibble-journal 1\nentry user\ntext q\nentry assistant\nmeta think_tokens 17\n"
+              "text <think>\\nI ponder ```x``` here\\n</think>\\n\\nThe **answer**:\\n```sh\\nls\\n```\n"
+              "entry user\ntext q2\nentry assistant\ntext <think>one two three</think>Short.\nend\n",
+              f);
+        fclose(f);
+    }
+    unsigned gen = ch.doc_gen;
+    input("/load think");
+    CHECK(ch.doc_gen != gen && ch.doc->n >= 4);
+    input("/copy");
+    CHECKF(ch.clip && !strcmp(ch.clip, "Short."), "clip: %s", ch.clip ? ch.clip : "(none)");
+    char lab[96];
+    size_t r1 = 1, r2 = 3;
+    while (r1 < ch.doc->n && ch.doc->e[r1].kind != ENG_J_ASSISTANT)
+        r1++;
+    for (r2 = r1 + 1; r2 < ch.doc->n && ch.doc->e[r2].kind != ENG_J_ASSISTANT;)
+        r2++;
+    CHECK(r2 < ch.doc->n);
+    CHECK(ui_chat_think_label(&ch, r1, lab, sizeof lab) && !strcmp(lab, "thought for 17 tokens"));
+    CHECK(r2 < ch.doc->n && ui_chat_think_label(&ch, r2, lab, sizeof lab) && !strcmp(lab, "thought for 3 words"));
+    CHECK(!ui_chat_think_label(&ch, 0, lab, sizeof lab)); /* the user's entry */
+    snprintf(md, sizeof md, "%s/think.md", xdg);
+    input("/export %s", md);
+    text = tu_read(md, &n);
+    CHECKF(text && strstr(text, "<details>\n<summary>Thinking (thought for 17 tokens)</summary>\n\n\nI ponder") &&
+               strstr(text, "</details>\n\nThe **answer**:\n```sh\nls\n```\n") && !strstr(text, "<think>"),
+           "%s", text ? text : "(none)");
+    free(text);
+    remove(md);
+    /* the last reply without its thinking: its code block is the answer's */
+    f = fopen(cpath, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("nibble-journal 1\nentry user\ntext q\nentry assistant\n"
+              "text <think>```\\nnot this\\n```</think>A\\n```\\nthis\\n```\nend\n",
+              f);
+        fclose(f);
+    }
+    input("/load think");
+    input("/copy code");
+    CHECKF(ch.clip && !strcmp(ch.clip, "this"), "clip: %s", ch.clip ? ch.clip : "(none)");
+    input("/copy");
+    CHECKF(ch.clip && !strcmp(ch.clip, "A\n```\nthis\n```"), "clip: %s", ch.clip ? ch.clip : "(none)");
+    gen = ch.doc_gen;
+    input("/new");
+    CHECK(ch.doc_gen != gen);
+    free(ch.clip);
+    ch.clip = NULL;
+    remove(cpath);
 }
 
 int main(void)
