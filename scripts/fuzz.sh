@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-20}
 b=${2:-build-fuzz}
-targets="gguf tokenizer template jinja config journal"
+targets="gguf tokenizer template jinja config journal markdown"
 if ! command -v clang >/dev/null && command -v apt-get >/dev/null; then
   sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
   $sudo apt-get install -y -qq clang libclang-rt-dev >/dev/null || $sudo sh -c 'apt-get update -qq && apt-get install -y -qq clang libclang-rt-dev' >/dev/null

@@ -389,7 +389,7 @@ static void flush_para(rend *r)
     if (r->leaf != LEAF_P && r->leaf != LEAF_H && r->leaf != LEAF_IMPLICIT)
         return;
     separate(r);
-    emit_wrapped(r, r->p.b, r->p.st, r->p.n, &r->p);
+    emit_wrapped(r, r->p.b ? r->p.b : "", r->p.st, r->p.n, &r->p);
     r->p.n = 0;
     r->p.nmap = 0;
     r->leaf = LEAF_NONE;
@@ -458,7 +458,7 @@ static void code_line(rend *r, const char *s, size_t n, size_t src)
 static void flush_code(rend *r)
 {
     separate(r);
-    const char *b = r->p.b;
+    const char *b = r->p.b ? r->p.b : ""; /* an empty block has no buffer yet */
     size_t n = r->p.n;
     if (n && b[n - 1] == '\n')
         n--; /* the block's last line ends with one */
@@ -641,6 +641,18 @@ static int list_depth(const rend *r)
     return d;
 }
 
+/* Spans never reach over a block: what one left open (md4c 0.4.8 does,
+ * at times) does not colour the next. */
+static void spans_reset(rend *r)
+{
+    r->em = r->strong = r->code = r->del = r->link = 0;
+    for (int i = 0; i < MAX_LINK; i++) {
+        free(r->ln[i].href);
+        r->ln[i].href = NULL;
+    }
+    r->nln = 0;
+}
+
 static int enter_block(MD_BLOCKTYPE type, void *detail, void *ud)
 {
     rend *r = ud;
@@ -648,6 +660,7 @@ static int enter_block(MD_BLOCKTYPE type, void *detail, void *ud)
         return -1;
     if (r->leaf == LEAF_IMPLICIT)
         flush_para(r); /* a tight item's text, before the block in it */
+    spans_reset(r);
     switch (type) {
     case MD_BLOCK_DOC: break;
     case MD_BLOCK_QUOTE:
@@ -781,7 +794,21 @@ static void add(rend *r, const char *s, size_t n, uint32_t style)
 {
     if (r->leaf == LEAF_NONE)
         r->leaf = LEAF_IMPLICIT; /* text straight in a tight list's item */
-    if (pbuf_put(&r->p, s, n, style))
+    /* Bytes that are not UTF-8 become U+FFFD here, run by run: joined,
+     * a stray lead byte before markup ("\xf0`") and continuation bytes
+     * after it would read as one character that the spans, drawn apart,
+     * are not, and the wrap would measure what is not drawn. */
+    size_t a = 0, w;
+    int cw, cp;
+    for (size_t i = 0; i < n && !r->oom; i += w) {
+        w = ui_char(s, n, i, &cw, &cp);
+        if (cp >= 0)
+            continue;
+        if ((i > a && pbuf_put(&r->p, s + a, i - a, style)) || pbuf_put(&r->p, "\xef\xbf\xbd", 3, style))
+            r->oom = 1;
+        a = i + w;
+    }
+    if (!r->oom && n > a && pbuf_put(&r->p, s + a, n - a, style))
         r->oom = 1;
 }
 
@@ -835,13 +862,17 @@ static int leave_span(MD_SPANTYPE type, void *detail, void *ud)
 {
     (void)detail;
     rend *r = ud;
+    /* md4c 0.4.8 can leave a span it never entered (an image in a link
+     * cut short): a count never goes below zero */
     switch (type) {
-    case MD_SPAN_EM: r->em--; break;
-    case MD_SPAN_STRONG: r->strong--; break;
-    case MD_SPAN_CODE: r->code--; break;
-    case MD_SPAN_DEL: r->del--; break;
+    case MD_SPAN_EM: r->em -= r->em > 0; break;
+    case MD_SPAN_STRONG: r->strong -= r->strong > 0; break;
+    case MD_SPAN_CODE: r->code -= r->code > 0; break;
+    case MD_SPAN_DEL: r->del -= r->del > 0; break;
     case MD_SPAN_A:
     case MD_SPAN_IMG:
+        if (r->nln <= 0)
+            break;
         r->link--;
         r->nln--;
         if (r->nln < MAX_LINK) {
@@ -1190,8 +1221,7 @@ int ui_md_render(const char *src, size_t n, const ui_md_opts *o, ui_md *out)
     int rc = md_parse(src, (MD_SIZE)n, &parser, &r);
     pbuf_free(&r.p);
     cells_free(&r);
-    for (int i = 0; i < MAX_LINK; i++) /* links left open by an aborted parse */
-        free(r.ln[i].href);
+    spans_reset(&r); /* links left open by an aborted parse */
     free(padded);
     if (rc || r.oom) {
         out->ntext = out->nspans = out->nlines = 0;

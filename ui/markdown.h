@@ -81,8 +81,8 @@ typedef struct ui_md_opts {
 /* Lay src[0..n) out. out is cleared first and may be reused (its memory
  * is kept). Returns 0, or -1 when out of memory or the text is too large
  * for the parser (4 GiB); out then holds nothing. Any bytes are taken:
- * invalid UTF-8 and control characters pass through as they are, for the
- * drawing to show (ui_width counts them one column each). */
+ * bytes that are not UTF-8 become U+FFFD, control characters pass through
+ * for the drawing to show (ui_width counts them one column each). */
 int ui_md_render(const char *src, size_t n, const ui_md_opts *o, ui_md *out);
 void ui_md_free(ui_md *md); /* the memory, not md; accepts NULL */
 
