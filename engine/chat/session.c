@@ -107,6 +107,35 @@ int eng_session_next(eng_session *s, int32_t *tok, eng_err *e)
     return eng_session_feed(s, &t, 1, e);
 }
 
+int eng_session_feed_all(eng_session *s, const int32_t *tokens, uint32_t n, float *all_logits, eng_err *e)
+{
+    uint32_t pos = eng_ctx_pos(s->ctx);
+    if (n == 0)
+        return eng_errf(e, ENG_EINVAL, "no tokens to evaluate");
+    int r = eng_ctx_eval(s->ctx, tokens, n, all_logits, 1, e);
+    if (r) {
+        eng_ctx_truncate(s->ctx, pos);
+        s->have_logits = 0;
+        return r;
+    }
+    memcpy(s->hist + pos, tokens, n * sizeof *tokens);
+    memcpy(s->logits, all_logits + (size_t)(n - 1) * eng_model_get_info(s->m)->n_vocab,
+           eng_model_get_info(s->m)->n_vocab * sizeof *s->logits);
+    s->have_logits = 1;
+    return 0;
+}
+
+uint32_t eng_session_keep(eng_session *s, uint32_t pos, const float *logits)
+{
+    uint32_t now = eng_ctx_truncate(s->ctx, pos);
+    s->have_logits = now == pos && logits;
+    if (s->have_logits && logits != s->logits)
+        memcpy(s->logits, logits, eng_model_get_info(s->m)->n_vocab * sizeof *s->logits);
+    return now;
+}
+
+eng_model *eng_session_model(eng_session *s) { return s->m; }
+
 void eng_session_rewind(eng_session *s, uint32_t pos)
 {
     eng_ctx_truncate(s->ctx, pos);

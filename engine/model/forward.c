@@ -39,6 +39,7 @@ struct eng_ctx {
     eng_model *m;
     uint32_t n_ctx, pos;
     eng_pool *pool;
+    int pool_borrowed;     /* pool is another context's (eng_ctx_share_pool): not freed here */
     simd_f16 *kc, *vc;     /* per layer l: [kv_slots[l]][n_kv(l)*head_dim] at kv_off[l] */
     size_t *kv_off;        /* [n_layers] */
     uint32_t *kv_slots;    /* [n_layers]: n_ctx, or the ring of a windowed layer */
@@ -842,8 +843,23 @@ int eng_ctx_set_threads(eng_ctx *c, int n_threads)
     eng_pool *p = eng_pool_new(n_threads);
     if (!p)
         return ENG_ENOMEM;
-    eng_pool_free(c->pool);
+    if (!c->pool_borrowed)
+        eng_pool_free(c->pool);
     c->pool = p;
+    c->pool_borrowed = 0;
+    return 0;
+}
+
+int eng_ctx_share_pool(eng_ctx *c, eng_ctx *owner)
+{
+    if (c->pool == owner->pool)
+        return 0;
+    if (ensure_scores(c, eng_pool_threads(owner->pool)))
+        return ENG_ENOMEM;
+    if (!c->pool_borrowed)
+        eng_pool_free(c->pool);
+    c->pool = owner->pool;
+    c->pool_borrowed = 1;
     return 0;
 }
 
@@ -1012,7 +1028,8 @@ void eng_ctx_free(eng_ctx *c)
 {
     if (!c)
         return;
-    eng_pool_free(c->pool);
+    if (!c->pool_borrowed)
+        eng_pool_free(c->pool);
     free(c->kc); free(c->vc); free(c->x); free(c->xb); free(c->xb2);
     free(c->q); free(c->k); free(c->v); free(c->att); free(c->hb); free(c->hb2);
     free(c->rlog); free(c->sel); free(c->selw); free(c->gidx); free(c->gtok); free(c->gexp); free(c->ecount);

@@ -119,7 +119,10 @@ static void top_sorted(cand *c, uint32_t n, uint32_t k)
     qsort(c, k, sizeof *c, by_logit_desc);
 }
 
-int32_t eng_sampler_sample(eng_sampler *s, const float *logits, const int32_t *history, size_t n_hist)
+/* The sampler chain up to the draw: the kept candidates are s->c[0..keep)
+ * with unnormalised weights s->prob[0..keep) summing to *sum. Greedy
+ * (temp <= 0) and a non-finite top logit keep one candidate, weight 1. */
+static uint32_t kept(eng_sampler *s, const float *logits, const int32_t *history, size_t n_hist, double *sum_out)
 {
     const eng_sampler_params *p = &s->p;
     uint32_t n = s->n_vocab;
@@ -142,12 +145,15 @@ int32_t eng_sampler_sample(eng_sampler *s, const float *logits, const int32_t *h
             if (s->c[i].id < 0)
                 s->c[i].id = -s->c[i].id - 1;
     }
+    *sum_out = 1;
     if (p->temp <= 0) {
         uint32_t best = 0;
         for (uint32_t i = 1; i < n; i++)
             if (s->c[i].logit > s->c[best].logit)
                 best = i;
-        return s->c[best].id;
+        s->c[0] = s->c[best];
+        s->prob[0] = 1;
+        return 1;
     }
     uint32_t k = p->top_k > 0 && (uint32_t)p->top_k < n ? (uint32_t)p->top_k : n;
     top_sorted(s->c, n, k);
@@ -155,8 +161,10 @@ int32_t eng_sampler_sample(eng_sampler *s, const float *logits, const int32_t *h
     float mx = s->c[0].logit;
     /* +inf: that token is certain (logit - mx would be inf - inf, NaN);
      * -inf: every token is impossible, and the best is as good as any */
-    if (!isfinite(mx))
-        return s->c[0].id;
+    if (!isfinite(mx)) {
+        s->prob[0] = 1;
+        return 1;
+    }
     double sum = 0;
     for (uint32_t i = 0; i < k; i++) {
         s->prob[i] = expf(s->c[i].logit - mx);
@@ -181,12 +189,24 @@ int32_t eng_sampler_sample(eng_sampler *s, const float *logits, const int32_t *h
                 break;
             }
     }
-    /* temperature, then draw */
+    /* temperature */
     sum = 0;
     for (uint32_t i = 0; i < keep; i++) {
         s->prob[i] = expf((s->c[i].logit - mx) / p->temp);
         sum += s->prob[i];
     }
+    *sum_out = sum;
+    return keep;
+}
+
+int32_t eng_sampler_sample(eng_sampler *s, const float *logits, const int32_t *history, size_t n_hist)
+{
+    double sum;
+    uint32_t keep = kept(s, logits, history, n_hist, &sum);
+    /* greedy and a certain token take no draw (a single kept candidate
+     * otherwise still does, so seeded streams stay as they were) */
+    if (s->p.temp <= 0 || !isfinite(s->c[0].logit))
+        return s->c[0].id;
     double r = uniform(&s->rng) * sum, acc = 0;
     for (uint32_t i = 0; i < keep; i++) {
         acc += s->prob[i];
@@ -194,4 +214,36 @@ int32_t eng_sampler_sample(eng_sampler *s, const float *logits, const int32_t *h
             return s->c[i].id;
     }
     return s->c[keep - 1].id;
+}
+
+void eng_sampler_probs(eng_sampler *s, const float *logits, const int32_t *history, size_t n_hist, float *probs)
+{
+    double sum;
+    uint32_t keep = kept(s, logits, history, n_hist, &sum);
+    memset(probs, 0, s->n_vocab * sizeof *probs);
+    for (uint32_t i = 0; i < keep; i++)
+        probs[s->c[i].id] = (float)(s->prob[i] / sum);
+}
+
+double eng_sampler_uniform(eng_sampler *s) { return uniform(&s->rng); }
+
+int32_t eng_sampler_draw(eng_sampler *s, const float *w)
+{
+    double sum = 0;
+    int32_t last = -1;
+    for (uint32_t i = 0; i < s->n_vocab; i++)
+        if (w[i] > 0) {
+            sum += w[i];
+            last = (int32_t)i;
+        }
+    if (last < 0)
+        return -1;
+    double r = uniform(&s->rng) * sum, acc = 0;
+    for (uint32_t i = 0; i < s->n_vocab; i++)
+        if (w[i] > 0) {
+            acc += w[i];
+            if (r < acc)
+                return (int32_t)i;
+        }
+    return last;
 }

@@ -37,6 +37,17 @@ int eng_session_next(eng_session *s, int32_t *tok, eng_err *e);
  * eng_session_pos says where the session continues. */
 void eng_session_rewind(eng_session *s, uint32_t pos);
 uint32_t eng_session_pos(const eng_session *s);
+
+/* For speculative decoding (spec.h): feed n tokens (at least 1) and write
+ * every one's logits to all_logits (n x n_vocab floats); the last row
+ * becomes the session's logits. On failure nothing is kept. */
+int eng_session_feed_all(eng_session *s, const int32_t *tokens, uint32_t n, float *all_logits, eng_err *e);
+/* Forget positions >= pos, as eng_session_rewind, and make logits (the
+ * n_vocab logits that followed position pos - 1, copied; may be NULL)
+ * the session's. Returns the position the session continues from: pos,
+ * or less where a sliding window forced more to go (then no logits). */
+uint32_t eng_session_keep(eng_session *s, uint32_t pos, const float *logits);
+eng_model *eng_session_model(eng_session *s);
 uint32_t eng_session_ctx_size(const eng_session *s);
 const int32_t *eng_session_tokens(const eng_session *s);
 eng_sampler *eng_session_sampler(eng_session *s);

@@ -100,6 +100,13 @@ uint32_t eng_ctx_pos(const eng_ctx *c);
 uint32_t eng_ctx_truncate(eng_ctx *c, uint32_t pos);
 int eng_ctx_set_threads(eng_ctx *c, int n_threads);
 int eng_ctx_threads(const eng_ctx *c);
+/* Run c's forward passes on owner's worker pool (borrowed: owner must
+ * outlive c's use of it) instead of c's own, which is freed; for a
+ * draft model's context that takes turns with its target's on one
+ * thread. eng_ctx_set_threads on the owner replaces its pool: share
+ * again before c's next eval. eng_ctx_set_threads on c gives it its own
+ * pool again. 0, or ENG_ENOMEM. */
+int eng_ctx_share_pool(eng_ctx *c, eng_ctx *owner);
 /* Bytes of the K and V caches of this context (allocated; pages become
  * resident as positions fill): eng_model_kv_bytes(m, n_ctx, 0). */
 size_t eng_ctx_kv_bytes(const eng_ctx *c);

@@ -34,4 +34,17 @@ const eng_sampler_params *eng_sampler_get(const eng_sampler *s);
  * recent tokens (for the repetition penalty). */
 int32_t eng_sampler_sample(eng_sampler *s, const float *logits, const int32_t *history, size_t n_hist);
 
+/* For speculative decoding, which must compare the distributions that
+ * eng_sampler_sample draws from: */
+/* The final distribution eng_sampler_sample would draw from (after the
+ * penalty, top-k, top-p, min-p and temperature) as n_vocab probabilities
+ * into probs (zero outside the kept tokens; one-hot at the argmax when
+ * greedy). Uses no randomness. */
+void eng_sampler_probs(eng_sampler *s, const float *logits, const int32_t *history, size_t n_hist, float *probs);
+/* A uniform number in [0, 1) from the sampler's seeded stream. */
+double eng_sampler_uniform(eng_sampler *s);
+/* Draw an index in proportion to the n_vocab non-negative weights w (they
+ * need not sum to 1), from the seeded stream; -1 if no weight is positive. */
+int32_t eng_sampler_draw(eng_sampler *s, const float *w);
+
 #endif
