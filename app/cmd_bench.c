@@ -9,6 +9,7 @@
 #include "model.h"
 #include "simd.h"
 #include "sys.h"
+#include "spec.h"
 
 static const char usage[] =
     "usage: nibble bench [-m MODEL] [-p N] [-n N] [-d N] [-t LIST] [-r N] [--kernel all|LIST] [--json] [--no-load] [--no-pack]\n"
@@ -26,13 +27,31 @@ static const char usage[] =
     "  --no-load        skip the load-time test\n"
     "  --no-pack        keep the weights in the file's layout (no packed copy made at\n"
     "                   load), to compare with the packed kernels\n"
+    "  --model-draft FILE  also measure speculative decoding with this draft model\n"
+    "  --lookup N       also measure speculative decoding by prompt lookup (n-grams of N)\n"
+    "  --draft-max N    tokens drafted per check, 1..31 (default 8)\n"
+    "  --draft-min N    shorter drafts are not checked (default 0)\n"
+    "  --spec-prompt FILE  the text both speculative rows continue (default: a short\n"
+    "                   story written twice, a prompt the continuation repeats)\n"
     "\n"
     "Decode is bounded by memory bandwidth: each token reads every weight once.\n"
     "The roofline column is bandwidth / bytes per token; 'of roof' the fraction reached.\n"
     "RSS is the largest resident set after a run (mapped weights included), checked\n"
     "against the budget file + KV cache + 64 MB. Load: open the model and make a\n"
     "context ('open'), then run the first token to its logits ('first token'),\n"
-    "best of -r tries with the file in the page cache.\n";
+    "best of -r tries with the file in the page cache.\n"
+    "With --model-draft or --lookup, two more rows decode -n tokens greedily from a\n"
+    "text prompt, plainly ('tgN text') and speculatively ('tgN spec'), in turns; t/s\n"
+    "counts the tokens produced (so 'of roof' may pass 100%), and 'accept' the share\n"
+    "of drafted tokens the model kept. The two must produce the same tokens.\n";
+
+/* the default text of the speculative rows: a story the model will repeat */
+static const char spec_text[] =
+    "Once upon a time, there was a little girl named Lily. She loved to play in the park with her big red ball. "
+    "One day, she saw a small dog under a tree. The dog was sad because it was lost. Lily gave the dog some "
+    "water and they became friends.\n"
+    "Once upon a time, there was a little girl named Lily. She loved to play in the park with her big red ball. "
+    "One day, she saw a small dog under a tree.";
 
 #define MAXLIST 16
 
@@ -129,6 +148,45 @@ static void print_result(const result *r, int test, int count, const eng_bench_s
     fflush(stdout);
 }
 
+/* The speculative rows: plain greedy decode of the text, then the same
+ * with the drafter (t/s = tokens produced per second), and acceptance. */
+static void print_spec(const result *r, int count, const char *drafter, const eng_bench_spec_result *sr)
+{
+    const eng_model_info *in = r->in;
+    const char *kname = simd_kernel_name((enum simd_kernel)r->kernel), *type = simd_type_name(in->main_type);
+    double accept = sr->drafted ? (double)sr->accepted / (double)sr->drafted : 0;
+    double per_check = sr->checks ? (double)(sr->spec.reps * count) / (double)sr->checks : 0;
+    for (int row = 0; row < 2; row++) {
+        const eng_bench_stat *s = row ? &sr->spec : &sr->plain;
+        char test_id[24];
+        snprintf(test_id, sizeof test_id, "tg%d-%s", count, row ? "spec" : "text");
+        if (r->json) {
+            printf("{\"model\": \"%s\", \"file_bytes\": %llu, \"params\": %llu, \"type\": \"%s\", "
+                   "\"kernel\": \"%s\", \"threads\": %d, \"test\": \"%s\", \"depth\": %u, \"tps\": %.2f, "
+                   "\"sd\": %.2f, \"membw_gbs\": %.2f, \"roofline_tps\": %.2f",
+                   in->name, (unsigned long long)in->file_size, (unsigned long long)in->n_params, type, kname,
+                   r->threads, test_id, sr->prompt_tokens, s->mean, s->sd, r->bw, r->roof);
+            if (row)
+                printf(", \"drafter\": \"%s\", \"accept\": %.4f, \"drafted\": %llu, \"accepted\": %llu, "
+                       "\"checks\": %llu, \"tokens_per_check\": %.3f, \"plain_tps\": %.2f, \"speedup\": %.3f",
+                       drafter, accept, (unsigned long long)sr->drafted, (unsigned long long)sr->accepted,
+                       (unsigned long long)sr->checks, per_check, sr->plain.mean,
+                       sr->plain.mean > 0 ? s->mean / sr->plain.mean : 0.0);
+            printf("}\n");
+        } else {
+            printf("| %s | %.1f MB | %.1f M | %s | %s | %d | %s | %.1f ± %.1f | %.1f | %.0f%% | |\n", in->name,
+                   in->file_size / 1e6, in->n_params / 1e6, type, kname, r->threads, test_id, s->mean, s->sd,
+                   r->roof, 100.0 * s->mean / r->roof);
+        }
+    }
+    if (!r->json)
+        printf("\nspeculative (%s), %d threads: %.2fx plain decode of the same text; %.0f%% of %llu drafted tokens "
+               "accepted, %.2f tokens per check of the model\n\n",
+               drafter, r->threads, sr->plain.mean > 0 ? sr->spec.mean / sr->plain.mean : 0.0, 100.0 * accept,
+               (unsigned long long)sr->drafted, per_check);
+    fflush(stdout);
+}
+
 /* The load-time test: one line on stderr, or a JSON object. */
 static int bench_load(const char *path, const eng_model_opts *mo, const eng_model_info *in, int threads, int reps,
                       int json)
@@ -152,7 +210,8 @@ static int bench_load(const char *path, const eng_model_opts *mo, const eng_mode
 
 int cmd_bench(int argc, char **argv)
 {
-    const char *model = NULL, *kernels = NULL, *tlist = NULL;
+    const char *model = NULL, *kernels = NULL, *tlist = NULL, *draft_path = NULL, *spec_file = NULL;
+    int draft_max = ENG_SPEC_DEFAULT_MAX, draft_min = 0, lookup = 0;
     int n_prompt = 128, n_gen = 64, n_depth = 0, reps = 3, json = 0, membw_only = 0, load = 1;
     eng_model_opts mo;
     memset(&mo, 0, sizeof mo);
@@ -167,6 +226,11 @@ int cmd_bench(int argc, char **argv)
                             APP_FLAG("--membw", NULL, APP_ON, &membw_only),
                             APP_FLAG("--no-load", NULL, APP_OFF, &load),
                             APP_FLAG("--no-pack", NULL, APP_ON, &mo.no_pack),
+                            APP_FLAG("--model-draft", NULL, APP_STR, &draft_path),
+                            APP_FLAG("--lookup", NULL, APP_INT, &lookup, .min = 1, .max = 64),
+                            APP_FLAG("--draft-max", NULL, APP_INT, &draft_max, .min = 1, .max = ENG_SPEC_MAX),
+                            APP_FLAG("--draft-min", NULL, APP_INT, &draft_min, .min = 0, .max = ENG_SPEC_MAX),
+                            APP_FLAG("--spec-prompt", NULL, APP_STR, &spec_file),
                             APP_FLAG_END};
     const app_cmd cmd = {.name = "bench", .usage = usage, .flags = own};
     int st = app_parse(argc, argv, 2, &cmd, NULL, NULL, NULL);
@@ -199,6 +263,29 @@ int cmd_bench(int argc, char **argv)
     }
     /* the speed tests measure the packed weights, once they all are */
     eng_model_pack_wait(m);
+    eng_model *dm = NULL;
+    char *spec_owned = NULL;
+    const char *spec_prompt = spec_text;
+    int spec_on = draft_path || lookup;
+    if (spec_file && !(spec_prompt = app_prompt(&(app_opts){.prompt_file = spec_file}, &spec_owned))) {
+        eng_model_close(m);
+        return 1;
+    }
+    if (draft_path) {
+        if (eng_model_open_opts(draft_path, &mo, &dm, &e) == 0)
+            eng_model_pack_wait(dm);
+        else {
+            fprintf(stderr, "nibble bench: draft model: %s\n", e.msg);
+            free(spec_owned);
+            eng_model_close(m);
+            return 1;
+        }
+    }
+    char drafter[200];
+    snprintf(drafter, sizeof drafter, "%s%s%s", dm ? "draft " : "", dm ? eng_model_get_info(dm)->name : "",
+             lookup ? (dm ? " + lookup" : "lookup") : "");
+    if (lookup)
+        snprintf(drafter + strlen(drafter), sizeof drafter - strlen(drafter), " %d", lookup);
     result r = {.in = eng_model_get_info(m), .depth = n_depth, .json = json};
     uint64_t bpt = eng_bench_bytes_per_token(m);
     int status = load ? bench_load(path, &mo, r.in, threads[0], reps, json) : 0;
@@ -211,6 +298,10 @@ int cmd_bench(int argc, char **argv)
          * both copies resident), one with them a packed model */
         eng_model_kernel_changed(m);
         eng_model_pack_wait(m);
+        if (dm) {
+            eng_model_kernel_changed(dm);
+            eng_model_pack_wait(dm);
+        }
         for (int ti = 0; ti < nt && !status; ti++) {
             eng_bench_stat pp, tg;
             if (eng_bench_run(m, threads[ti], n_depth, n_prompt, n_gen, reps, &pp, &tg, &r.mem, &e)) {
@@ -235,11 +326,29 @@ int cmd_bench(int argc, char **argv)
                 print_result(&r, 0, n_prompt, &pp);
             if (n_gen)
                 print_result(&r, 1, n_gen, &tg);
+            if (n_gen && spec_on) {
+                eng_bench_spec_opts so = {.prompt = spec_prompt, .draft = dm, .draft_max = (uint32_t)draft_max,
+                                          .draft_min = (uint32_t)draft_min, .lookup = (uint32_t)lookup,
+                                          .n_gen = n_gen, .reps = reps, .n_threads = threads[ti]};
+                eng_bench_spec_result sr;
+                if (eng_bench_spec(m, &so, &sr, &e)) {
+                    fprintf(stderr, "nibble bench: speculative decoding: %s\n", e.msg);
+                    status = 1;
+                    break;
+                }
+                print_spec(&r, n_gen, drafter, &sr);
+                if (!sr.same) {
+                    fprintf(stderr, "nibble bench: the speculative tokens differ from plain greedy decoding's\n");
+                    status = 1;
+                }
+            }
         }
     }
     if (!json && !status && r.mem.kv_full_bytes > r.mem.kv_bytes)
         printf("\nKV cache %.1f MB: the sliding-window layers keep only their window (%.1f MB if every layer kept "
                "every position)\n", r.mem.kv_bytes / 1048576.0, r.mem.kv_full_bytes / 1048576.0);
+    eng_model_close(dm);
     eng_model_close(m);
+    free(spec_owned);
     return status;
 }

@@ -9,6 +9,7 @@
 
 #include "app.h"
 #include "session.h"
+#include "spec.h"
 #include "ui.h"
 #include "simd.h"
 #include "utf8.h"
@@ -34,10 +35,28 @@ static const char usage[] =
     "      --repeat-penalty R penalise recent tokens, 1 = off (default 1.0)\n"
     "      --repeat-last-n N  how many recent tokens the penalty sees (default 64)\n"
     "  -s, --seed S           random seed (default: from the clock)\n"
+    "      --model-draft FILE speculative decoding with a smaller draft model of the\n"
+    "                         same vocabulary: it guesses, the model checks the guesses\n"
+    "                         in one batched pass; the output is exactly the model's\n"
+    "      --draft-max N      tokens drafted per check, 1..31 (default 8)\n"
+    "      --draft-min N      check drafts of at least N tokens, else decode plainly (default 0)\n"
+    "      --lookup N         speculative decoding by prompt lookup: draft what followed\n"
+    "                         the last earlier occurrence of the last N tokens (before\n"
+    "                         the draft model, if both are given)\n"
     "      --no-bos           do not put BOS before the prompt\n"
     "      --ids              print the prompt's and the generated token ids, not text\n"
     "  -q, --quiet            no timings on stderr\n";
-static const app_cmd run_cmd = {.name = "run", .usage = usage};
+
+/* speculative decoding (spec.h): --model-draft, --draft-max, --draft-min, --lookup */
+static const char *draft_path;
+static int draft_max = ENG_SPEC_DEFAULT_MAX, draft_min, lookup;
+static const app_flag run_flags[] = {
+    APP_FLAG("--model-draft", NULL, APP_STR, &draft_path),
+    APP_FLAG("--draft-max", NULL, APP_INT, &draft_max, .min = 1, .max = ENG_SPEC_MAX),
+    APP_FLAG("--draft-min", NULL, APP_INT, &draft_min, .min = 0, .max = ENG_SPEC_MAX),
+    APP_FLAG("--lookup", NULL, APP_INT, &lookup, .min = 1, .max = 64),
+    APP_FLAG_END};
+static const app_cmd run_cmd = {.name = "run", .usage = usage, .flags = run_flags};
 
 static double now_s(void)
 {
@@ -117,6 +136,25 @@ int cmd_run(int argc, char **argv)
         free(owned);
         return 1;
     }
+    eng_model *dm = NULL;
+    eng_spec *spec = NULL;
+    if (draft_path && eng_model_open(draft_path, &dm, &e)) {
+        ui_term_printf(stderr, "nibble: draft model: %s\n", e.msg);
+        eng_session_free(s);
+        eng_model_close(m);
+        free(owned);
+        return 1;
+    }
+    eng_spec_opts so = {.draft = dm, .draft_max = (uint32_t)draft_max, .draft_min = (uint32_t)draft_min,
+                        .lookup = (uint32_t)lookup};
+    if ((dm || lookup) && eng_spec_new(s, &so, &spec, &e)) {
+        ui_term_printf(stderr, "nibble: %s\n", e.msg);
+        eng_session_free(s);
+        eng_model_close(dm);
+        eng_model_close(m);
+        free(owned);
+        return 1;
+    }
     double t_load = now_s() - t0;
     const eng_tok *tk = eng_model_tok(m);
     int status = 0;
@@ -138,29 +176,38 @@ int cmd_run(int argc, char **argv)
     const char *why = "limit";
     t0 = now_s();
     while (!status && (o.n_predict < 0 || n_gen < o.n_predict)) {
-        int32_t tok;
+        int32_t toks[ENG_SPEC_MAX + 1];
+        uint32_t got = 1;
         if (eng_session_pos(s) >= eng_session_ctx_size(s)) {
             why = "context full";
             break;
         }
-        r = eng_session_next(s, &tok, &e);
+        if (spec) {
+            uint32_t want = o.n_predict < 0 ? ENG_SPEC_MAX + 1 : (uint32_t)(o.n_predict - n_gen);
+            r = eng_spec_next(spec, want, toks, &got, &e);
+        } else {
+            r = eng_session_next(s, &toks[0], &e);
+        }
         if (r < 0) {
             ui_term_printf(stderr, "\nnibble: %s\n", e.msg);
             status = 1;
             break;
         }
+        /* the end-of-text token is not shown */
+        for (uint32_t i = 0; i < got - (r == 1); i++) {
+            if (o.print_ids) {
+                printf(" %d", toks[i]);
+            } else {
+                char piece[256];
+                size_t n = eng_tok_piece(tk, toks[i], 0, piece, sizeof piece);
+                out_put(&ob, piece, n < sizeof piece ? n : sizeof piece, 0);
+            }
+            n_gen++;
+        }
         if (r == 1) {
             why = "end of text";
             break;
         }
-        if (o.print_ids) {
-            printf(" %d", tok);
-        } else {
-            char piece[256];
-            size_t n = eng_tok_piece(tk, tok, 0, piece, sizeof piece);
-            out_put(&ob, piece, n < sizeof piece ? n : sizeof piece, 0);
-        }
-        n_gen++;
     }
     double t_gen = now_s() - t0;
     out_put(&ob, "", 0, 1);
@@ -176,7 +223,18 @@ int cmd_run(int argc, char **argv)
                 in->name, simd_type_name(in->main_type), simd_kernel_name(simd_kernel_current()),
                 eng_ctx_threads(eng_session_ctx(s)), t_load * 1e3, n_prompt, n_prompt / (t_prompt > 0 ? t_prompt : 1e-9),
                 n_gen, n_gen / (t_gen > 0 ? t_gen : 1e-9), why);
+        if (spec) {
+            const eng_spec_stats *st = eng_spec_get_stats(spec);
+            ui_term_printf(stderr, "nibble: speculative (%s%s%s): %llu checks, %llu of %llu drafted tokens accepted "
+                           "(%.0f%%), %.2f tokens per check\n",
+                           dm ? "draft " : "", dm ? eng_model_get_info(dm)->name : "", lookup ? (dm ? ", lookup" : "lookup") : "",
+                           (unsigned long long)st->steps, (unsigned long long)st->accepted,
+                           (unsigned long long)st->drafted, st->drafted ? 100.0 * st->accepted / st->drafted : 0.0,
+                           st->steps ? (double)st->tokens / st->steps : 0.0);
+        }
     }
+    eng_spec_free(spec);
+    eng_model_close(dm);
     eng_session_free(s);
     eng_model_close(m);
     free(owned);

@@ -6,6 +6,8 @@
 #include <time.h>
 
 #include "pool.h"
+#include "session.h"
+#include "spec.h"
 #include "sys.h"
 
 static double now_s(void)
@@ -199,4 +201,101 @@ int eng_bench_load_time(const char *path, const eng_model_opts *mo, int n_thread
             return r;
     }
     return 0;
+}
+
+/* ---- speculative decoding against plain decoding (issue 23) ---- */
+
+/* Greedy from the prompt: n tokens plainly, or with sp, after the
+ * session was put back to the prompt (keep). An end-of-text token is fed
+ * and generation goes on, as the random-id decode test never stops. */
+static int gen_tokens(eng_session *s, eng_spec *sp, uint32_t base, const float *keep, int n, int32_t *out, eng_err *e)
+{
+    eng_session_keep(s, base, keep);
+    if (sp)
+        eng_spec_drop(sp);
+    int k = 0;
+    while (k < n) {
+        if (eng_session_pos(s) + 1 >= eng_session_ctx_size(s))
+            return eng_errf(e, ENG_EINVAL, "the context is full after %d tokens", k);
+        int r;
+        uint32_t got = 1;
+        if (sp)
+            r = eng_spec_next(sp, (uint32_t)(n - k), out + k, &got, e);
+        else
+            r = eng_session_next(s, out + k, e);
+        if (r < 0)
+            return r;
+        k += (int)got;
+        if (r == 1 && (r = eng_session_feed(s, &out[k - 1], 1, e)))
+            return r;
+    }
+    return 0;
+}
+
+int eng_bench_spec(eng_model *m, const eng_bench_spec_opts *o, eng_bench_spec_result *res, eng_err *e)
+{
+    memset(res, 0, sizeof *res);
+    eng_sampler_params p = eng_sampler_defaults();
+    p.temp = 0;
+    eng_session *s = NULL;
+    eng_spec *sp = NULL;
+    uint32_t nv = eng_model_get_info(m)->n_vocab;
+    float *keep = malloc(nv * sizeof *keep);
+    int32_t *a = malloc((size_t)o->n_gen * sizeof *a), *b = malloc((size_t)o->n_gen * sizeof *b);
+    double *v = malloc((size_t)(o->reps + 1) * sizeof *v);
+    int r = 0;
+    if (!keep || !a || !b || !v) {
+        r = eng_errf(e, ENG_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((r = eng_session_new(m, o->n_ctx, o->n_threads, &p, &s, e)) || (r = eng_session_feed_text(s, o->prompt, 1, e)))
+        goto out;
+    eng_spec_opts so = {.draft = o->draft, .draft_max = o->draft_max, .draft_min = o->draft_min, .lookup = o->lookup};
+    if ((r = eng_spec_new(s, &so, &sp, e)))
+        goto out;
+    uint32_t base = eng_session_pos(s);
+    memcpy(keep, eng_session_logits(s), nv * sizeof *keep);
+    res->prompt_tokens = base;
+    /* plain and speculative runs take turns, so a change in the machine's
+     * load touches both alike; run 0 of each warms up */
+    double *w = malloc((size_t)(o->reps + 1) * sizeof *w);
+    if (!w) {
+        r = eng_errf(e, ENG_ENOMEM, "out of memory");
+        goto out;
+    }
+    res->same = 1;
+    for (int run = 0; run <= o->reps; run++) {
+        double t0 = now_s();
+        if ((r = gen_tokens(s, NULL, base, keep, o->n_gen, a, e)))
+            break;
+        double t1 = now_s();
+        if (run == 1)
+            eng_spec_reset_stats(sp);
+        if ((r = gen_tokens(s, sp, base, keep, o->n_gen, b, e)))
+            break;
+        double t2 = now_s();
+        if (run > 0) {
+            v[run - 1] = o->n_gen / (t1 - t0);
+            w[run - 1] = o->n_gen / (t2 - t1);
+        }
+        if (memcmp(a, b, (size_t)o->n_gen * sizeof *a))
+            res->same = 0;
+    }
+    if (!r) {
+        stat_of(v, o->reps, &res->plain);
+        stat_of(w, o->reps, &res->spec);
+        const eng_spec_stats *st = eng_spec_get_stats(sp);
+        res->checks = st->steps;
+        res->drafted = st->drafted;
+        res->accepted = st->accepted;
+    }
+    free(w);
+out:
+    eng_spec_free(sp);
+    eng_session_free(s);
+    free(keep);
+    free(a);
+    free(b);
+    free(v);
+    return r;
 }

@@ -50,4 +50,23 @@ typedef struct eng_bench_load {
 int eng_bench_load_time(const char *path, const eng_model_opts *mo, int n_threads, int reps, eng_bench_load *out,
                         eng_err *e);
 
+/* Speculative decoding against plain decoding (issue 23): the prompt
+ * text fed once, then greedy decode of n_gen tokens plainly and with the
+ * drafter, in turns, reps times after one warm-up of each. tps counts the
+ * tokens produced (the effective rate). */
+typedef struct eng_bench_spec_opts {
+    const char *prompt;    /* text (BOS added) */
+    eng_model *draft;      /* draft model, or NULL */
+    uint32_t draft_max, draft_min, lookup; /* as eng_spec_opts (spec.h) */
+    int n_gen, reps, n_threads;
+    uint32_t n_ctx;        /* 0: the model's default */
+} eng_bench_spec_opts;
+typedef struct eng_bench_spec_result {
+    eng_bench_stat plain, spec;       /* tokens per second */
+    uint64_t checks, drafted, accepted; /* over the timed speculative runs */
+    uint32_t prompt_tokens;
+    int same;                          /* the speculative tokens were the plain ones (greedy: must be) */
+} eng_bench_spec_result;
+int eng_bench_spec(eng_model *m, const eng_bench_spec_opts *o, eng_bench_spec_result *res, eng_err *e);
+
 #endif
