@@ -122,7 +122,7 @@ void eng_spec_reset_stats(eng_spec *sp) { memset(&sp->st, 0, sizeof sp->st); }
 void eng_spec_drop(eng_spec *sp) { sp->has_pending = 0; }
 
 /* Prompt lookup: the most recent earlier occurrence of the last n tokens
- * of seq[0..len); what followed it (at most k tokens) into d. */
+ * of seq[0..len); the k tokens that followed it into d. */
 static uint32_t draft_lookup(const int32_t *seq, uint32_t len, uint32_t n, uint32_t k, int32_t *d)
 {
     if (n == 0 || len <= n)
@@ -131,10 +131,13 @@ static uint32_t draft_lookup(const int32_t *seq, uint32_t len, uint32_t n, uint3
     for (uint32_t j = len - n; j-- > 0;) {
         if (seq[j] != tail[0] || memcmp(seq + j, tail, n * sizeof *seq))
             continue;
-        uint32_t nd = 0;
-        for (uint32_t i = j + n; i < len && nd < k; i++)
-            d[nd++] = seq[i];
-        return nd;
+        /* a match less than k tokens back continues into the draft
+         * itself: a repeating stretch is drafted whole */
+        for (uint32_t i = 0; i < k; i++) {
+            uint32_t src = j + n + i;
+            d[i] = src < len ? seq[src] : d[src - len];
+        }
+        return k;
     }
     return 0;
 }

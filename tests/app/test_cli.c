@@ -786,6 +786,51 @@ static void check_export_template(void)
     tu_rmtree(dir);
 }
 
+/* speculative decoding (issue 23): greedy output equal to plain with
+ * lookup and with a draft model (the model itself: every guess is kept),
+ * the acceptance on stderr, bench's two rows, and the errors. */
+static void check_spec(void)
+{
+    const char *plain[] = {"run", "-m", model, "-p", "Lily and Tom", "-n", "120", "--temp", "0", "-t", "1", NULL};
+    result a = run(plain);
+    CHECKF(a.status == 0 && a.out_len > 100, "plain run exited %d: %s", a.status, a.err);
+    const char *look[] = {"run", "-m", model, "-p", "Lily and Tom", "-n", "120", "--temp", "0", "-t", "1",
+                          "--lookup", "2", NULL};
+    result b = run(look);
+    CHECKF(b.status == 0 && b.out && a.out && strcmp(a.out, b.out) == 0, "run --lookup 2 differs from plain:\n%s\n%s",
+           a.out, b.out);
+    CHECKF(b.err && strstr(b.err, "speculative (lookup)") && strstr(b.err, "drafted tokens accepted"),
+           "run --lookup 2 stderr: %s", b.err);
+    done(&b);
+    const char *self[] = {"run", "-m", model, "-p", "Lily and Tom", "-n", "120", "--temp", "0", "-t", "2",
+                          "--model-draft", model, "--draft-max", "5", NULL};
+    b = run(self);
+    CHECKF(b.status == 0 && b.out && a.out && strcmp(a.out, b.out) == 0, "run --model-draft differs from plain:\n%s",
+           b.out);
+    CHECKF(b.err && strstr(b.err, "(100%)"), "the model as its own draft: not every guess kept: %s", b.err);
+    done(&b);
+    done(&a);
+    const char *missing[] = {"run", "-m", model, "--model-draft", "no-such-draft.gguf", "-n", "4", NULL};
+    expect_fail("run --model-draft missing", missing, 1, "draft model: no-such-draft.gguf");
+    const char *zero[] = {"run", "-m", model, "--draft-max", "0", NULL};
+    expect_fail("run --draft-max 0", zero, 2, "--draft-max 0");
+    const char *big[] = {"run", "-m", model, "--draft-max", "32", "--lookup", "2", NULL};
+    expect_fail("run --draft-max 32", big, 2, "--draft-max 32");
+    char other[4096];
+    if (tu_shared("models/llama-2-tiny-random.gguf", other)) {
+        const char *vocab[] = {"run", "-m", model, "--model-draft", other, "-n", "4", NULL};
+        expect_fail("run --model-draft other vocabulary", vocab, 1, "vocabulary differs from the model's at token id 259");
+    }
+    const char *bench[] = {"bench", "-m", model, "-p", "0", "-n", "24", "-r", "1", "-t", "1", "--no-load", "--json",
+                           "--lookup", "3", NULL};
+    result r = run(bench);
+    CHECKF(r.status == 0, "bench --lookup exited %d: %s", r.status, r.err);
+    CHECKF(r.out && strstr(r.out, "\"test\": \"tg24-text\"") && strstr(r.out, "\"test\": \"tg24-spec\"") &&
+               strstr(r.out, "\"accept\": ") && strstr(r.out, "\"drafter\": \"lookup 3\""),
+           "bench --lookup rows:\n%s", r.out);
+    done(&r);
+}
+
 int main(void)
 {
     const char *assets = getenv("NIBBLE_ASSETS");
@@ -801,6 +846,7 @@ int main(void)
     check_golden();
     check_bench();
     check_bench_depth();
+    check_spec();
     check_default_model();
     return tu_result("test_cli");
 }
