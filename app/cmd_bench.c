@@ -31,8 +31,8 @@ static const char usage[] =
     "  --lookup N       also measure speculative decoding by prompt lookup (n-grams of N)\n"
     "  --draft-max N    tokens drafted per check, 1..31 (default 8)\n"
     "  --draft-min N    shorter drafts are not checked (default 0)\n"
-    "  --spec-prompt FILE  the text both speculative rows continue (default: a short\n"
-    "                   story written twice, a prompt the continuation repeats)\n"
+    "  --spec-prompt FILE  the text both speculative rows continue (default: two\n"
+    "                   sentences written six times, a prompt the continuation repeats)\n"
     "\n"
     "Decode is bounded by memory bandwidth: each token reads every weight once.\n"
     "The roofline column is bandwidth / bytes per token; 'of roof' the fraction reached.\n"
@@ -45,13 +45,10 @@ static const char usage[] =
     "counts the tokens produced (so 'of roof' may pass 100%), and 'accept' the share\n"
     "of drafted tokens the model kept. The two must produce the same tokens.\n";
 
-/* the default text of the speculative rows: a story the model will repeat */
-static const char spec_text[] =
-    "Once upon a time, there was a little girl named Lily. She loved to play in the park with her big red ball. "
-    "One day, she saw a small dog under a tree. The dog was sad because it was lost. Lily gave the dog some "
-    "water and they became friends.\n"
-    "Once upon a time, there was a little girl named Lily. She loved to play in the park with her big red ball. "
-    "One day, she saw a small dog under a tree.";
+/* the default text of the speculative rows: two sentences six times, a
+ * prompt whose continuation repeats it (on the embedded model, too) */
+#define SPEC_LINE "Lily saw a big red ball in the park. She ran to the ball and picked it up. "
+static const char spec_text[] = SPEC_LINE SPEC_LINE SPEC_LINE SPEC_LINE SPEC_LINE SPEC_LINE;
 
 #define MAXLIST 16
 
