@@ -37,7 +37,7 @@ static const char usage[] =
     "Decode is bounded by memory bandwidth: each token reads every weight once.\n"
     "The roofline column is bandwidth / bytes per token; 'of roof' the fraction reached.\n"
     "RSS is the largest resident set after a run (mapped weights included), checked\n"
-    "against the budget file + KV cache + 64 MB. Load: open the model and make a\n"
+    "against the budget file + KV cache + 64 MB (+ the draft model's file). Load: open the model and make a\n"
     "context ('open'), then run the first token to its logits ('first token'),\n"
     "best of -r tries with the file in the page cache.\n"
     "With --model-draft or --lookup, two more rows decode -n tokens greedily from a\n"
@@ -310,6 +310,8 @@ int cmd_bench(int argc, char **argv)
             r.threads = threads[ti];
             r.bw = bw[ti];
             r.roof = bw[ti] * 1e9 / (double)bpt;
+            if (dm) /* the draft model is resident too */
+                r.mem.budget += eng_model_get_info(dm)->file_size;
             int over = r.mem.rss > r.mem.budget;
             snprintf(r.rss, sizeof r.rss, "n/a");
             if (r.mem.rss)
@@ -317,8 +319,8 @@ int cmd_bench(int argc, char **argv)
                          over ? " OVER" : "");
             if (over)
                 fprintf(stderr, "nibble bench: resident set %.1f MB is over the budget %.1f MB (file %.1f + KV cache "
-                        "%.1f + 64)\n", r.mem.rss / 1048576.0, r.mem.budget / 1048576.0, r.in->file_size / 1048576.0,
-                        r.mem.kv_bytes / 1048576.0);
+                        "%.1f + 64%s)\n", r.mem.rss / 1048576.0, r.mem.budget / 1048576.0, r.in->file_size / 1048576.0,
+                        r.mem.kv_bytes / 1048576.0, dm ? " + the draft model's file" : "");
             if (n_prompt)
                 print_result(&r, 0, n_prompt, &pp);
             if (n_gen)
