@@ -40,6 +40,9 @@ static const char help[] =
     "  /model PATH       open another model file\n"
     "  /kernel NAME      switch kernel set (/kernels lists them)\n"
     "  /threads N        worker threads\n"
+    "  /draft FILE|off   speculative decoding with a smaller draft model of the same\n"
+    "                    vocabulary (the replies stay exactly the model's)\n"
+    "  /lookup N|off     speculative decoding by prompt lookup (n-grams of N tokens)\n"
     "  /save [NAME]      save now (NAME: rename this conversation's file; asks\n"
     "                    before overwriting another conversation of that name)\n"
     "  /rename NAME      rename this conversation\n"
@@ -672,6 +675,12 @@ static void reply_meta(ui_chat *ch, int idx, const eng_state *st)
         {"max_tokens", NULL, "%.0f", st->gen.max_tokens},
     };
     put_meta(ch, idx, f, sizeof f / sizeof *f);
+    if (st->draft[0] || st->lookup) { /* speculative decoding: what drafted */
+        const meta_field g[] = {
+            {"draft", st->draft, NULL, 0}, {"lookup", NULL, "%.0f", st->lookup}, {"draft_max", NULL, "%.0f", st->draft_max},
+        };
+        put_meta(ch, idx, g, sizeof g / sizeof *g);
+    }
 }
 
 /* How the reply went (DONE's figures). */
@@ -685,6 +694,10 @@ static void done_meta(ui_chat *ch, int idx, const eng_event *ev)
         {"end", eng_done_name(ev->code), NULL, 0},
     };
     put_meta(ch, idx, f, sizeof f / sizeof *f);
+    if (s->accept >= 0) { /* speculative: share of drafted tokens kept */
+        const meta_field g[] = {{"accept", NULL, "%.3f", s->accept}};
+        put_meta(ch, idx, g, 1);
+    }
 }
 
 static void take_stats(ui_chat *ch, const eng_stats *s)
@@ -1078,6 +1091,23 @@ void ui_chat_set_kernel(ui_chat *ch, const char *name)
 }
 
 void ui_chat_set_threads(ui_chat *ch, int n) { eng_engine_send_simple(ch->en, ENG_CMD_SET_THREADS, NULL, n); }
+
+void ui_chat_set_spec(ui_chat *ch, const char *draft, int lookup)
+{
+    eng_cmd c = {.type = ENG_CMD_SET_SPEC, .n = lookup, .n2 = ch->st.draft_max};
+    if (draft && *draft) {
+        size_t n = strlen(draft);
+        if (!(c.text = malloc(n + 1))) {
+            ui_chat_notice(ch, "out of memory");
+            return;
+        }
+        memcpy(c.text, draft, n + 1);
+    }
+    if (eng_engine_send(ch->en, &c)) {
+        eng_cmd_free(&c);
+        ui_chat_notice(ch, "the engine is busy: try again");
+    }
+}
 
 void ui_chat_load_model(ui_chat *ch, const char *path)
 {
@@ -1502,7 +1532,21 @@ enum ui_action ui_chat_input(ui_chat *ch, const char *text)
             ui_chat_set_kernel(ch, arg);
     } else if (!strcmp(cmd, "kernels"))
         list_kernels(ch);
-    else if (!strcmp(cmd, "threads")) {
+    else if (!strcmp(cmd, "draft")) {
+        if (!*arg)
+            ui_chat_notice(ch, "usage: /draft FILE|off (now: %s)", ch->st.draft[0] ? ch->st.draft : "off");
+        else
+            ui_chat_set_spec(ch, strcmp(arg, "off") ? arg : NULL, ch->st.lookup);
+    } else if (!strcmp(cmd, "lookup")) {
+        char *end;
+        long n = strtol(arg, &end, 10);
+        if (!strcmp(arg, "off"))
+            ui_chat_set_spec(ch, ch->st.draft, 0);
+        else if (end == arg || *end || n < 1 || n > 64)
+            ui_chat_notice(ch, "usage: /lookup N|off (N: 1..64 tokens; now: %d)", ch->st.lookup);
+        else
+            ui_chat_set_spec(ch, ch->st.draft, (int)n);
+    } else if (!strcmp(cmd, "threads")) {
         char *end;
         long t = strtol(arg, &end, 10);
         if (end == arg || *end || t < 0 || t > 256)

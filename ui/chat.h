@@ -155,6 +155,9 @@ const char *ui_chat_editing_text(const ui_chat *ch);
 void ui_chat_set_gen_soon(ui_chat *ch, const eng_gen_params *g);
 void ui_chat_set_kernel(ui_chat *ch, const char *name);
 void ui_chat_set_threads(ui_chat *ch, int n);
+/* Speculative decoding: draft model path (NULL: none) and lookup length
+ * (0: off); both off: plain decoding. */
+void ui_chat_set_spec(ui_chat *ch, const char *draft, int lookup);
 /* A message shown in the conversation but never saved. */
 void ui_chat_notice(ui_chat *ch, const char *fmt, ...) ENG_PRINTF(2, 3);
 /* The same for something that failed: marked (meta "level" = "error") so

@@ -58,6 +58,8 @@ static void speeds(tui *t, const hdr *h, int y, int x, int cols)
     char buf[256];
     snprintf(buf, sizeof buf, "Decode %7.1f tok/s   Prefill %7.1f tok/s   TTFT %6.0f ms", ch->decode_tps,
              ch->prefill_tps, ch->ttft_ms);
+    if (ch->stats.accept >= 0 && ch->st.draft_max) /* speculative: decode is the effective rate */
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "   Accept %3.0f%%", 100.0 * ch->stats.accept);
     if ((int)strlen(buf) > cols) /* tenths only below 100 tok/s, where they tell something */
         snprintf(buf, sizeof buf, "Decode %.*f  Prefill %.*f tok/s  TTFT %.0f ms", ch->decode_tps < 100 ? 1 : 0,
                  ch->decode_tps, ch->prefill_tps < 100 ? 1 : 0, ch->prefill_tps, ch->ttft_ms);

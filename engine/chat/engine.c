@@ -23,6 +23,7 @@
 #include "model.h"
 #include "queue.h"
 #include "session.h"
+#include "spec.h"
 #include "simd.h"
 #include "template.h"
 #include "utf8.h"
@@ -73,6 +74,13 @@ typedef struct run {
     int delay_ms;
     double prefill_tps;
     uint32_t last_prefill;
+    /* speculative decoding (SET_SPEC): the draft model, the speculation
+     * over r->s (freed before the session), and this reply's figures */
+    eng_model *draft;
+    eng_spec *spec;
+    char draft_path[1024];
+    int lookup, draft_max;
+    uint64_t spec_drafted0, spec_accepted0;
 } run;
 
 /* ---- messages ---- */
@@ -183,6 +191,9 @@ static void fill_state(run *r)
     snprintf(st->tmpl, sizeof st->tmpl, "%s", r->jinja ? "jinja" : eng_tmpl_name(r->tmpl));
     st->tmpl_from_file = r->tmpl_from_file;
     st->thinking = r->thinking;
+    snprintf(st->draft, sizeof st->draft, "%s", r->draft_path);
+    st->lookup = r->spec ? r->lookup : 0;
+    st->draft_max = r->spec ? r->draft_max : 0;
 }
 
 /* LOADED, STATE or REPLY with a copy of the state, which the message
@@ -199,6 +210,12 @@ static void emit_state(run *r, enum eng_ev_type type)
 
 static void stats_now(run *r, eng_stats *st)
 {
+    st->accept = -1;
+    if (r->spec) {
+        const eng_spec_stats *ss = eng_spec_get_stats(r->spec);
+        uint64_t d = ss->drafted - r->spec_drafted0, a = ss->accepted - r->spec_accepted0;
+        st->accept = d ? (float)((double)a / (double)d) : 0;
+    }
     st->ctx_used = r->s ? eng_session_pos(r->s) : 0;
     st->ctx_size = r->s ? eng_session_ctx_size(r->s) : 0;
     st->prefill_tps = r->prefill_tps;
@@ -475,6 +492,59 @@ static void describe_sampler_change(const eng_gen_params *a, const eng_gen_param
 #undef CH
 }
 
+/* Speculation off: the held-back token goes into the cache first, so
+ * plain decoding continues from the same place. */
+static void spec_off(run *r)
+{
+    if (r->spec) {
+        eng_err e;
+        eng_spec_flush(r->spec, &e);
+    }
+    eng_spec_free(r->spec);
+    r->spec = NULL;
+    eng_model_close(r->draft);
+    r->draft = NULL;
+    r->draft_path[0] = 0;
+    r->lookup = 0;
+}
+
+static int spec_set(run *r, const eng_cmd *c, eng_err *e)
+{
+    const char *path = c->text && *c->text ? c->text : NULL;
+    if (!r->s)
+        return eng_errf(e, ENG_ENOMODEL, "no model loaded");
+    if (c->n < 0 || c->n > 64 || c->n2 < 0 || c->n2 > ENG_SPEC_MAX)
+        return eng_errf(e, ENG_EINVAL, "lookup length must be 0..64 and draft length 0..%d", ENG_SPEC_MAX);
+    eng_model *dm = NULL;
+    if (path && r->draft && !strcmp(path, r->draft_path)) {
+        dm = r->draft; /* the same draft model: keep it */
+        r->draft = NULL;
+    } else if (path) {
+        int rc = eng_model_open(path, &dm, e);
+        if (!rc)
+            rc = eng_spec_check_vocab(r->m, dm, e);
+        if (rc) {
+            eng_model_close(dm);
+            return eng_err_prefix(e, rc, "draft model");
+        }
+    }
+    spec_off(r);
+    if (!dm && !c->n)
+        return 0;
+    eng_spec_opts o = {.draft = dm, .draft_max = (uint32_t)c->n2, .lookup = (uint32_t)c->n};
+    int rc = eng_spec_new(r->s, &o, &r->spec, e);
+    if (rc) {
+        eng_model_close(dm);
+        return rc;
+    }
+    r->draft = dm;
+    snprintf(r->draft_path, sizeof r->draft_path, "%s", path ? path : "");
+    r->lookup = c->n;
+    r->draft_max = c->n2 ? c->n2 : ENG_SPEC_DEFAULT_MAX;
+    r->spec_drafted0 = r->spec_accepted0 = 0;
+    return 0;
+}
+
 /* Apply a command that does not need the engine idle. mid_reply: the
  * token count of the reply in progress, or -1. Returns 1 if handled. */
 static int apply_now(run *r, eng_cmd *c, int mid_reply)
@@ -527,6 +597,20 @@ static int apply_now(run *r, eng_cmd *c, int mid_reply)
         if (r->tmpl_src)
             c->text = NULL;
         return 1;
+    case ENG_CMD_SET_SPEC: {
+        int rc = spec_set(r, c, &e);
+        if (rc) {
+            emit_error(r, c->type, rc, "%s", e.msg);
+            break;
+        }
+        if (!r->spec)
+            snprintf(what, sizeof what, "speculative decoding off");
+        else
+            snprintf(what, sizeof what, "speculative decoding: %s%s%s%.0d, %d per check", r->draft ? "draft " : "",
+                     r->draft ? eng_model_get_info(r->draft)->name : "", r->lookup ? (r->draft ? ", lookup " : "lookup ") : "",
+                     r->lookup, r->draft_max);
+        break;
+    }
     case ENG_CMD_SET_THINKING:
         r->thinking = c->n < 0 ? -1 : c->n > 0;
         snprintf(what, sizeof what, "thinking %s", r->thinking < 0 ? "default" : r->thinking ? "on" : "off");
@@ -782,6 +866,16 @@ static void reply(run *r)
     turn *t = &r->turns[r->nturns - 1];
     t->closed = 0;
     utf8_hold pend = {.n = 0};
+    /* speculative decoding hands tokens over a few at a time: they wait
+     * here (already in the cache, or held back by the eng_spec) */
+    int32_t q[ENG_SPEC_MAX + 1];
+    uint32_t nq = 0, iq = 0;
+    int q_end = 0;
+    if (r->spec) {
+        eng_spec_drop(r->spec); /* sync_kv made the cache the conversation */
+        r->spec_drafted0 = eng_spec_get_stats(r->spec)->drafted;
+        r->spec_accepted0 = eng_spec_get_stats(r->spec)->accepted;
+    }
     t_gen0 = now_ms();
     double last_stats = t_gen0;
     for (;;) {
@@ -794,7 +888,7 @@ static void reply(run *r)
             reason = ENG_DONE_MAX_TOKENS;
             break;
         }
-        if (eng_session_pos(r->s) >= ctx) {
+        if (iq == nq && eng_session_pos(r->s) >= ctx) {
             int d = shift_context(r, ctx - ctx / 4, 2);
             if (d <= 0) {
                 reason = ENG_DONE_CONTEXT;
@@ -804,6 +898,8 @@ static void reply(run *r)
                         d, d == 1 ? "" : "s");
             t = &r->turns[r->nturns - 1];
             rc = sync_kv(r, 1, &e);
+            if (r->spec)
+                eng_spec_drop(r->spec);
             if (rc) {
                 reason = rc == ENG_ESTOPPED ? ENG_DONE_STOPPED : ENG_DONE_ERROR;
                 if (rc != ENG_ESTOPPED)
@@ -812,7 +908,26 @@ static void reply(run *r)
             }
         }
         int32_t tok;
-        rc = eng_session_next(r->s, &tok, &e);
+        if (iq == nq && r->spec) {
+            uint32_t want = ENG_SPEC_MAX + 1;
+            if (r->gen.max_tokens > 0 && (uint32_t)r->gen.max_tokens - n_gen < want)
+                want = (uint32_t)r->gen.max_tokens - n_gen;
+            iq = 0;
+            rc = eng_spec_next(r->spec, want, q, &nq, &e);
+            q_end = rc == 1;
+            if (rc == 1)
+                rc = 0;
+        } else if (iq == nq) {
+            nq = iq = 0;
+            rc = eng_session_next(r->s, &tok, &e);
+        } else {
+            rc = 0;
+        }
+        if (rc == 0 && iq < nq) {
+            tok = q[iq++];
+            if (q_end && iq == nq)
+                rc = 1; /* the end-of-turn token, not fed */
+        }
         if (rc == 1 || (rc == 0 && is_stop(r, tok))) {
             reason = ENG_DONE_EOG;
             break;
@@ -846,8 +961,11 @@ static void reply(run *r)
     }
     hold_flush(r, &pend);
     /* the reply stays, finished or not; its end-of-turn goes into the
-     * cache now so the next turn only feeds its own tokens */
+     * cache now so the next turn only feeds its own tokens (sync_kv also
+     * takes back what speculation ran past the reply's end) */
     t->closed = 1;
+    if (r->spec)
+        eng_spec_drop(r->spec);
     if (!r->quit && render(r, r->nturns) == 0 && r->nbuf <= ctx) {
         eng_err e2;
         sync_kv(r, 0, &e2);
@@ -928,6 +1046,9 @@ static void do_load(run *r, eng_cmd *c)
         emit_error(r, ENG_CMD_LOAD, rc, "%s", e.msg);
         return;
     }
+    if (r->spec || r->draft)
+        emit_notice(r, ENG_NOTICE_SPEC_OFF, "speculative decoding is off for the new model");
+    spec_off(r);
     eng_session_free(r->s);
     eng_model_close(r->m);
     r->m = m;
@@ -1110,6 +1231,7 @@ static void *engine_main(void *arg)
     free(r.tmpl_src);
     free(r.bos_text);
     free(r.eos_text);
+    spec_off(&r);
     eng_session_free(r.s);
     eng_model_close(r.m);
     eng_queue_close(r.en->evq);

@@ -33,6 +33,7 @@ typedef struct got {
     char last_error[512];
     int last_err_cmd, last_err;
     eng_state st;        /* from the last LOADED, STATE or REPLY */
+    float accept;        /* DONE's speculative acceptance (-1: off) */
 } got;
 
 /* Take events until want (a type) arrives or the time is up. Tokens are
@@ -84,6 +85,7 @@ static int run_until(got *g, enum eng_ev_type want, int timeout_ms, int stop_aft
             break;
         case ENG_EV_DONE:
             g->done_reason = ev.code;
+            g->accept = ev.stats.accept;
             break;
         case ENG_EV_ERROR:
             snprintf(g->last_error, sizeof g->last_error, "%s", ev.text ? ev.text : "");
@@ -243,6 +245,40 @@ int main(void)
     CHECK(run_until(&bk, ENG_EV_ERROR, long_wait, 0, 0));
     CHECK(bk.last_err_cmd == ENG_CMD_SET_KERNEL && bk.last_err == ENG_EINVAL);
     CHECK(strstr(bk.last_error, "no-such-set")); /* the message names what was asked */
+
+    /* speculative decoding (issue 23): prompt lookup, then the model as
+     * its own draft, give the same greedy reply; REPLY's state says how
+     * it was drafted, DONE the share of drafts kept; a bad draft file is
+     * an error that keeps what was on; off is plain again */
+    {
+        CHECK(a.accept < 0); /* plain */
+        eng_cmd sc = {.type = ENG_CMD_SET_SPEC, .n = 2, .n2 = 6};
+        CHECK(eng_engine_send(en, &sc) == 0);
+        got s1 = {0};
+        CHECK(eng_engine_send_simple(en, ENG_CMD_REGENERATE, NULL, 0) == 0);
+        CHECK(run_until(&s1, ENG_EV_DONE, long_wait, 0, 0));
+        CHECKF(!strcmp(a.text, s1.text), "\n plain: %s\nlookup: %s", a.text, s1.text);
+        CHECK(s1.st.lookup == 2 && s1.st.draft_max == 6 && s1.st.draft[0] == 0 && s1.accept >= 0);
+        eng_cmd sd = {.type = ENG_CMD_SET_SPEC, .text = strdup(model), .n = 0, .n2 = 4};
+        CHECK(eng_engine_send(en, &sd) == 0);
+        got s2 = {0};
+        CHECK(eng_engine_send_simple(en, ENG_CMD_REGENERATE, NULL, 0) == 0);
+        CHECK(run_until(&s2, ENG_EV_DONE, long_wait, 0, 0));
+        CHECKF(!strcmp(a.text, s2.text), "\n plain: %s\n draft: %s", a.text, s2.text);
+        CHECKF(!strcmp(s2.st.draft, model) && s2.st.lookup == 0 && s2.accept == 1.0f, "draft '%s', accept %g",
+               s2.st.draft, s2.accept);
+        eng_cmd bad = {.type = ENG_CMD_SET_SPEC, .text = strdup("/nonexistent/draft.gguf"), .n = 3};
+        CHECK(eng_engine_send(en, &bad) == 0);
+        got s3 = {0};
+        CHECK(run_until(&s3, ENG_EV_ERROR, long_wait, 0, 0));
+        CHECK(s3.last_err_cmd == ENG_CMD_SET_SPEC && strstr(s3.last_error, "draft model"));
+        eng_cmd off = {.type = ENG_CMD_SET_SPEC};
+        CHECK(eng_engine_send(en, &off) == 0);
+        got s4 = {0};
+        CHECK(eng_engine_send_simple(en, ENG_CMD_REGENERATE, NULL, 0) == 0);
+        CHECK(run_until(&s4, ENG_EV_DONE, long_wait, 0, 0));
+        CHECK(!strcmp(a.text, s4.text) && s4.st.draft[0] == 0 && s4.st.lookup == 0 && s4.accept < 0);
+    }
 
     /* mid-reply: a sampler change is marked at its token, STOP keeps text */
     set_gen(0.8f, 0);

@@ -33,9 +33,13 @@ enum eng_cmd_type {
                                   file's own); takes effect at the next LOAD */
     ENG_CMD_SET_THINKING,      /* n: enable_thinking for the template: 1 on, 0 off, -1 not passed;
                                   from the next turn */
-    ENG_CMD_DROP_TURNS         /* n: forget the last n user turns and all after them (an edited
+    ENG_CMD_DROP_TURNS,        /* n: forget the last n user turns and all after them (an edited
                                   message); the turns before keep their token ids, and the cache
                                   its common prefix */
+    ENG_CMD_SET_SPEC           /* speculative decoding (spec.h), between tokens: text: draft model
+                                  path (NULL or "": none); n: lookup n-gram length (0: off); n2:
+                                  tokens drafted per check (0: 8). Neither: plain decoding. A
+                                  new model (LOAD) turns it off. */
 };
 
 enum eng_role { ENG_ROLE_USER = 1, ENG_ROLE_ASSISTANT = 2 };
@@ -57,7 +61,7 @@ typedef struct eng_cmd {
 /* Events carry small per-type payloads. The full state (model, template,
  * kernel, sampler, ...) travels only with the three events that report
  * it, as heap memory owned by the message; a TOKEN is the fixed part
- * (sizeof(eng_event): 72 bytes on 64-bit, was 1,440 with the state
+ * (sizeof(eng_event): 80 bytes on 64-bit, was 1,440 with the state
  * inside) plus a few bytes of text. */
 enum eng_ev_type {
     ENG_EV_LOADED = 1, /* state: the new model and settings */
@@ -81,8 +85,9 @@ enum eng_notice {
     ENG_NOTICE_TMPL_UNKNOWN,      /* LOAD named a template that does not exist; the model's own is used */
     ENG_NOTICE_TMPL_NONE,         /* the model has no chat template: plain continuation */
     ENG_NOTICE_TMPL_UNRECOGNISED, /* its chat template is none nibble knows: plain continuation */
-    ENG_NOTICE_TMPL_ERROR         /* the Jinja chat template failed (the text names the line); the
+    ENG_NOTICE_TMPL_ERROR,        /* the Jinja chat template failed (the text names the line); the
                                      detected family's layout is used from then on */
+    ENG_NOTICE_SPEC_OFF           /* a new model was loaded: speculative decoding is off */
 };
 
 /* Error codes of the engine beyond err.h's (ENG_EV_ERROR's err). */
@@ -110,6 +115,7 @@ typedef struct eng_stats {
     uint32_t n_prompt;   /* tokens prefilled for this reply */
     uint32_t n_gen;      /* reply tokens so far */
     uint32_t ctx_used, ctx_size;
+    float accept;        /* speculative decoding: share of this reply's drafted tokens kept (-1: off) */
 } eng_stats;
 
 typedef struct eng_state {
@@ -127,6 +133,9 @@ typedef struct eng_state {
     uint32_t ctx_size;
     eng_gen_params gen;
     int has_system;
+    char draft[1024];     /* speculative decoding: the draft model's path ("": none) */
+    int lookup;           /* prompt lookup n-gram length (0: off) */
+    int draft_max;        /* tokens drafted per check */
 } eng_state;
 
 typedef struct eng_event {
