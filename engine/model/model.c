@@ -851,10 +851,12 @@ void eng_model_close(eng_model *m)
 {
     if (!m)
         return;
+    /* the packing thread first: it may still be reading the buffers
+     * converted at load (quantize on load) */
+    eng_model_pack_free(m);
     for (size_t i = 0; i < m->n_owned; i++)
         free(m->owned[i]);
     free(m->owned);
-    eng_model_pack_free(m);
     free(m->layers);
     free(m->swa);
     eng_tok_free(m->tok);
