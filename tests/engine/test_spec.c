@@ -388,7 +388,10 @@ int main(int argc, char **argv)
     if (!m || !d8 || !d4)
         return tu_result("test_spec");
     /* a draft that guesses worse: 70% of each layer's FFN neurons cut */
-    char assets[4096], pruned[] = "test_spec_pruned.gguf";
+    /* its own name per mode: ctest -j runs test_spec and test_spec_quick
+     * side by side in one folder (and Windows replaces no mapped file) */
+    char assets[4096], pruned[64];
+    snprintf(pruned, sizeof pruned, "test_spec_pruned%s.gguf", quick ? "_quick" : "");
     const char *dir = getenv("NIBBLE_ASSETS");
     snprintf(assets, sizeof assets, "%s/stories260K.gguf", dir ? dir : "assets");
     eng_prune_opts po = {.neurons = 0.7, .max_per_layer = 0.8, .threads = 1};
