@@ -296,18 +296,22 @@ static int lex_tag(lexer *L, size_t *pos, int *line, int block, int *line_starti
             int isf = 0;
             char num[80];
             size_t k = 0;
+            int too_long = 0;
+            /* the literal's characters, without '_'; one longer than num
+             * holds is refused below, never cut short */
+#define PUT(ch) (k < sizeof num - 1 ? (void)(num[k++] = (ch)) : (void)(too_long = 1))
             while (j < n && (is_digit(s[j]) || (s[j] == '_' && j + 1 < n && is_digit(s[j + 1])))) {
-                if (s[j] != '_' && k < sizeof num - 1)
-                    num[k++] = s[j];
+                if (s[j] != '_')
+                    PUT(s[j]);
                 j++;
             }
             if (j + 1 < n && s[j] == '.' && is_digit(s[j + 1]) && !(i > 0 && s[i - 1] == '.')) {
                 isf = 1;
-                num[k++ < sizeof num - 1 ? k - 1 : k] = '.';
+                PUT('.');
                 j++;
                 while (j < n && (is_digit(s[j]) || (s[j] == '_' && j + 1 < n && is_digit(s[j + 1])))) {
-                    if (s[j] != '_' && k < sizeof num - 1)
-                        num[k++] = s[j];
+                    if (s[j] != '_')
+                        PUT(s[j]);
                     j++;
                 }
             }
@@ -317,12 +321,19 @@ static int lex_tag(lexer *L, size_t *pos, int *line, int block, int *line_starti
                     m++;
                 if (m < n && is_digit(s[m])) {
                     isf = 1;
-                    while (j < m && k < sizeof num - 1)
-                        num[k++] = s[j++];
-                    while (j < n && is_digit(s[j]) && k < sizeof num - 1)
-                        num[k++] = s[j++];
+                    while (j < m) {
+                        PUT(s[j]);
+                        j++;
+                    }
+                    while (j < n && is_digit(s[j])) {
+                        PUT(s[j]);
+                        j++;
+                    }
                 }
             }
+#undef PUT
+            if (too_long)
+                return lx_err(L, *line, "a number of more than 79 characters");
             num[k] = 0;
             if (isf) {
                 t.type = TK_FLOAT;
@@ -817,6 +828,11 @@ static jnode *p_postfix(parser *P, jnode *n)
             if (!sub)
                 return NULL;
             if (is_op(cur(P), ",")) { /* x[a, b]: a tuple index */
+                /* a slice in it would index a list or mapping by a tuple
+                 * holding a slice, which no value takes (jinja2: a
+                 * TypeError); said here, where the slice has no operand */
+                if (sub->kind == JN_SLICE)
+                    return p_err(P, "a slice cannot be part of a tuple index", NULL), NULL;
                 nvec items = {0};
                 if (nv_push(P, &items, sub))
                     return NULL;
@@ -827,6 +843,8 @@ static jnode *p_postfix(parser *P, jnode *n)
                     jnode *x = p_subscript(P);
                     if (!x || nv_push(P, &items, x))
                         return NULL;
+                    if (x->kind == JN_SLICE)
+                        return p_err(P, "a slice cannot be part of a tuple index", NULL), NULL;
                 }
                 sub = node(P, JN_TUPLELIT);
                 if (!sub)

@@ -153,6 +153,13 @@ static const struct jcase parse_errors[] = {
     {"{% unknowntag %}", NULL, "unknown tag 'unknowntag'"},
     {"{{ \"unterminated }}", NULL, "unterminated string"},
     {"{# never closed", NULL, "comment"},
+    /* a slice inside a tuple index had no operand and crashed (fuzzer) */
+    {"{{ x[1:2, 0] }}", NULL, "a slice cannot be part of a tuple index"},
+    {"{{ x[0, ::] }}", NULL, "a slice cannot be part of a tuple index"},
+    /* a number longer than the lexer's buffer is refused, never cut short
+     * (79 digits then '.5' wrote one byte past it: the fuzzer's find) */
+    {"{{ 4444444444444444444444444444444444444444444444444444444444444444444444444444444.5 }}", NULL, "more than 79 characters"},
+    {"{{ 7777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777777 }}", NULL, "more than 79 characters"},
 };
 
 static char *render(const char *tmpl, const char *vars, const eng_jinja_limits *lim, eng_err *e, int *rc)
