@@ -95,6 +95,11 @@ const char *app_model_path(const app_opts *o);
  * failure. */
 #define APP_PROMPT_MAX ((size_t)64 << 20)
 const char *app_prompt(const app_opts *o, char **owned);
+/* A text file a user names (prompt, chat template, messages, results):
+ * eng_read_file's checks with APP_PROMPT_MAX, and a NUL byte in it makes
+ * it not text (ENG_EFORMAT naming the path). *out (caller frees) is
+ * NUL-terminated; NULL on failure. */
+int app_read_text(const char *path, char **out, size_t *len, eng_err *e);
 
 int cmd_run(int argc, char **argv);
 /* 1 if stdout is a terminal */

@@ -314,16 +314,23 @@ const char *app_prompt(const app_opts *o, char **owned)
     char *buf = NULL;
     size_t len = 0;
     eng_err e = {{0}};
-    if (eng_read_file(o->prompt_file, APP_PROMPT_MAX, &buf, &len, &e)) {
+    if (app_read_text(o->prompt_file, &buf, &len, &e)) {
         ui_term_printf(stderr, "nibble: %s\n", e.msg);
-        return NULL;
-    }
-    buf[len] = 0;
-    if (strlen(buf) != len) {
-        ui_term_printf(stderr, "nibble: %s: contains a NUL byte; not a text file\n", o->prompt_file);
-        free(buf);
         return NULL;
     }
     *owned = buf;
     return buf;
+}
+
+int app_read_text(const char *path, char **out, size_t *len, eng_err *e)
+{
+    int rc = eng_read_file(path, APP_PROMPT_MAX, out, len, e);
+    if (rc)
+        return rc;
+    if (strlen(*out) != *len) {
+        free(*out);
+        *out = NULL;
+        return eng_errf(e, ENG_EFORMAT, "%s: contains a NUL byte; not a text file", path);
+    }
+    return 0;
 }

@@ -1,7 +1,6 @@
 /* nibble chat: wires the config file, the flags, the engine thread and a
  * front end (the curses screen, or line mode for --plain and pipes), then
  * tears them down in reverse. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,30 +125,10 @@ int cmd_chat(int argc, char **argv, int first)
     /* the template file is read now, so a bad path fails before the screen */
     char *tmpl_src = NULL;
     if (tmpl_file) {
-        FILE *f = fopen(tmpl_file, "rb");
-        size_t cap = 1 << 16, len = 0, got;
-        tmpl_src = f ? malloc(cap) : NULL;
-        while (tmpl_src && (got = fread(tmpl_src + len, 1, cap - len - 1, f)) > 0) {
-            len += got;
-            if (len + 1 == cap) {
-                char *nb = cap < (64u << 20) ? realloc(tmpl_src, cap * 2) : NULL;
-                if (!nb) {
-                    free(tmpl_src);
-                    tmpl_src = NULL;
-                    break;
-                }
-                tmpl_src = nb;
-                cap *= 2;
-            }
-        }
-        if (tmpl_src)
-            tmpl_src[len] = 0;
-        if (f)
-            fclose(f);
-        if (!tmpl_src || strlen(tmpl_src) != len) {
-            fprintf(stderr, "nibble: %s: %s\n", tmpl_file,
-                    !f ? strerror(errno) : tmpl_src ? "contains a NUL byte; not a template" : "too large or unreadable");
-            free(tmpl_src);
+        size_t len;
+        eng_err te = {{0}};
+        if (app_read_text(tmpl_file, &tmpl_src, &len, &te)) {
+            ui_term_printf(stderr, "nibble: %s\n", te.msg);
             return 1;
         }
     }

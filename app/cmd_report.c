@@ -37,22 +37,9 @@ int cmd_report(int argc, char **argv)
     eng_err e;
     for (int i = 0; i < np; i++) {
         size_t len = 0;
-        FILE *f = fopen(pos[i], "rb");
         char *text = NULL;
-        if (f) {
-            fseek(f, 0, SEEK_END);
-            long n = ftell(f);
-            fseek(f, 0, SEEK_SET);
-            text = n >= 0 ? malloc((size_t)n + 1) : NULL;
-            if (text && fread(text, 1, (size_t)n, f) != (size_t)n) {
-                free(text);
-                text = NULL;
-            }
-            len = text ? (size_t)n : 0;
-            fclose(f);
-        }
-        if (!text) {
-            fprintf(stderr, "nibble report: %s: cannot read it\n", pos[i]);
+        if (app_read_text(pos[i], &text, &len, &e)) {
+            fprintf(stderr, "nibble report: %s\n", e.msg);
             eng_results_free(&res);
             return 1;
         }

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "app.h"
-#include <errno.h>
 #include "gguf.h"
 #include "jinja.h"
 #include "tokenizer.h"
@@ -30,43 +29,6 @@ static const char usage[] =
     "\n"
     "tools and documents are none unless given with --var. A template error\n"
     "(raise_exception, a type error, a runaway loop) exits 1 with one message.\n";
-
-/* The whole file at path, NUL-terminated (caller frees); a file with a
- * NUL byte in it is not text. */
-static int read_text(const char *path, char **out, size_t *len, eng_err *e)
-{
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return eng_errf(e, ENG_EIO, "%s: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0, got;
-    char *buf = malloc(cap);
-    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += got;
-        if (n + 1 == cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf)
-        return eng_errf(e, ENG_ENOMEM, "%s: out of memory", path);
-    buf[n] = 0;
-    if (bad || strlen(buf) != n) {
-        free(buf);
-        return eng_errf(e, ENG_EFORMAT, "%s: %s", path, bad ? "read error" : "contains a NUL byte; not a text file");
-    }
-    *out = buf;
-    *len = n;
-    return 0;
-}
 
 int cmd_template(int argc, char **argv)
 {
@@ -163,7 +125,7 @@ int cmd_template(int argc, char **argv)
         }
     }
     if (file) {
-        if (read_text(file, &src, &n, &e)) {
+        if (app_read_text(file, &src, &n, &e)) {
             fprintf(stderr, "nibble template: %s\n", e.msg);
             goto done;
         }
@@ -172,7 +134,7 @@ int cmd_template(int argc, char **argv)
         model_tmpl = NULL;
     }
     size_t mn;
-    if (read_text(messages, &msgs, &mn, &e)) {
+    if (app_read_text(messages, &msgs, &mn, &e)) {
         fprintf(stderr, "nibble template: %s\n", e.msg);
         goto done;
     }

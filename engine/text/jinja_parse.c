@@ -1127,36 +1127,32 @@ static jnode *p_not(parser *P)
     return p_compare(P);
 }
 
-static jnode *p_and(parser *P)
+/* A left-associative chain of `word`-joined operands (and / or), each
+ * parsed by `operand`. */
+static jnode *p_logic(parser *P, const char *word, int kind, jnode *(*operand)(parser *))
 {
-    jnode *l = p_not(P);
-    while (l && is_name(cur(P), "and")) {
-        jnode *n = node(P, JN_AND);
+    jnode *l = operand(P);
+    while (l && is_name(cur(P), word)) {
+        jnode *n = node(P, kind);
         if (!n)
             return NULL;
         P->i++;
         n->a = l;
-        if (!(n->b = p_not(P)))
+        if (!(n->b = operand(P)))
             return NULL;
         l = n;
     }
     return l;
 }
 
+static jnode *p_and(parser *P)
+{
+    return p_logic(P, "and", JN_AND, p_not);
+}
+
 static jnode *p_or(parser *P)
 {
-    jnode *l = p_and(P);
-    while (l && is_name(cur(P), "or")) {
-        jnode *n = node(P, JN_OR);
-        if (!n)
-            return NULL;
-        P->i++;
-        n->a = l;
-        if (!(n->b = p_and(P)))
-            return NULL;
-        l = n;
-    }
-    return l;
+    return p_logic(P, "or", JN_OR, p_and);
 }
 
 static jnode *p_expr(parser *P, int with_cond)

@@ -708,6 +708,14 @@ static void check_template(void)
     expect_fail("template no model template", (const char *const[]){"template", "-m", model, "--messages", mp, NULL}, 1,
                 "no chat template");
     expect_fail("template no messages", (const char *const[]){"template", "--file", tp, NULL}, 2, "--messages");
+#ifndef _WIN32
+    /* a folder (or FIFO, or device) is refused at once, not read or waited on */
+    expect_fail("template file is a folder", (const char *const[]){"template", "--file", dir, "--messages", mp, NULL},
+                1, "a directory, not a regular file");
+    expect_fail("chat template file is a folder",
+                (const char *const[]){"chat", "--plain", "--chat-template-file", dir, NULL}, 1,
+                "a directory, not a regular file");
+#endif
     tu_rmtree(dir);
 }
 
