@@ -241,7 +241,7 @@ static void nb_q8k_quant(const float *x, void *dst, size_t n)
         for (int j = 0; j < SIMD_QKK / 4; j++)
             m[j & 3] = nb_absmax(m[j & 3], vld1q_f32(x + 4 * j));
         float amax = vmaxvq_f32(vmaxq_f32(vmaxq_f32(m[0], m[1]), vmaxq_f32(m[2], m[3])));
-        float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        float id = amax != 0 ? 127.0f / amax : 0.0f, d = id != 0 ? 1.0f / id : amax / 127.0f;
         const float32x4_t vid = vdupq_n_f32(id);
         for (int k = 0; k < SIMD_QKK / SIMD_QK; k++) {
             float32x4_t xv[8];

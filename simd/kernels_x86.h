@@ -219,7 +219,7 @@ static void nb_q8k_quant(const float *x, void *dst, size_t n)
         for (int j = 0; j < SIMD_QKK / 8; j++)
             m[j & 3] = nb_absmax(m[j & 3], _mm256_loadu_ps(x + 8 * j));
         float amax = nb_hmax(_mm256_max_ps(_mm256_max_ps(m[0], m[1]), _mm256_max_ps(m[2], m[3])));
-        float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        float id = amax != 0 ? 127.0f / amax : 0.0f, d = id != 0 ? 1.0f / id : amax / 127.0f;
         const __m256 vid = _mm256_set1_ps(id);
         for (int k = 0; k < SIMD_QKK / SIMD_QK; k++) {
             __m256 xv[4];

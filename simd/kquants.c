@@ -321,8 +321,11 @@ void simd_quant_q6_k(const float *src, void *dst, size_t n)
 
 /* ---- activations ---- */
 
-/* As q8a, over 256 values: d = amax/127, q = x*(1/d) made total (NaN ->
- * 0, clamped to +-127) and rounded half to even; bsums exact. */
+/* Over 256 values: q = x * (127/amax) made total (NaN -> 0, clamped to
+ * +-127) and rounded half to even, d = 1/(127/amax); bsums exact. This is
+ * llama.cpp's q8_K to the bit (its codes and scale both negated when the
+ * largest value is positive), so the k-quant and i-quant dots see the
+ * same integers as ggml's; q8a keeps amax/127 and 1/d. */
 void simd_q8k_quant_ref(const float *x, void *dst, size_t n)
 {
     simd_block_q8k *b = dst;
@@ -330,7 +333,7 @@ void simd_q8k_quant_ref(const float *x, void *dst, size_t n)
         float amax = 0;
         for (int j = 0; j < QKK; j++)
             amax = fmaxf(amax, fabsf(x[j]));
-        float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        float id = amax != 0 ? 127.0f / amax : 0.0f, d = id != 0 ? 1.0f / id : amax / 127.0f;
         for (int s = 0; s < QKK / 16; s++) {
             int sum = 0;
             for (int j = 16 * s; j < 16 * s + 16; j++) {
