@@ -6,12 +6,13 @@
 # usage: bench/ppl_check.sh [--ctest] [NIBBLE_BINARY]
 #
 # The model is `nibble synth --shape tiny256` (dims 256 and 512, so every row fits the 256-value
-# blocks) in f16; the text is the first 20000 bytes of ../shared/text/wiki.test.raw, windows of
-# 128 tokens, the first 100 of them. Each file's two perplexities must agree to 0.15%. (The two
-# programs round activations to int8 slightly differently; on these random models, whose
-# perplexity is in the tens of thousands, that moves a 16-window figure by up to 0.3% either
-# way, a 100-window one by 0.003-0.12% (measured 2026-12-04) and a 218-window one by about
-# 0.05%; a wrong kernel or layout moves it by whole percents.)
+# blocks) in f16; the text is the first 20000 bytes of ../shared/text/wiki.test.raw, all of its
+# 128-token windows (218). Each file's two perplexities must agree to 0.1%. (The two programs
+# differ in rounding: llama.cpp rounds the query and the softmax weights to f16 for its f16 KV
+# cache, nibble keeps them in f32; q8_0 activations carry an f16 scale there, an f32 one here.
+# On these random models, whose perplexity is in the tens of thousands, that moves a 100-window
+# figure by up to 0.12% (Q3_K_M, IQ4_NL) and the 218-window one by 0.001-0.05% (measured
+# 2026-12-04); a wrong kernel or layout moves it by whole percents.)
 # llama.cpp's binaries come from $LLAMA_BIN (the directory holding llama-quantize and
 # llama-perplexity), else from PATH. Without them or the text it says so and exits 0, or 77
 # with --ctest (ctest's "skipped").
@@ -23,7 +24,7 @@ nib="${NIBBLE_BIN:-}"
 for a in "$@"; do
   case "$a" in
     --ctest) ctest=1 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "ppl_check: unknown option $a (see --help)" >&2; exit 2 ;;
     *) nib=$a ;;
   esac
@@ -50,17 +51,16 @@ head -c 20000 "$shared/text/wiki.test.raw" >"$tmp/text.txt"
 "$nib" synth --shape tiny256 --type f16 "$tmp/f16.gguf" >/dev/null 2>&1
 
 fail=0
-chunks=100
-# compare FILE WHO: both perplexities of FILE, 0.15% apart at most
+# compare FILE WHO: both perplexities of FILE, 0.1% apart at most
 compare() {
   local f=$1 who=$2 a b
   for try in 1 2 3; do # (llama-perplexity now and then ends without its result on this shared machine)
-    "$perp" -m "$f" -f "$tmp/text.txt" -c 128 --chunks $chunks -t 2 >"$tmp/p.log" 2>&1 || true
+    "$perp" -m "$f" -f "$tmp/text.txt" -c 128 -t 2 >"$tmp/p.log" 2>&1 || true
     a=$(sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p' "$tmp/p.log")
     [ -n "$a" ] && break
     tail -n 2 "$tmp/p.log"
   done
-  b=$("$nib" ppl -m "$f" -f "$tmp/text.txt" -c 128 --chunks $chunks -t 2 2>/dev/null |
+  b=$("$nib" ppl -m "$f" -f "$tmp/text.txt" -c 128 -t 2 2>/dev/null |
     sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p')
   if [ -z "$a" ] || [ -z "$b" ]; then
     echo "FAIL $who $(basename "$f"): no perplexity (llama.cpp '${a}', nibble '${b}')"
@@ -70,8 +70,8 @@ compare() {
   awk -v a="$a" -v b="$b" -v w="$who" -v f="$(basename "$f")" 'BEGIN {
     d = (b - a) / a; if (d < 0) d = -d
     printf "%-4s %-16s llama-perplexity %12.4f  nibble %12.4f  diff %.4f%%  %s\n", w, f, a, b, 100 * d,
-      d <= 0.0015 ? "ok" : "FAIL"
-    exit d <= 0.0015 ? 0 : 1 }' || fail=1
+      d <= 0.001 ? "ok" : "FAIL"
+    exit d <= 0.001 ? 0 : 1 }' || fail=1
 }
 for t in Q2_K Q3_K_M IQ4_XS IQ4_NL; do
   "$quant" "$tmp/f16.gguf" "$tmp/llama.$t.gguf" $t >"$tmp/q.log" 2>&1 ||
@@ -83,5 +83,5 @@ for t in q2_k q3_k_m iq4_xs; do
     { cat "$tmp/q.log"; echo "FAIL nibble quantize $t"; fail=1; continue; }
   compare "$tmp/nibble.$t.gguf" nib
 done
-[ $fail = 0 ] && echo "ppl_check: every file within 0.15%" || echo "ppl_check: FAILED"
+[ $fail = 0 ] && echo "ppl_check: every file within 0.1%" || echo "ppl_check: FAILED"
 exit $fail
