@@ -12,7 +12,7 @@
 #include "spec.h"
 
 static const char usage[] =
-    "usage: nibble bench [-m MODEL] [-p N] [-n N] [-d N] [-t LIST] [-r N] [--kernel all|LIST] [--json] [--no-load] [--no-pack]\n"
+    "usage: nibble bench [-m MODEL] [-p N] [-n N] [-d N] [-t LIST] [-r N] [--kernel all|LIST] [--json] [--no-load] [--no-pack] [--peak]\n"
     "       nibble bench --membw [-t LIST]\n"
     "\n"
     "  -p N             prompt tokens for the prefill test, 0 to skip (default 128)\n"
@@ -24,6 +24,10 @@ static const char usage[] =
     "  --kernel LIST    kernel sets, e.g. scalar,avx2, or all usable ones (default: the best)\n"
     "  --json           one JSON object per result line instead of a table\n"
     "  --membw          only measure memory read bandwidth\n"
+    "  --peak           also measure the kernel set's int8 peak (its dot-product\n"
+    "                   instruction, and its q8_0 kernel on weights in cache) and show\n"
+    "                   prefill against it: the pp rows' roofline is then the peak /\n"
+    "                   multiply-adds per prompt token\n"
     "  --no-load        skip the load-time test\n"
     "  --no-pack        keep the weights in the file's layout (no packed copy made at\n"
     "                   load), to compare with the packed kernels\n"
@@ -36,6 +40,10 @@ static const char usage[] =
     "\n"
     "Decode is bounded by memory bandwidth: each token reads every weight once.\n"
     "The roofline column is bandwidth / bytes per token; 'of roof' the fraction reached.\n"
+    "Prefill is bounded by arithmetic instead: with --peak its roofline is the rate\n"
+    "of the set's int8 multiply-add instruction issued back to back (for a float\n"
+    "model, its own kernel's rate on weights in cache) over the multiply-adds of one\n"
+    "prompt token's matrix products (attention not counted).\n"
     "RSS is the largest resident set after a run (mapped weights included), checked\n"
     "against the budget file + KV cache + 64 MB (+ the draft model's file). Load: open the model and make a\n"
     "context ('open'), then run the first token to its logits ('first token'),\n"
@@ -110,6 +118,7 @@ typedef struct result {
     const eng_model_info *in;
     int kernel, threads, depth, json;
     double bw, roof; /* GB/s; tokens/s the bandwidth allows */
+    double peak, peak_roof; /* --peak: int8 GMAC/s in cache; prompt tokens/s it allows (0: not measured) */
     eng_bench_mem mem;
     char rss[64];    /* "MB (budget MB)" for the table */
 } result;
@@ -131,14 +140,18 @@ static void print_result(const result *r, int test, int count, const eng_bench_s
         printf("{\"model\": \"%s\", \"file_bytes\": %llu, \"params\": %llu, \"type\": \"%s\", "
                "\"kernel\": \"%s\", \"threads\": %d, \"test\": \"%s\", \"depth\": %d, \"tps\": %.2f, \"sd\": %.2f, "
                "\"membw_gbs\": %.2f, \"roofline_tps\": %.2f, \"rss_bytes\": %llu, \"kv_bytes\": %llu, "
-               "\"rss_budget_bytes\": %llu}\n",
+               "\"rss_budget_bytes\": %llu, \"peak_gmacs\": %.2f}\n",
                in->name, (unsigned long long)in->file_size, (unsigned long long)in->n_params, type, kname, r->threads,
-               test_id, r->depth, s->mean, s->sd, r->bw, test ? r->roof : 0.0, (unsigned long long)r->mem.rss,
-               (unsigned long long)r->mem.kv_bytes, (unsigned long long)r->mem.budget);
+               test_id, r->depth, s->mean, s->sd, r->bw, test ? r->roof : r->peak_roof, (unsigned long long)r->mem.rss,
+               (unsigned long long)r->mem.kv_bytes, (unsigned long long)r->mem.budget, r->peak);
     else if (test)
         printf("| %s | %.1f MB | %.1f M | %s | %s | %d | %s | %.1f ± %.1f | %.1f | %.0f%% | %s |\n", in->name,
                in->file_size / 1e6, in->n_params / 1e6, type, kname, r->threads, name, s->mean, s->sd, r->roof,
                100.0 * s->mean / r->roof, r->rss);
+    else if (r->peak_roof > 0)
+        printf("| %s | %.1f MB | %.1f M | %s | %s | %d | %s | %.1f ± %.1f | %.1f peak | %.0f%% | %s |\n", in->name,
+               in->file_size / 1e6, in->n_params / 1e6, type, kname, r->threads, name, s->mean, s->sd, r->peak_roof,
+               100.0 * s->mean / r->peak_roof, r->rss);
     else
         printf("| %s | %.1f MB | %.1f M | %s | %s | %d | %s | %.1f ± %.1f | | | %s |\n", in->name, in->file_size / 1e6,
                in->n_params / 1e6, type, kname, r->threads, name, s->mean, s->sd, r->rss);
@@ -209,7 +222,7 @@ int cmd_bench(int argc, char **argv)
 {
     const char *model = NULL, *kernels = NULL, *tlist = NULL, *draft_path = NULL, *spec_file = NULL;
     int draft_max = ENG_SPEC_DEFAULT_MAX, draft_min = 0, lookup = 0;
-    int n_prompt = 128, n_gen = 64, n_depth = 0, reps = 3, json = 0, membw_only = 0, load = 1;
+    int n_prompt = 128, n_gen = 64, n_depth = 0, reps = 3, json = 0, membw_only = 0, load = 1, peak = 0;
     eng_model_opts mo;
     memset(&mo, 0, sizeof mo);
     const app_flag own[] = {APP_FLAG("-m", NULL, APP_STR, &model),
@@ -221,6 +234,7 @@ int cmd_bench(int argc, char **argv)
                             APP_FLAG("--kernel", NULL, APP_STR, &kernels),
                             APP_FLAG("--json", NULL, APP_ON, &json),
                             APP_FLAG("--membw", NULL, APP_ON, &membw_only),
+                            APP_FLAG("--peak", NULL, APP_ON, &peak),
                             APP_FLAG("--no-load", NULL, APP_OFF, &load),
                             APP_FLAG("--no-pack", NULL, APP_ON, &mo.no_pack),
                             APP_FLAG("--model-draft", NULL, APP_STR, &draft_path),
@@ -310,6 +324,26 @@ int cmd_bench(int argc, char **argv)
             r.threads = threads[ti];
             r.bw = bw[ti];
             r.roof = bw[ti] * 1e9 / (double)bpt;
+            r.peak = r.peak_roof = 0;
+            if (peak && (r.peak = eng_bench_int8_peak(threads[ti])) > 0) {
+                uint64_t macs = eng_bench_macs_per_prompt_token(m);
+                double q8 = eng_bench_peak(SIMD_Q8_0, threads[ti]), own = eng_bench_peak(r.in->main_type, threads[ti]);
+                /* a float model's products are float ones: its own kernel's rate is its ceiling */
+                const simd_traits *mt = simd_type_traits(r.in->main_type);
+                double ceiling = mt && mt->act == SIMD_ACT_F32 && own > 0 ? own : r.peak;
+                r.peak_roof = macs ? ceiling * 1e9 / (double)macs : 0;
+                if (json)
+                    printf("{\"model\": \"%s\", \"kernel\": \"%s\", \"threads\": %d, \"test\": \"peak\", "
+                           "\"peak_gmacs\": %.2f, \"q8_0_gmacs\": %.2f, \"type\": \"%s\", \"type_gmacs\": %.2f, "
+                           "\"macs_per_token\": %llu, \"roofline_tps\": %.2f}\n",
+                           r.in->name, simd_kernel_name((enum simd_kernel)ks[ki]), threads[ti], r.peak, q8,
+                           simd_type_name(r.in->main_type), own, (unsigned long long)macs, r.peak_roof);
+                else
+                    fprintf(stderr, "int8 peak, %s, %d thread%s: %.1f G multiply-adds/s; in-cache kernels: q8_0 %.1f, "
+                            "%s %.1f; %.1f M per prompt token: %.1f prompt tokens/s at most\n",
+                            simd_kernel_name((enum simd_kernel)ks[ki]), threads[ti], threads[ti] > 1 ? "s" : "", r.peak,
+                            q8, simd_type_name(r.in->main_type), own, macs / 1e6, r.peak_roof);
+            }
             if (dm) /* the draft model is resident too */
                 r.mem.budget += eng_model_get_info(dm)->file_size;
             int over = r.mem.rss > r.mem.budget;

@@ -327,6 +327,12 @@ int simd_kernel_supported(enum simd_kernel k, const char **why);
  * Not thread-safe: call while no kernel is running. */
 int simd_kernel_select(enum simd_kernel k);
 enum simd_kernel simd_kernel_current(void);
+/* The installed set's int8 multiply-add instruction (vpdpbusd, sdot,
+ * maddubs+madd, ...) issued iters times in independent chains on values
+ * in registers (simd/peak.c); returns the multiply-adds done, for a rate
+ * to measure prefill against. *sink takes a value of the results. */
+uint64_t simd_int8_peak_run(long iters, int32_t *sink);
+
 /* One line naming the CPU and the features the kernel sets care about
  * (present, or prefixed '-' when absent), for `nibble info --cpu`.
  * Always NUL-terminates buf (n > 0); truncates if n is too small

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "pool.h"
+#include "simd.h"
 #include "session.h"
 #include "spec.h"
 #include "sys.h"
@@ -67,6 +68,133 @@ double eng_bench_membw(int n_threads, size_t bytes)
 }
 
 uint64_t eng_bench_bytes_per_token(const eng_model *m) { return eng_model_bytes_per_token(m); }
+
+#define PEAK_ROWS 256u  /* 16 packed groups */
+#define PEAK_COLS 1024u /* q8_0: 272 KB of weights, in any L2 of this decade */
+#define PEAK_NT 32u     /* prefill's batch (forward.c) */
+
+typedef struct peak_job {
+    int type;
+    const void *w;           /* rows, packed when dot_packed is set */
+    const void *act;         /* PEAK_NT activation rows */
+    size_t wstride, astride;
+    const simd_traits *t;
+    int packed;              /* w is packed: the set's dot_packed reads it */
+    long iters;
+    float *out;              /* per thread: PEAK_NT * PEAK_ROWS floats */
+} peak_job;
+
+static void peak_worker(void *arg, int ith, int nth)
+{
+    (void)nth;
+    peak_job *j = arg;
+    float *out = j->out + (size_t)ith * PEAK_NT * PEAK_ROWS;
+    for (long i = 0; i < j->iters; i++) {
+        if (j->packed)
+            j->t->dot_packed(PEAK_COLS, j->w, PEAK_ROWS / SIMD_PACK_ROWS, j->act, j->astride, PEAK_NT, out, PEAK_ROWS);
+        else
+            j->t->dot_rows(PEAK_COLS, j->w, j->wstride, PEAK_ROWS, j->act, j->astride, PEAK_NT, out, PEAK_ROWS);
+    }
+}
+
+double eng_bench_peak(int type, int n_threads)
+{
+    const simd_traits *t = simd_type_traits(type);
+    if (!t || !t->dot_rows || !t->quant || n_threads < 1)
+        return -1;
+    size_t wstride = simd_row_bytes(type, PEAK_COLS), astride = simd_act_row_bytes(t->act, PEAK_COLS);
+    float *x = malloc(PEAK_COLS * sizeof *x);
+    char *rows = malloc(wstride * PEAK_ROWS), *packed = malloc(wstride * PEAK_ROWS);
+    char *act = malloc(astride * PEAK_NT);
+    float *out = malloc((size_t)n_threads * PEAK_NT * PEAK_ROWS * sizeof *out);
+    eng_pool *p = eng_pool_new(n_threads);
+    double best = -1;
+    if (!x || !rows || !packed || !act || !out || !p)
+        goto out;
+    uint64_t s = 99;
+    for (uint32_t r = 0; r < PEAK_ROWS + PEAK_NT; r++) {
+        for (uint32_t i = 0; i < PEAK_COLS; i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            x[i] = (float)((int64_t)(s >> 40) - (1 << 23)) / (float)(1 << 23);
+        }
+        if (r < PEAK_ROWS)
+            t->quant(x, rows + r * wstride, PEAK_COLS);
+        else
+            simd_act_quant(t->act, x, act + (r - PEAK_ROWS) * astride, PEAK_COLS);
+    }
+    peak_job j = {type, rows, act, wstride, astride, t, 0, 1, out};
+    if (t->dot_packed && simd_pack_has_layout(type)) {
+        simd_pack(type, PEAK_COLS, rows, wstride, PEAK_ROWS / SIMD_PACK_ROWS, packed);
+        j.w = packed;
+        j.packed = 1;
+    }
+    /* size the passes to about 0.2 s each, then keep the best of three */
+    double t0 = now_s();
+    eng_pool_run(p, peak_worker, &j);
+    double one = now_s() - t0;
+    j.iters = one > 0 ? (long)(0.2 / one) + 1 : 1000;
+    for (int pass = 0; pass < 3; pass++) {
+        t0 = now_s();
+        eng_pool_run(p, peak_worker, &j);
+        double dt = now_s() - t0;
+        double g = (double)PEAK_ROWS * PEAK_COLS * PEAK_NT * (double)j.iters * n_threads / dt / 1e9;
+        if (g > best)
+            best = g;
+    }
+out:
+    eng_pool_free(p);
+    free(x);
+    free(rows);
+    free(packed);
+    free(act);
+    free(out);
+    return best;
+}
+
+typedef struct int8_job {
+    long iters;
+    uint64_t macs[256];
+    int32_t sink[256];
+} int8_job;
+
+static void int8_worker(void *arg, int ith, int nth)
+{
+    (void)nth;
+    int8_job *j = arg;
+    j->macs[ith & 255] = simd_int8_peak_run(j->iters, &j->sink[ith & 255]);
+}
+
+double eng_bench_int8_peak(int n_threads)
+{
+    eng_pool *p = eng_pool_new(n_threads);
+    if (!p)
+        return -1;
+    int8_job j = {.iters = 10000};
+    double t0 = now_s();
+    eng_pool_run(p, int8_worker, &j);
+    double one = now_s() - t0;
+    j.iters = one > 0 ? (long)(10000 * 0.2 / one) + 1 : 10000;
+    double best = -1;
+    for (int pass = 0; pass < 3; pass++) {
+        t0 = now_s();
+        eng_pool_run(p, int8_worker, &j);
+        double dt = now_s() - t0;
+        uint64_t macs = 0;
+        for (int i = 0; i < n_threads && i < 256; i++)
+            macs += j.macs[i];
+        if (dt > 0 && macs / dt / 1e9 > best)
+            best = macs / dt / 1e9;
+    }
+    eng_pool_free(p);
+    return best;
+}
+
+uint64_t eng_bench_macs_per_prompt_token(const eng_model *m)
+{
+    const eng_model_info *in = eng_model_get_info(m);
+    uint64_t table = (uint64_t)in->n_vocab * in->dim, skip = in->tied_output ? table : 2 * table;
+    return in->n_active_params > skip ? in->n_active_params - skip : 0;
+}
 
 static void stat_of(const double *v, int n, eng_bench_stat *s)
 {

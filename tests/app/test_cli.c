@@ -283,6 +283,49 @@ static void check_bench_depth(void)
     done(&r);
 }
 
+/* --peak: a peak line per kernel set and thread count (the instruction
+ * rate, the q8_0 kernel's and the model type's, the multiply-adds per
+ * prompt token), and the pp row measured against it, in JSON and in the
+ * table. The embedded model is f32, so its ceiling is its own kernel's. */
+static void check_bench_peak(void)
+{
+    const char *args[] = {"bench", "-m", model, "-p", "16", "-n", "0", "-r", "1", "-t", "1", "--json", "--no-load",
+                          "--peak", "--kernel", "scalar", NULL};
+    result r = run(args);
+    CHECKF(r.status == 0, "bench --peak exited %d: %s", r.status, r.err);
+    int peaks = 0, pps = 0;
+    for (char *line = r.out; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        const char *t = js_find(line, "test");
+        if (t && !strncmp(t, "\"peak\"", 6)) {
+            const char *p = js_find(line, "peak_gmacs"), *q = js_find(line, "q8_0_gmacs"), *o = js_find(line, "type_gmacs");
+            const char *mt = js_find(line, "macs_per_token"), *rt = js_find(line, "roofline_tps");
+            CHECKF(p && q && o && mt && rt && atof(p) > 0 && atof(q) > 0 && atof(o) > 0 && atof(rt) > 0,
+                   "peak line: %s", line);
+            /* the embedded model: 5 layers of q, o 64x64; k, v 64x32; gate, up, down 64x172 (its norms,
+             * 704 values, are counted too); the 512-token embedding and output matrices are not */
+            long long want = 5LL * (2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 172);
+            CHECKF(mt && llabs(atoll(mt) - want) <= want / 100, "multiply-adds per token (want %lld): %s", want, line);
+            peaks++;
+        } else if (t && !strncmp(t, "\"pp16\"", 6)) {
+            const char *rt = js_find(line, "roofline_tps"), *p = js_find(line, "peak_gmacs");
+            CHECKF(rt && p && atof(rt) > 0 && atof(p) > 0, "pp line without its peak: %s", line);
+            pps++;
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    CHECKF(peaks == 1 && pps == 1, "bench --peak printed %d peak and %d pp lines:\n%s", peaks, pps, r.out);
+    done(&r);
+    const char *table[] = {"bench", "-m", model, "-p", "16", "-n", "0", "-r", "1", "-t", "1", "--no-load", "--peak",
+                           NULL};
+    r = run(table);
+    CHECKF(r.status == 0 && strstr(r.out, " peak | ") && strstr(r.err, "int8 peak, "), "bench --peak table:\n%s%s",
+           r.out, r.err);
+    done(&r);
+}
+
 /* Without -m the binary finds the embedded model next to itself. */
 static void check_default_model(void)
 {
@@ -854,6 +897,7 @@ int main(void)
     check_golden();
     check_bench();
     check_bench_depth();
+    check_bench_peak();
     check_spec();
     check_default_model();
     return tu_result("test_cli");

@@ -17,6 +17,25 @@ typedef struct eng_bench_stat {
  * (bigger than the caches), best of a few passes. <= 0 on failure. */
 double eng_bench_membw(int n_threads, size_t bytes);
 
+/* The int8 multiply-add peak of the active kernel set: its dot-product
+ * instruction in independent chains on n_threads threads at once
+ * (simd_int8_peak_run), best of a few passes; billions per second. */
+double eng_bench_int8_peak(int n_threads);
+
+/* The in-cache int8 multiply-add rate of the active kernel set: the
+ * weight type's prefill kernel (packed rows where the set has them, else
+ * plain rows) over PEAK_ROWS x PEAK_COLS weights that stay in each core's
+ * L2, against a batch of prefill's width of int8 activation rows, on
+ * n_threads threads at once, best of a few passes. Returns billions of
+ * multiply-adds per second (<= 0: the type has no kernel, or no memory):
+ * what the type's kernel makes of the instruction peak above. */
+double eng_bench_peak(int type, int n_threads);
+
+/* Multiply-adds of one prompt token's matrix products (the weights a
+ * token runs, less the embedding table, and less the output matrix,
+ * which a prompt runs only for its last token); attention not counted. */
+uint64_t eng_bench_macs_per_prompt_token(const eng_model *m);
+
 /* eng_model_bytes_per_token (model.h), under the name app/cmd_bench.c
  * calls. */
 uint64_t eng_bench_bytes_per_token(const eng_model *m);
