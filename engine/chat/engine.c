@@ -323,6 +323,62 @@ static int put(char **b, size_t *n, size_t *cap, const char *s)
     return 0;
 }
 
+/* First occurrence of pat in s[from..n), or n. */
+static size_t find_in(const char *s, size_t n, size_t from, const char *pat)
+{
+    size_t m = strlen(pat);
+    for (size_t i = from; i + m <= n; i++)
+        if (s[i] == pat[0] && !memcmp(s + i, pat, m))
+            return i;
+    return n;
+}
+
+/* A gpt-oss reply as its template wants it back: the harmony messages in
+ * the reply's text (the tags are shown, tok_vocab.c) split into the final
+ * channel's text (content) and the analysis channel's (thinking), as
+ * transformers users pass them; the template refuses content with
+ * channel tags in it. Returns 1 and the two spans (s offsets; a missing
+ * one is empty) when the text has channels, else 0. */
+static int harmony_split(const char *s, size_t n, size_t span[4])
+{
+    static const char chan[] = "<|channel|>", msg[] = "<|message|>";
+    size_t i = find_in(s, n, 0, chan);
+    if (i == n)
+        return 0;
+    span[0] = span[1] = span[2] = span[3] = 0;
+    while (i < n) {
+        size_t name = i + strlen(chan), body = find_in(s, n, name, msg);
+        if (body == n)
+            break;
+        body += strlen(msg);
+        size_t end = n;
+        static const char *const ends[] = {"<|end|>", "<|return|>", "<|call|>", "<|start|>"};
+        for (size_t k = 0; k < sizeof ends / sizeof ends[0]; k++) {
+            size_t e = find_in(s, n, body, ends[k]);
+            end = e < end ? e : end;
+        }
+        if (!strncmp(s + name, "final", 5))
+            span[0] = body, span[1] = end;
+        else if (!strncmp(s + name, "analysis", 8))
+            span[2] = body, span[3] = end;
+        i = find_in(s, n, end, chan);
+    }
+    return 1;
+}
+
+/* Append s[a..b) as a JSON string. */
+static int put_json_span(char **b, size_t *n, size_t *cap, const char *s, size_t a, size_t e)
+{
+    char *t = malloc(e - a + 1);
+    if (!t)
+        return ENG_ENOMEM;
+    memcpy(t, s + a, e - a);
+    t[e - a] = 0;
+    int rc = eng_jinja_json_str(b, n, cap, t);
+    free(t);
+    return rc;
+}
+
 /* The template's variables as transformers passes them: the system
  * prompt and turns [0, k) as messages, add_generation_prompt, the BOS
  * and EOS texts, tools and documents none, and enable_thinking when set. */
@@ -344,7 +400,15 @@ static char *conv_json(run *r, size_t k, int gen)
         first = 0;
         rc = rc ? rc : put(&b, &n, &cap, t->role == ENG_ROLE_USER ? "\"user\"" : "\"assistant\"");
         rc = rc ? rc : put(&b, &n, &cap, ", \"content\": ");
-        rc = rc ? rc : eng_jinja_json_str(&b, &n, &cap, t->text ? t->text : "");
+        size_t hs[4];
+        if (t->role == ENG_ROLE_ASSISTANT && t->text && harmony_split(t->text, t->len, hs)) {
+            rc = rc ? rc : put_json_span(&b, &n, &cap, t->text, hs[0], hs[1]);
+            if (hs[3] > hs[2]) {
+                rc = rc ? rc : put(&b, &n, &cap, ", \"thinking\": ");
+                rc = rc ? rc : put_json_span(&b, &n, &cap, t->text, hs[2], hs[3]);
+            }
+        } else
+            rc = rc ? rc : eng_jinja_json_str(&b, &n, &cap, t->text ? t->text : "");
         rc = rc ? rc : put(&b, &n, &cap, "}");
     }
     rc = rc ? rc : put(&b, &n, &cap, "], \"tools\": null, \"documents\": null, \"add_generation_prompt\": ");
@@ -1119,8 +1183,8 @@ static void do_load(run *r, eng_cmd *c)
         /* the model runs; its chat format (channels, the analysis one
          * being its thinking) is the templates' work, not done yet */
         emit_notice(r, ENG_NOTICE_TMPL_UNRECOGNISED,
-                    "gpt-oss's chat format (harmony) is not supported yet, so plain continuation: "
-                    "it continues the text you type");
+                    "gpt-oss's chat format (harmony) comes from its Jinja template, which could not be used "
+                    "here, so plain continuation: it continues the text you type");
     else if (r->tmpl == ENG_TMPL_NONE && !r->jinja)
         emit_notice(r, have_t ? ENG_NOTICE_TMPL_UNRECOGNISED : ENG_NOTICE_TMPL_NONE,
                     "%s: it continues the text you type",

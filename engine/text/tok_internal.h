@@ -12,6 +12,7 @@
 
 #define TT_MASK 0x07 /* attr bits holding enum eng_tok_type */
 #define TT_EOG 0x80  /* attr bit: generation stops at this token */
+#define TT_SHOW 0x40 /* attr bit: a control token whose text a reply shows (harmony's tags) */
 
 /* Longest text the encoder takes in one call: the SentencePiece path
  * triples the text when it writes spaces as U+2581, and offsets are 32

@@ -374,6 +374,31 @@ static void mark_eog(eng_tok *t)
         t->attr[t->eot] |= TT_EOG;
 }
 
+/* gpt-oss's harmony format, known by a vocabulary with both <|return|>
+ * and <|call|>: a reply is a run of messages,
+ *   <|channel|>analysis<|message|>THINKING<|end|>
+ *   <|start|>assistant<|channel|>final<|message|>ANSWER<|return|>
+ * so <|end|> closes a message, not the turn (llama.cpp takes it out of
+ * its end-of-generation set for this vocabulary too), and the tags that
+ * frame the messages are shown in the reply's text, where the chat finds
+ * the thinking and the answer. They stay control tokens: text a user
+ * types is not read as them. */
+static void mark_harmony(eng_tok *t)
+{
+    if (eng_tok_find(t, "<|return|>") < 0 || eng_tok_find(t, "<|call|>") < 0)
+        return;
+    static const char *const shown[] = {"<|channel|>", "<|message|>", "<|start|>", "<|end|>", "<|constrain|>"};
+    for (size_t k = 0; k < sizeof shown / sizeof shown[0]; k++) {
+        int32_t id = eng_tok_find(t, shown[k]);
+        unsigned ty = id >= 0 ? t->attr[id] & TT_MASK : 0;
+        if (id >= 0 && (ty == ENG_TT_CONTROL || ty == ENG_TT_USER_DEFINED))
+            t->attr[id] |= TT_SHOW;
+    }
+    int32_t end = eng_tok_find(t, "<|end|>");
+    if (end >= 0)
+        t->attr[end] &= (uint8_t)~TT_EOG;
+}
+
 int eng_tok_new(const eng_tok_spec *spec, eng_tok **out, eng_err *e)
 {
     if (!out)
@@ -417,6 +442,7 @@ int eng_tok_new(const eng_tok_spec *spec, eng_tok **out, eng_err *e)
         goto fail;
     }
     mark_eog(t);
+    mark_harmony(t);
     *out = t;
     return 0;
 
@@ -474,7 +500,7 @@ size_t eng_tok_piece(const eng_tok *t, int32_t id, int show_special, char *buf, 
     case ENG_TT_CONTROL:
     case ENG_TT_UNKNOWN:
     case ENG_TT_UNUSED:
-        if (show_special)
+        if (show_special || (t->attr[id] & TT_SHOW))
             put(buf, cap, &w, s, n);
         return w;
     case ENG_TT_USER_DEFINED:

@@ -61,7 +61,7 @@ static const char tmpl[] = "{{ bos_token }}{% for m in messages %}{{ m.role }}: 
                            "{% if add_generation_prompt %}assistant:{% endif %}";
 
 /* tokens of the template rendered over the conversation (JSON messages) */
-static int tokens_of(const eng_tok *tk, const char *messages, int gen, int32_t *out, size_t cap)
+static int tokens_of(const eng_tok *tk, const char *src, const char *messages, int gen, int32_t *out, size_t cap)
 {
     eng_jinja *t;
     eng_err e;
@@ -69,7 +69,7 @@ static int tokens_of(const eng_tok *tk, const char *messages, int gen, int32_t *
     size_t len;
     snprintf(vars, sizeof vars, "{\"messages\": %s, \"add_generation_prompt\": %s, \"bos_token\": \"<s>\"}", messages,
              gen ? "true" : "false");
-    if (eng_jinja_parse(tmpl, strlen(tmpl), &t, &e) || eng_jinja_render(t, vars, NULL, &text, &len, &e)) {
+    if (eng_jinja_parse(src, strlen(src), &t, &e) || eng_jinja_render(t, vars, NULL, &text, &len, &e)) {
         fprintf(stderr, "render: %s\n", e.msg);
         return -1;
     }
@@ -146,7 +146,7 @@ int main(void)
              "{\"role\": \"user\", \"content\": \"%s\"}]",
              u1, a1, u2);
     int32_t t1[1024], t2[1024];
-    int n1 = tokens_of(tk, m1, 0, t1, 1024), n2 = tokens_of(tk, m2, 1, t2, 1024);
+    int n1 = tokens_of(tk, tmpl, m1, 0, t1, 1024), n2 = tokens_of(tk, tmpl, m2, 1, t2, 1024);
     CHECK(n1 > 0 && n2 > n1);
     int common = 0;
     while (common < n1 && common < n2 && t1[common] == t2[common])
@@ -154,6 +154,49 @@ int main(void)
     CHECKF(g2.n_prompt == (uint32_t)(n2 - common), "second turn evaluated %u tokens, want %d (of %d)", g2.n_prompt,
            n2 - common, n2);
     CHECKF(g2.n_prompt < (uint32_t)n2 / 2, "second turn re-evaluated %u of %d tokens", g2.n_prompt, n2);
+
+    /* a gpt-oss reply (harmony messages, their tags in its text) goes back
+     * to the template split as transformers users pass it: the final
+     * channel as content, the analysis channel as thinking; its template
+     * refuses content with channel tags in it */
+    static const char harmony_tmpl[] =
+        "{{ bos_token }}{% for m in messages %}{% if m.role == 'assistant' %}"
+        "{% if '<|channel|>' in m.content %}{{ raise_exception('channel tags in content') }}{% endif %}"
+        "A[{{ m.thinking if m.thinking is defined else '-' }}|{{ m.content }}]"
+        "{% else %}U[{{ m.content }}]{% endif %}{% endfor %}{% if add_generation_prompt %}A[{% endif %}";
+    static const struct {
+        const char *reply, *want;
+    } hcases[] = {
+        {"<|channel|>analysis<|message|>Think it over.<|end|><|start|>assistant<|channel|>final<|message|>The answer.",
+         "[{\"role\": \"user\", \"content\": \"Hi\"}, {\"role\": \"assistant\", \"content\": \"The answer.\", "
+         "\"thinking\": \"Think it over.\"}, {\"role\": \"user\", \"content\": \"Next\"}]"},
+        /* stopped while thinking: no answer yet */
+        {"<|channel|>analysis<|message|>Half a thou",
+         "[{\"role\": \"user\", \"content\": \"Hi\"}, {\"role\": \"assistant\", \"content\": \"\", "
+         "\"thinking\": \"Half a thou\"}, {\"role\": \"user\", \"content\": \"Next\"}]"},
+        /* no channels: the text as it is */
+        {"A plain reply.", "[{\"role\": \"user\", \"content\": \"Hi\"}, {\"role\": \"assistant\", \"content\": "
+                           "\"A plain reply.\"}, {\"role\": \"user\", \"content\": \"Next\"}]"},
+    };
+    for (size_t i = 0; i < sizeof hcases / sizeof hcases[0]; i++) {
+        send_template(harmony_tmpl);
+        load(model);
+        got gl = {0}, gh = {0};
+        CHECK(run_until(&gl, ENG_EV_LOADED));
+        CHECK(eng_engine_send_simple(en, ENG_CMD_RESET, NULL, 0) == 0);
+        eng_cmd at = {.type = ENG_CMD_ADD_TURN, .n = ENG_ROLE_USER, .text = strdup("Hi")};
+        CHECK(eng_engine_send(en, &at) == 0);
+        eng_cmd ar = {.type = ENG_CMD_ADD_TURN, .n = ENG_ROLE_ASSISTANT, .text = strdup(hcases[i].reply)};
+        CHECK(eng_engine_send(en, &ar) == 0);
+        CHECK(eng_engine_send_simple(en, ENG_CMD_SUBMIT, "Next", 0) == 0);
+        CHECK(run_until(&gh, ENG_EV_DONE));
+        int32_t th[1024];
+        int nh = tokens_of(tk, harmony_tmpl, hcases[i].want, 1, th, 1024);
+        CHECKF(gh.tmpl_errors == 0 && !strcmp(gh.st.tmpl, "jinja"), "harmony case %zu: %d template errors, %s", i,
+               gh.tmpl_errors, gh.st.tmpl);
+        CHECKF(nh > 0 && gh.n_prompt == (uint32_t)nh, "harmony case %zu: evaluated %u tokens, the split render has %d",
+               i, gh.n_prompt, nh);
+    }
     eng_tok_free(tk);
 
     /* a template that fails when it runs: a notice, and the reply still comes */

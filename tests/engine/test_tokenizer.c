@@ -865,6 +865,55 @@ static void expect_error(int bad, int code, const char *needle, const char *need
     eng_tok_free(t);
 }
 
+/* gpt-oss's harmony vocabulary (it has <|return|> and <|call|>): <|end|>
+ * closes a message, not the turn, so it does not stop generation, and the
+ * message tags show in replies; typed text is still not read as them. A
+ * vocabulary without <|call|> keeps <|end|> as an end of turn. */
+static void check_harmony(void)
+{
+    eng_str toks[10] = {{"a", 1}, {"b", 1}, {"<|start|>", 9}, {"<|channel|>", 11}, {"<|message|>", 11},
+                        {"<|end|>", 7}, {"<|return|>", 10}, {"<|call|>", 8}, {"<", 1}, {"|", 1}};
+    int32_t types[10] = {1, 1, 3, 3, 3, 3, 3, 3, 1, 1};
+    eng_str merges[1] = {{"a b", 3}};
+    for (int with_call = 1; with_call >= 0; with_call--) {
+        eng_tok_spec s;
+        memset(&s, 0, sizeof s);
+        s.kind = ENG_TOK_BPE;
+        s.n_vocab = 10;
+        s.tokens = toks;
+        s.types = types;
+        s.n_merges = 1;
+        s.merges = merges;
+        s.bos = s.unk = s.pad = s.eot = -1;
+        s.eos = 6;
+        eng_str renamed[10];
+        memcpy(renamed, toks, sizeof renamed);
+        if (!with_call)
+            renamed[7] = (eng_str){"<|cal|>", 7};
+        s.tokens = renamed;
+        eng_tok *t = NULL;
+        eng_err e;
+        CHECK(eng_tok_new(&s, &t, &e) == 0 && t);
+        if (!t)
+            continue;
+        CHECKF(eng_tok_is_eog(t, 5) == !with_call, "<|end|> end of generation: %d (harmony %d)",
+               eng_tok_is_eog(t, 5), with_call);
+        CHECK(eng_tok_is_eog(t, 6));
+        char buf[32];
+        size_t n = eng_tok_piece(t, 3, 0, buf, sizeof buf);
+        CHECKF(with_call ? n == 11 && !memcmp(buf, "<|channel|>", 11) : n == 0, "<|channel|> shows %zu bytes", n);
+        CHECK(eng_tok_piece(t, 6, 0, buf, sizeof buf) == 0); /* <|return|> ends it, unseen */
+        int ni;
+        int32_t *ids = encode(t, "<|channel|>", 11, 0, 0, &ni);
+        CHECKF(ni > 1 && ids && ids[0] != 3, "typed tag became %d ids, first %d", ni, ids ? ids[0] : -1);
+        free(ids);
+        ids = encode(t, "<|channel|>", 11, 0, 1, &ni);
+        CHECK(ni == 1 && ids && ids[0] == 3);
+        free(ids);
+        eng_tok_free(t);
+    }
+}
+
 static void check_malformed(void)
 {
     const char *dir = getenv("TMPDIR");
@@ -1001,6 +1050,7 @@ int main(void)
     free_built(&b);
 
     check_pretok();
+    check_harmony();
     check_malformed();
 
     if (tu_failures)

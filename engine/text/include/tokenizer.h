@@ -58,7 +58,8 @@ int eng_tok_encode(const eng_tok *t, const char *text, size_t len, int add_bos, 
 /* The bytes a token stands for in output text (SPM: U+2581 -> space,
  * <0xNN> -> that byte; BPE: the byte map undone; control, unknown and
  * unused tokens give nothing unless show_special, user-defined ones their
- * text as written). Writes up to cap bytes (buf may be NULL when cap is
+ * text as written; harmony's message tags are shown too, see tok_vocab.c).
+ * Writes up to cap bytes (buf may be NULL when cap is
  * 0), returns the full length. */
 size_t eng_tok_piece(const eng_tok *t, int32_t id, int show_special, char *buf, size_t cap);
 /* The token's text as stored in the vocabulary (for --pieces). */
