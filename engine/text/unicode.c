@@ -18,6 +18,8 @@
 #define NUM ENG_UNI_NUMBER
 #define PUN ENG_UNI_PUNCT
 #define SPC ENG_UNI_SPACE
+#define UPR ENG_UNI_UPPERISH
+#define LWR ENG_UNI_LOWERISH
 
 size_t eng_uni_next(const unsigned char *s, size_t n, int32_t *cp)
 {
@@ -78,11 +80,17 @@ unsigned eng_uni_class(uint32_t cp)
         return 0;
     switch (utf8proc_category((utf8proc_int32_t)cp)) {
     case UTF8PROC_CATEGORY_LU:
-    case UTF8PROC_CATEGORY_LL:
     case UTF8PROC_CATEGORY_LT:
+        return LET | UPR;
+    case UTF8PROC_CATEGORY_LL:
+        return LET | LWR;
     case UTF8PROC_CATEGORY_LM:
     case UTF8PROC_CATEGORY_LO:
-        return LET;
+        return LET | UPR | LWR;
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME:
+        return UPR | LWR; /* marks: not \p{L}, but in both of GPT-4o's case classes */
     case UTF8PROC_CATEGORY_ND:
     case UTF8PROC_CATEGORY_NL:
     case UTF8PROC_CATEGORY_NO:
@@ -210,6 +218,8 @@ static const struct {
     {"codeshell", ENG_PRE_STARCODER, 0},
     {"exaone", ENG_PRE_STARCODER, 0},
     {"minerva-7b", ENG_PRE_STARCODER, 0},
+    {"gpt-4o", ENG_PRE_GPT4O, 0},
+    {"llama4", ENG_PRE_GPT4O, 0},
 };
 
 int eng_uni_pretok_lookup(const char *name, size_t len, int *ignore_merges)
@@ -339,6 +349,87 @@ static size_t llama3_like(const eng_uni_char *c, size_t i, size_t end, size_t ma
         return 0;
     /* \s*[\r\n]+: the greedy \s* backs off to the last newline of the
      * whitespace run, so the match ends just after it */
+    size_t r = i, last_nl = end;
+    while (r < end && (c[r].cls & SPC)) {
+        if (c[r].cp == '\r' || c[r].cp == '\n')
+            last_nl = r;
+        r++;
+    }
+    if (last_nl < end)
+        return last_nl + 1 - i;
+    return space_run(c, i, end);
+}
+
+/* [^\r\n\p{L}\p{N}]: the one character that may lead GPT-4o's words */
+static int word_lead(const eng_uni_char *ch)
+{
+    return !(ch->cls & (LET | NUM)) && ch->cp != '\r' && ch->cp != '\n';
+}
+
+/* GPT-4o's words from j, or 0: U*W+ when upper_first is 0, else U+W*
+ * (U, W: its upper- and lower-case classes, which share Lm, Lo and the
+ * marks), each followed by an optional case-insensitive contraction. The
+ * end is where a backtracking matcher would stop: U* runs greedily and
+ * gives back characters only until W+ can take one. */
+static size_t case_word(const eng_uni_char *c, size_t j, size_t end, int upper_first)
+{
+    size_t u = j;
+    while (u < end && (c[u].cls & UPR))
+        u++;
+    size_t e;
+    if (u < end && (c[u].cls & LWR)) { /* W after the U run: W+ runs on */
+        e = u;
+        while (e < end && (c[e].cls & LWR))
+            e++;
+    } else if (upper_first) {
+        if (u == j)
+            return 0;
+        e = u; /* U+ then an empty W* */
+    } else {
+        /* W+ must take some of the U run: from its last W-class character */
+        e = u;
+        while (e > j && !(c[e - 1].cls & LWR))
+            e--;
+        if (e == j)
+            return 0;
+    }
+    return e + contraction(c, e, end, 1);
+}
+
+/* [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+ * [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+ * \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * (GPT-4o's o200k split, gpt-oss's too) */
+static size_t m_gpt4o(const eng_uni_char *c, size_t i, size_t end, size_t *skip)
+{
+    (void)skip;
+    for (int upper_first = 0; upper_first < 2; upper_first++) {
+        /* the lead character first; without it when the words cannot follow it (a mark may be either) */
+        if (word_lead(&c[i]) && i + 1 < end) {
+            size_t e = case_word(c, i + 1, end, upper_first);
+            if (e)
+                return e - i;
+        }
+        size_t e = case_word(c, i, end, upper_first);
+        if (e)
+            return e - i;
+    }
+    unsigned cls = c[i].cls;
+    if (cls & NUM) {
+        size_t j = i;
+        while (j < end && j - i < 3 && (c[j].cls & NUM))
+            j++;
+        return j - i;
+    }
+    size_t j = (c[i].cp == ' ' && i + 1 < end && other(c[i + 1].cls)) ? i + 1 : i;
+    if (other(c[j].cls)) {
+        j = run_other(c, j, end);
+        while (j < end && (c[j].cp == '\r' || c[j].cp == '\n' || c[j].cp == '/'))
+            j++;
+        return j - i;
+    }
+    if (!(cls & SPC))
+        return 0;
     size_t r = i, last_nl = end;
     while (r < end && (c[r].cls & SPC)) {
         if (c[r].cp == '\r' || c[r].cp == '\n')
@@ -514,6 +605,7 @@ static const pass pre_ds_coder[] = {MATCH(m_newline), SPACE_CLASS_RUN(is_letter)
                                     CLASS_RUN(is_cjk), MATCH(m_number)};
 static const pass pre_falcon[] = {CLASS_RUN(is_falcon_punct), MATCH(m_gpt2), MATCH(m_three_digits)};
 static const pass pre_starcoder[] = {MATCH(m_number), MATCH(m_gpt2)};
+static const pass pre_gpt4o[] = {MATCH(m_gpt4o)};
 
 /* One pass of a pattern over every piece of the previous pass: matches
  * and the stretches between them become the new pieces. in and out hold
@@ -557,6 +649,7 @@ size_t eng_uni_pretok_split(enum eng_pretok kind, const eng_uni_char *c, size_t 
     case ENG_PRE_DEEPSEEK_CODER: USE(pre_ds_coder); break;
     case ENG_PRE_FALCON: USE(pre_falcon); break;
     case ENG_PRE_STARCODER: USE(pre_starcoder); break;
+    case ENG_PRE_GPT4O: USE(pre_gpt4o); break;
     case ENG_PRE_GPT2:
     default: USE(pre_gpt2); break;
     }

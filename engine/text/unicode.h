@@ -14,6 +14,10 @@ enum {
     ENG_UNI_PUNCT = 1 << 2,   /* \p{P} */
     ENG_UNI_SPACE = 1 << 3,   /* \s: the White_Space property */
     ENG_UNI_INVALID = 1 << 4, /* a byte that begins no valid UTF-8 sequence */
+    /* GPT-4o's case classes (with the letter bit where they are letters):
+     * [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] and [\p{Ll}\p{Lm}\p{Lo}\p{M}] */
+    ENG_UNI_UPPERISH = 1 << 5,
+    ENG_UNI_LOWERISH = 1 << 6,
 };
 
 /* One character of decoded text. An invalid byte becomes a character of
@@ -53,6 +57,7 @@ enum eng_pretok {
     ENG_PRE_DEEPSEEK_CODER,
     ENG_PRE_FALCON,
     ENG_PRE_STARCODER,      /* digits alone, then GPT-2 */
+    ENG_PRE_GPT4O,          /* GPT-4o / gpt-oss (o200k): words split by case, digits by 3 */
 };
 
 /* The rule set a tokenizer.ggml.pre name selects, or -1 if unknown.

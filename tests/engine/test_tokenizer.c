@@ -746,10 +746,34 @@ static void check_pretok(void)
     expect_split(ENG_PRE_FALCON, "x=12345", "x|=|123|45");
     expect_split(ENG_PRE_STARCODER, " 42", " |4|2");
     expect_split(ENG_PRE_GPT2, "", "");
+    /* GPT-4o (gpt-oss): words split where lower case turns upper, marks in both case classes, digits by 3,
+     * punctuation with its trailing newlines and slashes; the expected splits are those of the o200k regex
+     * (Hugging Face tokenizers' pattern, run with Python's regex module) */
+    expect_split(ENG_PRE_GPT4O, "Hello world  x", "Hello| world| | x");
+    expect_split(ENG_PRE_GPT4O, "HELLO World", "HELLO| World");
+    expect_split(ENG_PRE_GPT4O, "HeLLo wORLD", "He|LLo| w|ORLD");
+    expect_split(ENG_PRE_GPT4O, "don't DON'T I'VE we'll", "don't| DON'T| I'VE| we'll");
+    expect_split(ENG_PRE_GPT4O, "?Hi ...\n\nok", "?Hi| ...\n\n|ok");
+    expect_split(ENG_PRE_GPT4O, "x12345 6", "x|123|45| |6");
+    expect_split(ENG_PRE_GPT4O, "a/b//\n\nc", "a|/b|//\n\n|c");
+    expect_split(ENG_PRE_GPT4O, "  \n\t x", "  \n|\t| x");
+    expect_split(ENG_PRE_GPT4O, "ABC\xe4""\xb8""\xad""\xe6""\x96""\x87"" \xe4""\xb8""\xad""ABC", "ABC\xe4""\xb8""\xad""\xe6""\x96""\x87""| \xe4""\xb8""\xad""|ABC");
+    expect_split(ENG_PRE_GPT4O, "cafe\xcc""\x81"" e\xcc""\x81""t\xc3""\xa9""", "cafe\xcc""\x81""| e\xcc""\x81""t\xc3""\xa9""");
+    expect_split(ENG_PRE_GPT4O, "\xcc""\x81""abc", "\xcc""\x81""abc");
+    expect_split(ENG_PRE_GPT4O, "!\xcc""\x81""ab", "!\xcc""\x81""ab");
+    expect_split(ENG_PRE_GPT4O, "foo.bar(baz)\r\n", "foo|.bar|(baz|)\r\n");
+    expect_split(ENG_PRE_GPT4O, "\xce""\xa9""mega \xc7""\x85""z", "\xce""\xa9""mega| \xc7""\x85""z");
+    expect_split(ENG_PRE_GPT4O, "tab\there", "tab|\there");
+    expect_split(ENG_PRE_GPT4O, "   trailing   ", "  | trailing|   ");
+    expect_split(ENG_PRE_GPT4O, "<start>user<message>Hi", "<start|>user|<message|>Hi");
+    expect_split(ENG_PRE_GPT4O, "x\xd9""\xa0""\xd9""\xa1""\xd9""\xa2""\xd9""\xa3""", "x|\xd9""\xa0""\xd9""\xa1""\xd9""\xa2""|\xd9""\xa3""");
+    expect_split(ENG_PRE_GPT4O, "\xca""\xb0""ab \xca""\xb0""AB", "\xca""\xb0""ab| \xca""\xb0""|AB");
+    expect_split(ENG_PRE_GPT4O, "A'S b's", "A'S| b's");
     int im = -1;
     CHECK(eng_uni_pretok_lookup("llama-bpe", 9, &im) == ENG_PRE_LLAMA3 && im == 1);
     CHECK(eng_uni_pretok_lookup(NULL, 0, &im) == ENG_PRE_GPT2 && im == 0);
     CHECK(eng_uni_pretok_lookup("qwen", 4, &im) == -1);
+    CHECK(eng_uni_pretok_lookup("gpt-4o", 6, &im) == ENG_PRE_GPT4O && im == 0);
     for (int b = 0; b < 256; b++)
         CHECK(eng_uni_cp_to_byte(eng_uni_byte_to_cp((uint8_t)b)) == b);
     CHECK(eng_uni_byte_to_cp(' ') == 0x120 && eng_uni_byte_to_cp('\n') == 0x10A && eng_uni_byte_to_cp(0xAD) == 0x143);
