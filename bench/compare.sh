@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# compare.sh - nibble against llama.cpp (node-llama-cpp, ../shared/peer/bench.mjs) on the same
-# synth GGUF files: prefill (pp) and decode (tg) tok/s, interleaved, with ratios.
+# compare.sh - nibble against llama.cpp (node-llama-cpp, ../shared/peer/bench.mjs, or a
+# llama-bench built from source) on the same synth GGUF files: prefill (pp) and decode (tg)
+# tok/s, interleaved, with ratios.
 #
 # usage: NIBBLE=path/to/nibble bench/compare.sh
 #
@@ -9,6 +10,10 @@
 #   NLC_DIR    where node-llama-cpp is installed (passed to bench.mjs; its default is
 #              ~/.cache/nibble-peer, which ../shared/peer/setup.sh fills)
 #   PEER       bench.mjs (default: ../shared/peer/bench.mjs beside the source tree)
+#   LLAMA_BENCH  a llama-bench binary: used instead of node and bench.mjs
+#   LLAMA_QUANTIZE  a llama-quantize binary: each file is then `nibble synth --type f16`
+#              quantized by llama.cpp (TYPES in its names, e.g. "Q2_K Q3_K_M IQ4_XS IQ3_S"),
+#              so both programs run llama.cpp's own quantization
 #   MODEL_DIR  where the synth models are, or are written when missing (default: a new
 #              temporary directory, removed at the end)
 #   SHAPES     default "smol135 qwen05 llama1b"
@@ -37,8 +42,15 @@ tg=${TG:-64}
 reps=${REPS:-3}
 
 [ -x "$nib" ] || { echo "compare.sh: $nib is not an executable" >&2; exit 2; }
-[ -f "$peer" ] || { echo "compare.sh: no $peer (the peer benchmark)" >&2; exit 2; }
-command -v node >/dev/null || { echo "compare.sh: node is not installed" >&2; exit 2; }
+lbench=${LLAMA_BENCH:-}
+lquant=${LLAMA_QUANTIZE:-}
+if [ -n "$lbench" ]; then
+  [ -x "$lbench" ] || { echo "compare.sh: LLAMA_BENCH=$lbench is not an executable" >&2; exit 2; }
+else
+  [ -f "$peer" ] || { echo "compare.sh: no $peer (the peer benchmark)" >&2; exit 2; }
+  command -v node >/dev/null || { echo "compare.sh: node is not installed" >&2; exit 2; }
+fi
+[ -z "$lquant" ] || [ -x "$lquant" ] || { echo "compare.sh: LLAMA_QUANTIZE=$lquant is not an executable" >&2; exit 2; }
 
 tmp=""
 dir=${MODEL_DIR:-}
@@ -57,6 +69,16 @@ pairs=""
 for s in $shapes; do
   for ty in $types; do
     f="$dir/$s-$ty.gguf"
+    if [ ! -f "$f" ] && [ -n "$lquant" ]; then
+      [ -f "$dir/$s-f16.gguf" ] || "$nib" synth --shape "$s" --type f16 "$dir/$s-f16.gguf" >/dev/null 2>&1 ||
+        { echo "compare.sh: nibble synth --shape $s --type f16 failed" >&2; continue; }
+      if ! msg=$("$lquant" "$dir/$s-f16.gguf" "$f.part" "$ty" 2>&1); then
+        rm -f "$f.part"
+        echo "compare.sh: skipping $s $ty: llama-quantize refused it: $(echo "$msg" | tail -1)" >&2
+        continue
+      fi
+      mv "$f.part" "$f"
+    fi
     if [ ! -f "$f" ]; then
       if ! msg=$("$nib" synth --shape "$s" --type "$ty" "$f.part" 2>&1 >/dev/null); then
         rm -f "$f.part"
@@ -76,6 +98,17 @@ timer=""
 # one run of each program: appends "prog shape type t test tps" lines to $log
 run_peer() {
   local f=$1 s=$2 ty=$3 t=$4 line out kb
+  if [ -n "$lbench" ]; then
+    out=$(${timer:+$timer -f "MAXRSS_KB %M"} "$lbench" -m "$f" -t "$t" -p "$pp" -n "$tg" -r "$reps" -o jsonl 2>&1 || true)
+    echo "$out" | grep '^{' | sed -nE "s/.*\"n_prompt\": ([0-9]+), \"n_gen\": ([0-9]+),.*\"avg_ts\": ([0-9.]+),.*/\1 \2 \3/p" |
+      awk -v k="peer $s $ty $t" -v pp="$pp" -v tg="$tg" '
+        $1 == pp && $2 == 0 { printf "%s pp%d %s\n", k, pp, $3 }
+        $1 == 0 && $2 == tg { printf "%s tg%d %s\n", k, tg, $3 }' >>"$log"
+    echo "$out" | grep -q '"avg_ts"' || echo "compare.sh: llama-bench failed on $f t=$t" >&2
+    kb=$(echo "$out" | sed -n 's/^MAXRSS_KB \([0-9]*\)$/\1/p' | tail -1)
+    [ -z "$kb" ] || echo "peer $s $ty $t rss $((kb / 1024))" >>"$log"
+    return
+  fi
   if [ -n "$timer" ]; then
     out=$("$timer" -f "MAXRSS_KB %M" node "$peer" "$f" -t "$t" -n "$pp" -m "$tg" -r "$reps" 2>&1 || true)
   else
