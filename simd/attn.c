@@ -87,12 +87,26 @@ void simd_attn_merge_sink(size_t hd, size_t nchunks, const float *part, size_t c
         out[d] = out[d] * inv;
 }
 
+void simd_attn_tile_chunks(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride, float *kvbuf)
+{
+    simd_attn_args b = *a;
+    for (size_t i = 0; i < nt; i++) {
+        b.q = a->q + i * qtstride;
+        b.part = a->part + i * ptstride;
+        simd_attn_chunk(&b);
+    }
+    (void)kvbuf;
+}
+
 void simd_set_attn(enum simd_kernel k, simd_kernel_set *s)
 {
     s->attn = simd_attn_ref;
+    s->attn_tile = simd_attn_tile_chunks;
 #if defined(NIBBLE_X86_SETS)
-    if (k == SIMD_K_AVX2 || k == SIMD_K_AVXVNNI || k == SIMD_K_AVX512VNNI || k == SIMD_K_AVXVNNIINT8)
+    if (k == SIMD_K_AVX2 || k == SIMD_K_AVXVNNI || k == SIMD_K_AVX512VNNI || k == SIMD_K_AVXVNNIINT8) {
         s->attn = simd_attn_avx2;
+        s->attn_tile = k == SIMD_K_AVX512VNNI ? simd_attn_tile_avx512 : simd_attn_tile_avx2;
+    }
 #endif
 #if defined(NIBBLE_NEON_SET)
     if (k == SIMD_K_NEON || k == SIMD_K_NEON_DOTPROD)

@@ -71,6 +71,13 @@ void simd_attn_ref(const simd_attn_args *a);
 void simd_attn_avx2(const simd_attn_args *a);
 void simd_attn_neon(const simd_attn_args *a);
 
+/* The tile (simd_attn_tile) as the installed set's chunk once per token:
+ * the form of the sets without their own. */
+void simd_attn_tile_chunks(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride, float *kvbuf);
+/* The tile forms: AVX2 for the x86 sets, AVX-512 for avx512vnni. */
+void simd_attn_tile_avx2(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride, float *kvbuf);
+void simd_attn_tile_avx512(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride, float *kvbuf);
+
 /* Put set k's attention into s (the reference for scalar). */
 void simd_set_attn(enum simd_kernel k, simd_kernel_set *s);
 

@@ -9,58 +9,7 @@
  *    p mod 8, as the reference's lanes[p & 7];
  *  - the V sum runs over d in vectors (vertical), positions in order.
  * The loops around these (heads, tiles) are attn_driver.h's. */
-#include "attn.h"
-
-#include <immintrin.h>
-#include <math.h>
-
-#define AI static inline __attribute__((always_inline))
-
-AI __m256 set1(float f) { return _mm256_set1_ps(f); }
-AI __m256 madd(__m256 acc, __m256 a, __m256 b) { return _mm256_add_ps(acc, _mm256_mul_ps(a, b)); }
-/* eight cache halves as floats (exact, as simd_f16_to_f32) */
-AI __m256 ldh(const simd_f16 *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
-
-/* attn_exp, eight lanes at a time */
-AI __m256 exp8(__m256 x)
-{
-    __m256 keep = _mm256_cmp_ps(x, set1(ATTN_EXP_MIN), _CMP_GE_OQ); /* false for NaN */
-    x = _mm256_min_ps(x, _mm256_setzero_ps());                       /* x < 0 ? x : 0 */
-    __m256 t = _mm256_add_ps(_mm256_mul_ps(x, set1(ATTN_LOG2E)), set1(ATTN_ROUND));
-    __m256 n = _mm256_sub_ps(t, set1(ATTN_ROUND));
-    __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(n, set1(ATTN_LN2_HI)));
-    r = _mm256_sub_ps(r, _mm256_mul_ps(n, set1(ATTN_LN2_LO)));
-    __m256 p = set1(ATTN_C7);
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(ATTN_C6));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(ATTN_C5));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(ATTN_C4));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(ATTN_C3));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(ATTN_C2));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(1.0f));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(1.0f));
-    /* lanes that are dropped may hold garbage exponents: masked below */
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), keep);
-}
-
-/* Lane j of the result = simd_reduce8 of the 8 lanes of a[j]:
- * ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)). */
-AI __m256 reduce8x8(const __m256 a[8])
-{
-    /* t_j = l_i + l_{i+4}, i = 0..3: positions j and j+4 share a vector */
-    __m256 t04 = _mm256_add_ps(_mm256_permute2f128_ps(a[0], a[4], 0x20), _mm256_permute2f128_ps(a[0], a[4], 0x31));
-    __m256 t15 = _mm256_add_ps(_mm256_permute2f128_ps(a[1], a[5], 0x20), _mm256_permute2f128_ps(a[1], a[5], 0x31));
-    __m256 t26 = _mm256_add_ps(_mm256_permute2f128_ps(a[2], a[6], 0x20), _mm256_permute2f128_ps(a[2], a[6], 0x31));
-    __m256 t37 = _mm256_add_ps(_mm256_permute2f128_ps(a[3], a[7], 0x20), _mm256_permute2f128_ps(a[3], a[7], 0x31));
-    /* u = (t0 + t2), (t1 + t3) per position: [u0_0 u0_1 u1_0 u1_1 | u4_0 u4_1 u5_0 u5_1] */
-    __m256 u0145 = _mm256_add_ps(_mm256_shuffle_ps(t04, t15, _MM_SHUFFLE(1, 0, 1, 0)),
-                                 _mm256_shuffle_ps(t04, t15, _MM_SHUFFLE(3, 2, 3, 2)));
-    __m256 u2367 = _mm256_add_ps(_mm256_shuffle_ps(t26, t37, _MM_SHUFFLE(1, 0, 1, 0)),
-                                 _mm256_shuffle_ps(t26, t37, _MM_SHUFFLE(3, 2, 3, 2)));
-    /* f = u_0 + u_1, positions 0..7 in order */
-    return _mm256_add_ps(_mm256_shuffle_ps(u0145, u2367, _MM_SHUFFLE(2, 0, 2, 0)),
-                         _mm256_shuffle_ps(u0145, u2367, _MM_SHUFFLE(3, 1, 3, 1)));
-}
+#include "attn_x86.h"
 
 /* Scores of head q for positions p..p+m-1 (m <= 8) into s[p..]. */
 AI void attn_scores(const simd_attn_args *a, const float *q, size_t p, int m, float *s)
@@ -83,47 +32,6 @@ AI void attn_scores(const simd_attn_args *a, const float *q, size_t p, int m, fl
         _mm256_storeu_ps(tmp, sv);
         memcpy(s + p, tmp, (size_t)m * sizeof(float));
     }
-}
-
-/* Largest score, NaN passed over (max_ps(s, m) is s > m ? s : m). */
-static float attn_max(const float *s, size_t n)
-{
-    __m256 mv = set1(-INFINITY);
-    size_t p = 0;
-    for (; p + 8 <= n; p += 8)
-        mv = _mm256_max_ps(_mm256_loadu_ps(s + p), mv);
-    float l[8], mx = -INFINITY;
-    _mm256_storeu_ps(l, mv);
-    for (int i = 0; i < 8; i++)
-        if (l[i] > mx)
-            mx = l[i];
-    for (; p < n; p++)
-        if (s[p] > mx)
-            mx = s[p];
-    return mx;
-}
-
-/* s[p] = exp(s[p] - mx); returns their sum (lane p mod 8). */
-static float attn_exp_sum(float *s, size_t n, float mx)
-{
-    __m256 mv = set1(mx), sum = _mm256_setzero_ps();
-    size_t p = 0;
-    for (; p + 8 <= n; p += 8) {
-        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + p), mv));
-        _mm256_storeu_ps(s + p, e);
-        sum = _mm256_add_ps(sum, e);
-    }
-    if (p < n) { /* padding lanes are -inf: exp gives +0, which adds nothing */
-        float tmp[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
-        memcpy(tmp, s + p, (n - p) * sizeof(float));
-        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(tmp), mv));
-        _mm256_storeu_ps(tmp, e);
-        memcpy(s + p, tmp, (n - p) * sizeof(float));
-        sum = _mm256_add_ps(sum, e);
-    }
-    float l[8];
-    _mm256_storeu_ps(l, sum);
-    return simd_reduce8(l);
 }
 
 /* The V sum of nh heads (weights e[h]) for d in [d0, d0+width), width 16 or
@@ -155,3 +63,114 @@ AI void attn_vsum(const simd_attn_args *a, const float *const *e, int nh, int wi
 #define ATTN_SB 8
 #define ATTN_ENTRY simd_attn_avx2
 #include "attn_driver.h"
+
+/* ---- the tile (simd_attn_tile): K and V converted to float once, in
+ * kvbuf as rows of hd floats, then every token's heads over them with
+ * the operations above (a float load gives the same values as ldh of the
+ * half it came from) ---- */
+
+/* simd_attn_tile's K and V rows as floats: K at kf, V at kf + n*hd. */
+static void tile_convert(const simd_attn_args *a, float *kf)
+{
+    size_t hd = a->hd, n = a->n;
+    float *vf = kf + n * hd;
+    for (size_t p = 0; p < n; p++)
+        for (size_t d = 0; d < hd; d += 8) {
+            _mm256_storeu_ps(kf + p * hd + d, ldh(a->k + p * a->kvstride + d));
+            _mm256_storeu_ps(vf + p * hd + d, ldh(a->v + p * a->kvstride + d));
+        }
+}
+
+/* Scores of head q for positions p..p+m-1 (m <= 8) from float rows. */
+AI void tile_scores(const float *kf, size_t hd, float scale, const float *q, size_t p, int m, float *s)
+{
+    __m256 acc[8];
+    const float *k = kf + p * hd;
+    for (int j = 0; j < 8; j++)
+        acc[j] = _mm256_setzero_ps();
+    for (size_t d = 0; d < hd; d += 8) {
+        __m256 qv = _mm256_loadu_ps(q + d);
+        for (int j = 0; j < 8; j++)
+            if (j < m)
+                acc[j] = madd(acc[j], qv, _mm256_loadu_ps(k + j * hd + d));
+    }
+    __m256 sv = _mm256_mul_ps(reduce8x8(acc), set1(scale));
+    if (m == 8) {
+        _mm256_storeu_ps(s + p, sv);
+    } else {
+        float tmp[8];
+        _mm256_storeu_ps(tmp, sv);
+        memcpy(s + p, tmp, (size_t)m * sizeof(float));
+    }
+}
+
+/* The V sum of nh heads for columns [d0, d0 + 8*nv), every position in
+ * order, from float rows; o[h] starts at 0. */
+AI void tile_vsum(const float *vf, size_t hd, size_t n, const float *const *e, int nh, int nv, size_t d0,
+                  float *const *o)
+{
+    __m256 acc[ATTN_HB][2];
+    for (int i = 0; i < nh; i++)
+        for (int c = 0; c < nv; c++)
+            acc[i][c] = _mm256_setzero_ps();
+    const float *v = vf + d0;
+    for (size_t p = 0; p < n; p++, v += hd) {
+        __m256 v0 = _mm256_loadu_ps(v), v1 = nv > 1 ? _mm256_loadu_ps(v + 8) : v0;
+        for (int i = 0; i < nh; i++) {
+            __m256 w = _mm256_broadcast_ss(e[i] + p);
+            acc[i][0] = madd(acc[i][0], w, v0);
+            if (nv > 1)
+                acc[i][1] = madd(acc[i][1], w, v1);
+        }
+    }
+    for (int i = 0; i < nh; i++)
+        for (int c = 0; c < nv; c++)
+            _mm256_storeu_ps(o[i] + d0 + 8 * c, acc[i][c]);
+}
+
+/* nh heads from h0 of one token (queries q, rows part) over float rows. */
+AI void tile_heads(const simd_attn_args *a, const float *kf, const float *q, float *part, size_t h0, int nh)
+{
+    size_t hd = a->hd, n = a->n;
+    const float *vf = kf + n * hd, *e[ATTN_HB];
+    float *o[ATTN_HB];
+    for (int i = 0; i < nh; i++) {
+        float *s = a->scratch + (h0 + i) * n;
+        const float *qi = q + (h0 + i) * a->qstride;
+        for (size_t p = 0; p < n; p += 8)
+            tile_scores(kf, hd, a->scale, qi, p, n - p < 8 ? (int)(n - p) : 8, s);
+        if (a->softcap > 0)
+            attn_softcap(s, n, a->softcap);
+        o[i] = part + (h0 + i) * a->pstride + 2;
+        o[i][-2] = attn_max(s, n);
+        o[i][-1] = attn_exp_sum(s, n, o[i][-2]);
+        e[i] = s;
+    }
+    size_t d = 0;
+    for (; d + 16 <= hd; d += 16)
+        tile_vsum(vf, hd, n, e, nh, 2, d, o);
+    if (d < hd)
+        tile_vsum(vf, hd, n, e, nh, 1, d, o);
+}
+
+void simd_attn_tile_avx2(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride, float *kvbuf)
+{
+    if (a->hd % 8) {
+        simd_attn_tile_chunks(a, nt, qtstride, ptstride, kvbuf);
+        return;
+    }
+    tile_convert(a, kvbuf);
+    for (size_t t = 0; t < nt; t++) {
+        const float *q = a->q + t * qtstride;
+        float *part = a->part + t * ptstride;
+        size_t h = 0;
+        for (; h + ATTN_HB <= a->nq; h += ATTN_HB)
+            tile_heads(a, kvbuf, q, part, h, ATTN_HB);
+        switch (a->nq - h) {
+        case 3: tile_heads(a, kvbuf, q, part, h, 3); break;
+        case 2: tile_heads(a, kvbuf, q, part, h, 2); break;
+        case 1: tile_heads(a, kvbuf, q, part, h, 1); break;
+        default: break;
+        }
+    }
+}

@@ -76,6 +76,7 @@ static void install(const simd_kernel_set *set)
     if (set->q8k_quant) s.q8k_quant = set->q8k_quant;
     if (set->dot_f32) s.dot_f32 = set->dot_f32;
     s.attn = set->attn ? set->attn : simd_attn_ref;
+    s.attn_tile = set->attn_tile ? set->attn_tile : simd_attn_tile_chunks;
     s.silu_mul = set->silu_mul ? set->silu_mul : simd_silu_mul_ref;
     s.gelu = set->gelu ? set->gelu : simd_gelu_ref;
     s.swiglu_oai = set->swiglu_oai ? set->swiglu_oai : simd_swiglu_oai_ref;
@@ -89,6 +90,7 @@ static void install(const simd_kernel_set *set)
     simd_table.q8k_quant = s.q8k_quant;
     simd_table.dot_f32 = s.dot_f32;
     simd_table.attn = s.attn;
+    simd_table.attn_tile = s.attn_tile;
     simd_table.silu_mul = s.silu_mul;
     simd_table.gelu = s.gelu;
     simd_table.swiglu_oai = s.swiglu_oai;
@@ -108,7 +110,7 @@ simd_kernel_set simd_installed_set(void)
         simd_init();
     simd_kernel_set s = {
         .q8a_quant = simd_table.q8a_quant, .q8k_quant = simd_table.q8k_quant, .dot_f32 = simd_table.dot_f32,
-        .attn = simd_table.attn,           .silu_mul = simd_table.silu_mul,   .gelu = simd_table.gelu,
+        .attn = simd_table.attn,           .attn_tile = simd_table.attn_tile, .silu_mul = simd_table.silu_mul,   .gelu = simd_table.gelu,
         .swiglu_oai = simd_table.swiglu_oai,
     };
     for (int t = 0; t < SIMD_TYPE_COUNT; t++) {
@@ -314,6 +316,13 @@ void simd_attn_chunk(const simd_attn_args *a)
     if (!initialised)
         simd_init();
     simd_table.attn(a);
+}
+
+void simd_attn_tile(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride, float *kvbuf)
+{
+    if (!initialised)
+        simd_init();
+    simd_table.attn_tile(a, nt, qtstride, ptstride, kvbuf);
 }
 
 void simd_silu_mul(float *g, const float *u, size_t n)

@@ -393,6 +393,17 @@ typedef struct simd_attn_args {
 typedef void (*simd_attn_fn)(const simd_attn_args *a);
 /* The active set's chunk (n >= 1, nq >= 1). */
 void simd_attn_chunk(const simd_attn_args *a);
+/* Many tokens over one chunk (prefill): simd_attn_chunk for nt tokens
+ * whose queries see the same n positions, token i's nq query rows at
+ * q + i*qtstride and its chunk rows at part + i*ptstride (scratch as for
+ * one token). The K and V rows are converted to float once, into kvbuf
+ * (SIMD_ATTN_TILE_BUF(hd) floats of the caller's, overwritten), and used
+ * by every token there, with the widest float vectors the set has. The
+ * rows are bit for bit those of nt calls of simd_attn_chunk. */
+#define SIMD_ATTN_TILE_BUF(hd) (2 * (size_t)SIMD_ATTN_CHUNK * (hd))
+typedef void (*simd_attn_tile_fn)(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride,
+                                  float *kvbuf);
+void simd_attn_tile(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride, float *kvbuf);
 /* One head's output (hd floats) from its nchunks chunk rows (chunk c's
  * row at part + c*cstride); plain C, the same for every set. */
 void simd_attn_merge(size_t hd, size_t nchunks, const float *part, size_t cstride, float *out);

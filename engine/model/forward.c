@@ -300,18 +300,33 @@ static void rope(float *v, uint32_t nh, uint32_t hd, uint32_t rd, int neox, cons
     }
 }
 
-/* ---- attention: one task per (token, kv head), or per (kv head, range
- * of chunks) when a single token would leave threads idle ----
+/* ---- attention ----
  * The query heads that share a kv head go to simd_attn_chunk together, so
  * each cached K and V row is read once for all of them. Positions go in
  * chunks of SIMD_ATTN_CHUNK whose rows simd_attn_merge combines; the
  * result does not depend on which heads or chunks a task was given
- * (simd.h), so how the work is cut changes no bits. */
+ * (simd.h), so how the work is cut changes no bits.
+ *
+ * One token (decode): one task per kv head, or per (kv head, range of
+ * chunks) when that would leave threads idle, merged by the caller.
+ * A batch (prefill): one task per (kv head, tile of tokens). A task walks
+ * the chunks in order and, for each chunk, runs every token of its tile
+ * over it before the next chunk, so a chunk's K and V rows come from
+ * memory once per tile and from L1 for the tile's other tokens (one token
+ * at a time, they came from memory once per token: at depth 2048 a batch
+ * of 32 read each layer's cache 32 times). Each token keeps its chunk
+ * rows until its last chunk and is merged then: the bits are those of
+ * running the tokens one by one. A tile holds as many tokens as their
+ * chunk rows fit in the thread's buffer (ATT_TILE_BYTES). */
+
+/* The chunk rows one thread may hold for a tile of tokens, at least. */
+#define ATT_TILE_BYTES (2u << 20)
 
 typedef struct att_job {
     eng_ctx *c;
     uint32_t layer, nt, pos;
     uint32_t split; /* tasks per (token, kv head): > 1 only for one token */
+    uint32_t tile;  /* tokens per task when nt > 1 (the last tile may be short) */
 } att_job;
 
 /* The positions a token at position p sees in a layer with this window
@@ -335,6 +350,93 @@ static void att_merge(const eng_layer *L, uint32_t h, size_t hd, size_t nch, con
         simd_attn_merge(hd, nch, part, cstride, out);
 }
 
+/* The chunks tokens [pos, pos + nt) see together in layer L: from the
+ * first token's first to the last token's last. */
+static size_t att_tile_chunks(const eng_layer *L, size_t pos, uint32_t nt, size_t *first)
+{
+    size_t lo, nch;
+    att_span(L->window, pos, &lo, &nch);
+    *first = lo / SIMD_ATTN_CHUNK;
+    return (pos + nt - 1) / SIMD_ATTN_CHUNK - *first + 1;
+}
+
+/* Tokens [t0, t1) of a batch for kv head g, chunk by chunk (above): the
+ * tokens that see the whole chunk go to simd_attn_tile together, the
+ * others (the chunk holds their own position, or their window starts
+ * inside it) one by one. Token t's rows sit at rows + (t - t0)*tokstride,
+ * one per chunk of the tile's span, so that their stride is the same for
+ * every token. */
+static void att_tile(const att_job *j, float *scratch, uint32_t g, uint32_t t0, uint32_t t1)
+{
+    eng_ctx *c = j->c;
+    const eng_layer *L = &c->m->layers[j->layer];
+    uint32_t hd = c->m->info.head_dim, nh = L->n_heads, nkv = L->n_kv_heads, grp = nh / nkv;
+    size_t nkvd = (size_t)nkv * hd, row = (size_t)hd + 2, cstride = grp * row, qts = (size_t)nh * hd;
+    float *kvbuf = scratch + (size_t)c->grp_max * SIMD_ATTN_CHUNK;
+    float *rows = kvbuf + SIMD_ATTN_TILE_BUF(hd); /* [token][chunk][head][row] */
+    const simd_f16 *kl = c->kc + c->kv_off[j->layer] + (size_t)g * hd, *vl = c->vc + c->kv_off[j->layer] + (size_t)g * hd;
+    const float *q = c->q + (size_t)g * grp * hd;
+    size_t slots = c->kv_slots[j->layer], first, lo, tn;
+    size_t tokstride = att_tile_chunks(L, (size_t)j->pos + t0, t1 - t0, &first) * cstride;
+    size_t last = (size_t)(j->pos + t1 - 1) / SIMD_ATTN_CHUNK;
+    simd_attn_args a = {.hd = hd, .nq = grp, .qstride = hd, .kvstride = nkvd, .scale = c->m->attn_scale,
+                        .softcap = c->m->attn_softcap, .scratch = scratch, .pstride = row};
+    for (size_t ch = first; ch <= last; ch++) {
+        size_t c0 = ch * SIMD_ATTN_CHUNK, c1 = c0 + SIMD_ATTN_CHUNK;
+        uint32_t ta = t1, tb = t1; /* the tokens that see all of the chunk */
+        for (uint32_t t = t0; t < t1; t++) {
+            size_t p = (size_t)j->pos + t;
+            att_span(L->window, p, &lo, &tn);
+            if (c0 > p || c1 <= lo)
+                continue;
+            size_t p0 = c0 < lo ? lo : c0, p1 = c1 < p + 1 ? c1 : p + 1;
+            if (p0 == c0 && p1 == c1) {
+                if (ta == t1)
+                    ta = t;
+                tb = t + 1;
+                continue;
+            }
+            a.n = p1 - p0;
+            a.q = q + (size_t)t * qts;
+            a.k = kl + p0 % slots * nkvd;
+            a.v = vl + p0 % slots * nkvd;
+            a.part = rows + (t - t0) * tokstride + (ch - first) * cstride;
+            simd_attn_chunk(&a);
+        }
+        if (ta < tb) {
+            a.n = SIMD_ATTN_CHUNK;
+            a.q = q + (size_t)ta * qts;
+            a.k = kl + c0 % slots * nkvd;
+            a.v = vl + c0 % slots * nkvd;
+            a.part = rows + (ta - t0) * tokstride + (ch - first) * cstride;
+            simd_attn_tile(&a, tb - ta, qts, tokstride, kvbuf);
+        }
+        /* the tokens whose last chunk this is */
+        for (uint32_t t = t0; t < t1; t++) {
+            size_t p = (size_t)j->pos + t;
+            if (p / SIMD_ATTN_CHUNK != ch)
+                continue;
+            att_span(L->window, p, &lo, &tn);
+            const float *tr = rows + (t - t0) * tokstride + (lo / SIMD_ATTN_CHUNK - first) * cstride;
+            for (uint32_t h = 0; h < grp; h++)
+                att_merge(L, g * grp + h, hd, tn, tr + h * row, cstride,
+                          c->att + (size_t)t * nh * hd + (size_t)(g * grp + h) * hd);
+        }
+    }
+}
+
+/* Tokens per tile whose chunk rows fit a thread's buffer, for a batch
+ * of nt tokens from pos in layer L (0: not even one; then the tokens go
+ * one by one). */
+static uint32_t att_tile_fit(const eng_ctx *c, const eng_layer *L, uint32_t pos, uint32_t nt)
+{
+    size_t first, grp = L->n_heads / L->n_kv_heads;
+    size_t per_tok = grp * att_tile_chunks(L, pos, nt, &first) * (c->m->info.head_dim + 2);
+    size_t room = c->scores_per_thread - (size_t)c->grp_max * SIMD_ATTN_CHUNK - SIMD_ATTN_TILE_BUF(c->m->info.head_dim);
+    size_t fit = room / per_tok;
+    return fit < nt ? (uint32_t)fit : nt;
+}
+
 static void att_worker(void *arg, int ith, int nth)
 {
     const att_job *j = arg;
@@ -348,6 +450,14 @@ static void att_worker(void *arg, int ith, int nth)
     size_t slots = c->kv_slots[j->layer];
     simd_attn_args a = {.hd = hd, .nq = grp, .qstride = hd, .kvstride = nkvd, .scale = c->m->attn_scale,
                         .softcap = c->m->attn_softcap, .scratch = scratch};
+    if (j->tile) {
+        uint32_t ntiles = (j->nt + j->tile - 1) / j->tile;
+        for (uint32_t task = (uint32_t)ith; task < nkv * ntiles; task += (uint32_t)nth) {
+            uint32_t g = task % nkv, t0 = task / nkv * j->tile;
+            att_tile(j, scratch, g, t0, t0 + j->tile < j->nt ? t0 + j->tile : j->nt);
+        }
+        return;
+    }
     uint32_t per_tok = nkv * j->split;
     for (uint32_t task = (uint32_t)ith; task < j->nt * per_tok; task += (uint32_t)nth) {
         uint32_t t = task / per_tok, g = task % per_tok / j->split, r = task % j->split;
@@ -456,7 +566,9 @@ static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
         simd_f32_to_f16_row(c->k + (size_t)t * nkvd, c->kc + at, nkvd);
         simd_f32_to_f16_row(c->v + (size_t)t * nkvd, c->vc + at, nkvd);
     }
-    att_job aj = {c, l, nt, c->pos, 1};
+    att_job aj = {c, l, nt, c->pos, 1, 0};
+    if (nt > 1)
+        aj.tile = att_tile_fit(c, L, c->pos, nt);
     /* attention reads the cache once per kv head for all the query heads
      * that share it, and its arithmetic grows with those heads: split it
      * when the cache bytes times the query heads per kv head are worth
@@ -471,6 +583,12 @@ static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
         att_span(L->window, c->pos + nt - 1, &lo, &nch);
         if (nt == 1)
             aj.split = att_split(L->n_kv_heads, nth, nch);
+        if (aj.tile) { /* enough tiles for every thread, as even as the kv heads allow */
+            uint32_t tiles = (nt + aj.tile - 1) / aj.tile, s = att_split(L->n_kv_heads, nth, nt);
+            if (s > tiles)
+                tiles = s;
+            aj.tile = (nt + tiles - 1) / tiles;
+        }
         eng_pool_run(c->pool, att_worker, &aj);
         if (aj.split > 1)
             for (uint32_t h = 0; h < L->n_heads; h++)
@@ -974,7 +1092,12 @@ int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_
             grp_max = m->layers[l].n_heads / m->layers[l].n_kv_heads;
     c->grp_max = grp_max;
     c->nch_max = (n_ctx + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK;
-    c->scores_per_thread = (size_t)grp_max * SIMD_ATTN_CHUNK + (size_t)grp_max * c->nch_max * (in->head_dim + 2);
+    /* a task's scores, a tile's K and V as floats, then its chunk rows:
+     * one token's over n_ctx, or a tile's (ATT_TILE_BYTES at least) */
+    size_t tok_rows = (size_t)grp_max * c->nch_max * (in->head_dim + 2);
+    if (tok_rows < ATT_TILE_BYTES / sizeof(float))
+        tok_rows = ATT_TILE_BYTES / sizeof(float);
+    c->scores_per_thread = (size_t)grp_max * SIMD_ATTN_CHUNK + SIMD_ATTN_TILE_BUF(in->head_dim) + tok_rows;
     size_t nq = m->max_q, nkvd = m->max_kv, dim = in->dim, ffn = m->max_ffn ? m->max_ffn : 1;
     size_t maxc = dim > nq ? dim : nq;
     if (ffn > maxc)

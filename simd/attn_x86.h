@@ -1,0 +1,104 @@
+/* Private to simd/: the AVX2 pieces of attention that the x86 forms
+ * (attn_avx2.c, attn_avx512.c) share: the exp eight lanes at a time, the
+ * eight-position lane reduction, the max and the exp-and-sum of a row of
+ * scores. Each keeps simd_attn_ref's order of float operations lane by
+ * lane (attn_avx2.c says how). Included by files built with AVX2 or
+ * AVX-512 flags only. */
+#ifndef NIBBLE_ATTN_X86_H
+#define NIBBLE_ATTN_X86_H
+
+#include "attn.h"
+
+#include <immintrin.h>
+#include <math.h>
+
+#define AI static inline __attribute__((always_inline))
+
+AI __m256 set1(float f) { return _mm256_set1_ps(f); }
+AI __m256 madd(__m256 acc, __m256 a, __m256 b) { return _mm256_add_ps(acc, _mm256_mul_ps(a, b)); }
+/* eight cache halves as floats (exact, as simd_f16_to_f32) */
+AI __m256 ldh(const simd_f16 *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+
+/* attn_exp, eight lanes at a time */
+AI __m256 exp8(__m256 x)
+{
+    __m256 keep = _mm256_cmp_ps(x, set1(ATTN_EXP_MIN), _CMP_GE_OQ); /* false for NaN */
+    x = _mm256_min_ps(x, _mm256_setzero_ps());                       /* x < 0 ? x : 0 */
+    __m256 t = _mm256_add_ps(_mm256_mul_ps(x, set1(ATTN_LOG2E)), set1(ATTN_ROUND));
+    __m256 n = _mm256_sub_ps(t, set1(ATTN_ROUND));
+    __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(n, set1(ATTN_LN2_HI)));
+    r = _mm256_sub_ps(r, _mm256_mul_ps(n, set1(ATTN_LN2_LO)));
+    __m256 p = set1(ATTN_C7);
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(ATTN_C6));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(ATTN_C5));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(ATTN_C4));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(ATTN_C3));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(ATTN_C2));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(1.0f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), set1(1.0f));
+    /* lanes that are dropped may hold garbage exponents: masked below */
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), keep);
+}
+
+/* Lane j of the result = simd_reduce8 of the 8 lanes of a[j]:
+ * ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)). */
+AI __m256 reduce8x8(const __m256 a[8])
+{
+    /* t_j = l_i + l_{i+4}, i = 0..3: positions j and j+4 share a vector */
+    __m256 t04 = _mm256_add_ps(_mm256_permute2f128_ps(a[0], a[4], 0x20), _mm256_permute2f128_ps(a[0], a[4], 0x31));
+    __m256 t15 = _mm256_add_ps(_mm256_permute2f128_ps(a[1], a[5], 0x20), _mm256_permute2f128_ps(a[1], a[5], 0x31));
+    __m256 t26 = _mm256_add_ps(_mm256_permute2f128_ps(a[2], a[6], 0x20), _mm256_permute2f128_ps(a[2], a[6], 0x31));
+    __m256 t37 = _mm256_add_ps(_mm256_permute2f128_ps(a[3], a[7], 0x20), _mm256_permute2f128_ps(a[3], a[7], 0x31));
+    /* u = (t0 + t2), (t1 + t3) per position: [u0_0 u0_1 u1_0 u1_1 | u4_0 u4_1 u5_0 u5_1] */
+    __m256 u0145 = _mm256_add_ps(_mm256_shuffle_ps(t04, t15, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm256_shuffle_ps(t04, t15, _MM_SHUFFLE(3, 2, 3, 2)));
+    __m256 u2367 = _mm256_add_ps(_mm256_shuffle_ps(t26, t37, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm256_shuffle_ps(t26, t37, _MM_SHUFFLE(3, 2, 3, 2)));
+    /* f = u_0 + u_1, positions 0..7 in order */
+    return _mm256_add_ps(_mm256_shuffle_ps(u0145, u2367, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm256_shuffle_ps(u0145, u2367, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* Largest score, NaN passed over (max_ps(s, m) is s > m ? s : m). */
+static inline float attn_max(const float *s, size_t n)
+{
+    __m256 mv = set1(-INFINITY);
+    size_t p = 0;
+    for (; p + 8 <= n; p += 8)
+        mv = _mm256_max_ps(_mm256_loadu_ps(s + p), mv);
+    float l[8], mx = -INFINITY;
+    _mm256_storeu_ps(l, mv);
+    for (int i = 0; i < 8; i++)
+        if (l[i] > mx)
+            mx = l[i];
+    for (; p < n; p++)
+        if (s[p] > mx)
+            mx = s[p];
+    return mx;
+}
+
+/* s[p] = exp(s[p] - mx); returns their sum (lane p mod 8). */
+static inline float attn_exp_sum(float *s, size_t n, float mx)
+{
+    __m256 mv = set1(mx), sum = _mm256_setzero_ps();
+    size_t p = 0;
+    for (; p + 8 <= n; p += 8) {
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + p), mv));
+        _mm256_storeu_ps(s + p, e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    if (p < n) { /* padding lanes are -inf: exp gives +0, which adds nothing */
+        float tmp[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        memcpy(tmp, s + p, (n - p) * sizeof(float));
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(tmp), mv));
+        _mm256_storeu_ps(tmp, e);
+        memcpy(s + p, tmp, (n - p) * sizeof(float));
+        sum = _mm256_add_ps(sum, e);
+    }
+    float l[8];
+    _mm256_storeu_ps(l, sum);
+    return simd_reduce8(l);
+}
+
+#endif
