@@ -1,4 +1,4 @@
-/* Attention (simd_attn_chunk + simd_attn_merge): the reference against a
+/* Attention (simd_attn_chunk + simd_attn_merge, and simd_attn_tile): the reference against a
  * double-precision softmax, its exp against libm, and every kernel set
  * this CPU runs against the reference, bit for bit (chunk rows and merged
  * output), over head sizes, group sizes, context lengths (one chunk and
@@ -301,12 +301,138 @@ static void check_oai(void)
     printf("attention merge with a sink: as the softmax with one more logit\n");
 }
 
+/* simd_attn_tile (prefill: many tokens over one chunk) on every set
+ * against simd_attn_ref run once per token, bit for bit: head sizes
+ * (odd ones take the per-token path), group sizes (GQA, heads in passes
+ * of four and the rest), chunk lengths below and at SIMD_ATTN_CHUNK,
+ * 1..5 tokens, strided caches with subnormal halves and underflowing
+ * weights, soft-capped scores. Each token's row, merged (with a sink
+ * too), is then held to a softmax in double: |out - exact| <= 1e-5 times
+ * the weighted magnitude of V, the reference's bound in check_ref. */
+static void check_tile(void)
+{
+    const size_t hds[] = {8, 24, 64, 72, 128, 6};
+    const size_t nqs[] = {1, 3, 4, 5, 7};
+    const size_t ns[] = {1, 7, 8, 9, 33, 63, 64};
+    const size_t nts[] = {1, 2, 5};
+    enum { MAXHD = 128, MAXNQ = 7, MAXT = 5, N = SIMD_ATTN_CHUNK, EXTRA = 24 };
+    size_t row = MAXHD + 2, kvs = 3 * MAXHD + EXTRA;
+    float *q = malloc(MAXT * (MAXNQ * MAXHD + 5) * sizeof *q), *sc = malloc(MAXNQ * N * sizeof *sc);
+    float *want = malloc(MAXT * (MAXNQ * row + 3) * sizeof *want);
+    float *got = malloc(MAXT * (MAXNQ * row + 3) * sizeof *got);
+    float *kvbuf = malloc(SIMD_ATTN_TILE_BUF(MAXHD) * sizeof *kvbuf), out[MAXHD];
+    simd_f16 *k = malloc(N * kvs * sizeof *k), *v = malloc(N * kvs * sizeof *v);
+    double *w = malloc(N * sizeof *w);
+    if (!q || !sc || !want || !got || !kvbuf || !k || !v || !w) {
+        CHECK(0);
+        return;
+    }
+    double worst = 0;
+    for (int kset = 0; kset < SIMD_K_COUNT; kset++) {
+        const char *name = simd_kernel_name((enum simd_kernel)kset);
+        if (!simd_kernel_supported((enum simd_kernel)kset, NULL))
+            continue;
+        CHECK(simd_kernel_select((enum simd_kernel)kset) == 0);
+        int before = tu_failures;
+        long cases = 0;
+        for (size_t i = 0; i < sizeof hds / sizeof *hds; i++)
+            for (size_t j = 0; j < sizeof nqs / sizeof *nqs; j++)
+                for (size_t l = 0; l < sizeof ns / sizeof *ns; l++)
+                    for (size_t m = 0; m < sizeof nts / sizeof *nts; m++)
+                        for (int variant = 0; variant < 3; variant++) {
+                            size_t hd = hds[i], nq = nqs[j], n = ns[l], nt = nts[m];
+                            size_t kvstride = variant ? 3 * hd + EXTRA : hd, qts = nq * hd + 5, pts = nq * row + 3;
+                            float spread = variant ? 40.0f : 1.0f;
+                            softcap_now = variant == 2 ? 5.0f : 0.0f;
+                            fill(q, nt * qts, spread);
+                            fillh(k, n * kvstride, 1.0f, variant);
+                            fillh(v, n * kvstride, 1.0f, variant);
+                            const simd_f16 *kk = k + (variant ? hd : 0), *vv = v + (variant ? 2 * hd : 0);
+                            simd_attn_args a = {hd, nq, n, q, hd, kk, vv, kvstride, 1.0f / sqrtf((float)hd), want,
+                                                row, sc, softcap_now};
+                            memset(want, 0xff, nt * pts * sizeof *want);
+                            for (size_t t = 0; t < nt; t++) {
+                                a.q = q + t * qts;
+                                a.part = want + t * pts;
+                                simd_attn_ref(&a);
+                            }
+                            memset(got, 0xff, nt * pts * sizeof *got);
+                            a.q = q;
+                            a.part = got;
+                            simd_attn_tile(&a, nt, qts, pts, kvbuf);
+                            int bad = 0;
+                            for (size_t t = 0; t < nt && !bad; t++)
+                                for (size_t h = 0; h < nq && !bad; h++)
+                                    for (size_t x = 0; x < hd + 2 && !bad; x++) {
+                                        size_t at = t * pts + h * row + x;
+                                        if (!same(want[at], got[at])) {
+                                            CHECKF(0, "%s tile hd=%zu nq=%zu n=%zu nt=%zu variant %d: token %zu "
+                                                      "head %zu float %zu %a vs reference %a",
+                                                   name, hd, nq, n, nt, variant, t, h, x, (double)got[at],
+                                                   (double)want[at]);
+                                            bad = 1;
+                                        }
+                                    }
+                            cases++;
+                            if (kset != 0 || variant == 1)
+                                continue;
+                            /* against double, with and without a sink */
+                            double scale = 1.0 / sqrt((double)hd);
+                            for (size_t t = 0; t < nt; t++)
+                                for (size_t h = 0; h < nq; h++)
+                                    for (int sink = 0; sink < 2; sink++) {
+                                        const float *qh = q + t * qts + h * hd;
+                                        float sv = 0.3f;
+                                        if (sink)
+                                            simd_attn_merge_sink(hd, 1, got + t * pts + h * row, row, sv, out);
+                                        else
+                                            simd_attn_merge(hd, 1, got + t * pts + h * row, row, out);
+                                        double mx = sink ? sv : -INFINITY, sum = 0;
+                                        for (size_t p = 0; p < n; p++) {
+                                            double d = 0;
+                                            for (size_t e = 0; e < hd; e++)
+                                                d += (double)qh[e] * simd_f16_to_f32(kk[p * kvstride + e]);
+                                            w[p] = d * (double)(float)scale;
+                                            if (softcap_now > 0)
+                                                w[p] = softcap_now * tanh(w[p] / softcap_now);
+                                            mx = w[p] > mx ? w[p] : mx;
+                                        }
+                                        for (size_t p = 0; p < n; p++)
+                                            sum += w[p] = exp(w[p] - mx);
+                                        if (sink)
+                                            sum += exp(sv - mx);
+                                        for (size_t d = 0; d < hd; d++) {
+                                            double o = 0, mag = 0;
+                                            for (size_t p = 0; p < n; p++) {
+                                                double vd = simd_f16_to_f32(vv[p * kvstride + d]);
+                                                o += w[p] / sum * vd;
+                                                mag += w[p] / sum * fabs(vd);
+                                            }
+                                            double err = fabs(out[d] - o) / (mag + 1e-30);
+                                            if (err > worst)
+                                                worst = err;
+                                            CHECKF(fabs(out[d] - o) <= 1e-5 * mag + 1e-30,
+                                                   "tile vs double hd=%zu nq=%zu n=%zu sink %d: %g vs %g", hd, nq,
+                                                   n, sink, (double)out[d], o);
+                                        }
+                                    }
+                        }
+        printf("%-14s attention tile %s (%ld cases)\n", name, tu_failures == before ? "bit-identical" : "DIFFERS",
+               cases);
+    }
+    softcap_now = 0;
+    printf("attention tile vs double: worst error %.2g of the weighted |V|\n", worst);
+    simd_init();
+    free(q); free(sc); free(want); free(got); free(kvbuf); free(k); free(v); free(w);
+}
+
 int main(void)
 {
     simd_init();
     check_exp();
     check_silu();
     check_oai();
+    check_tile();
     const size_t hds[] = {8, 16, 24, 40, 64, 72, 128, 6};
     const size_t nqs[] = {1, 2, 3, 4, 5, 7, 8, 9};
     const size_t ns[] = {1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100, 128, 257};
