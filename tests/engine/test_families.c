@@ -1,7 +1,9 @@
 /* Every decoder family the engine runs (llama, qwen2, qwen3, phi3, gpt2,
  * gemma3: sliding windows with their own RoPE base, post-norms, gated
  * GELU, embedding scale, logit soft-cap; test_window_ring runs a window
- * past its ring, truncates, and compares every kernel set bit for bit)
+ * past its ring, truncates, and compares every kernel set bit for bit;
+ * test_prefill_tiles holds a long prefill with GQA and a window to the
+ * bits of token by token)
  * against the double-precision reference (ref_llama), on seeded random
  * models that this test writes as GGUF with llama.cpp's tensor names and
  * metadata keys.
@@ -911,6 +913,68 @@ static void test_window_ring(void)
     free(ref);
 }
 
+/* Prefill in tiles (forward.c runs a tile of a batch's tokens over each
+ * 64-position chunk of the cache): GQA (4 query heads on 2 kv heads),
+ * a window of 80 (a ring of 128 slots that wraps twice, windows that
+ * start inside a chunk and chunks every token of a tile sees whole) on
+ * every second layer, 300 positions. In one call on 2 threads it must
+ * give the bits of token by token on 1 thread (the decode path, chunk by
+ * chunk), on every kernel set, and F32 must agree with the reference. */
+#define TILE_SEQ 300
+#define TILE_CTX 512
+static void test_prefill_tiles(void)
+{
+    int32_t toks[TILE_SEQ];
+    rng_s = 1234;
+    toks[0] = 1;
+    for (int i = 1; i < TILE_SEQ; i++)
+        toks[i] = 3 + (int32_t)(rng_next() % (N_VOCAB - 3));
+    size_t nl = (size_t)TILE_SEQ * N_VOCAB;
+    float *one = xmalloc(sizeof(float) * nl), *got = xmalloc(sizeof(float) * nl);
+    double *ref = xmalloc(sizeof(double) * nl);
+    fcase fc = cases[find_case("gemma3-window")];
+    fc.window = 80;
+    static tmodel tm;
+    tm_build(&tm, &fc, SIMD_F32, 77);
+    char path[4096];
+    eng_err e = {{0}};
+    eng_model *m = NULL;
+    if (tmp_path(path, sizeof path) == 0) {
+        CHECKF(tm_write(&tm, path, NULL, &e) == 0, "tiles: write: %s", e.msg);
+        CHECKF(eng_model_open(path, &m, &e) == 0, "tiles: open: %s", e.msg);
+        unlink(path);
+    }
+    enum simd_kernel k0 = simd_kernel_current();
+    eng_ctx *ctx = NULL;
+    if (m && eng_ctx_new(m, TILE_CTX, 1, &ctx, &e) == 0) {
+        int rc = 0;
+        for (int t = 0; t < TILE_SEQ && rc == 0; t++)
+            rc = eng_ctx_eval(ctx, toks + t, 1, one + (size_t)t * N_VOCAB, 0, &e);
+        CHECKF(rc == 0, "tiles: token by token: %s", e.msg);
+        eng_ctx_free(ctx);
+        CHECK(ref_llama_forward(&tm.cfg, &tm.w, toks, TILE_SEQ, ref) == 0);
+        vs_ref("tiles/f32", "300 positions, window 80", one, ref, TILE_SEQ, F_BOUND);
+        for (int k = 0; k < SIMD_K_COUNT; k++) {
+            if (!simd_kernel_supported((enum simd_kernel)k, NULL))
+                continue;
+            CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
+            if (eng_ctx_new(m, TILE_CTX, 2, &ctx, &e) == 0) {
+                CHECK(eng_ctx_eval(ctx, toks, TILE_SEQ, got, 1, &e) == 0);
+                CHECKF(memcmp(got, one, sizeof(float) * nl) == 0,
+                       "tiles: one call on kernel set %s differs from token by token on %s",
+                       simd_kernel_name((enum simd_kernel)k), simd_kernel_name(k0));
+                eng_ctx_free(ctx);
+            }
+        }
+        simd_kernel_select(k0);
+    }
+    eng_model_close(m);
+    tm_free(&tm.ts);
+    free(one);
+    free(got);
+    free(ref);
+}
+
 int main(void)
 {
     simd_init();
@@ -931,6 +995,7 @@ int main(void)
             run_case(c, ti, toks);
     test_refusals();
     test_window_ring();
+    test_prefill_tiles();
 
     /* worst per-position error over both runs and all positions */
     printf("kernel sets: %s (all runs)", simd_kernel_name(simd_kernel_current()));
