@@ -23,11 +23,13 @@ static void convert(const simd_attn_args *a, float *kf)
     size_t hd = a->hd, n = a->n, nb = hd / 8, n8 = (n + 7) & ~(size_t)7;
     float *vf = kf + SIMD_ATTN_CHUNK * hd;
     for (size_t p = 0; p < n8; p += 2) {
-        const simd_f16 *k0 = a->k + p * a->kvstride, *k1 = k0 + a->kvstride;
+        /* rows past n are not read (nor pointed at) */
+        const simd_f16 *k0 = p < n ? a->k + p * a->kvstride : NULL;
+        const simd_f16 *k1 = p + 1 < n ? a->k + (p + 1) * a->kvstride : NULL;
         float *dst = kf + p / 2 * nb * 16;
         for (size_t b = 0; b < nb; b++, dst += 16) {
-            __m128i lo = p < n ? _mm_loadu_si128((const __m128i *)(k0 + 8 * b)) : _mm_setzero_si128();
-            __m128i hi = p + 1 < n ? _mm_loadu_si128((const __m128i *)(k1 + 8 * b)) : _mm_setzero_si128();
+            __m128i lo = k0 ? _mm_loadu_si128((const __m128i *)(k0 + 8 * b)) : _mm_setzero_si128();
+            __m128i hi = k1 ? _mm_loadu_si128((const __m128i *)(k1 + 8 * b)) : _mm_setzero_si128();
             _mm512_storeu_ps(dst, _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1)));
         }
     }
