@@ -57,6 +57,8 @@ struct eng_ctx {
     void *act;             /* [BATCH] activation rows, q8 format */
     void *act_k;           /* [BATCH] activation rows, q8k format (K-quant weights) */
     eng_mm_observer obs;   /* optional: sees every matmul's input (AWQ statistics) */
+    eng_expert_observer eobs; /* optional: sees each expert's input rows (importance matrices) */
+    void *eobs_user;
     void *obs_user;
     double *inv_freq;      /* [2][rope_dims/2] angle per position: global layers (scaling
                             * included), then windowed ones (rope_local: own base, unscaled) */
@@ -783,6 +785,9 @@ static void moe_block(eng_ctx *c, uint32_t l, uint32_t nt)
         memcpy(c->xe + (size_t)g * dim, c->xb + (size_t)(i / k) * dim, dim * sizeof(float));
     }
     const eng_weight *gu[2] = {&x->gate, &x->up};
+    for (uint32_t e = 0; c->eobs && e < ne; e++)
+        if (c->ecount[e])
+            c->eobs(c->eobs_user, &x->gate, e, c->xe + (size_t)c->estart[e] * dim, c->ecount[e], dim);
     moe_quant(c, c->xe, rows, dim, gu, 2);
     int np = 0;
     for (uint32_t e = 0; e < ne; e++) {
@@ -808,6 +813,9 @@ static void moe_block(eng_ctx *c, uint32_t l, uint32_t nt)
     else
         simd_silu_mul(c->he, c->he2, (size_t)rows * ff);
     const eng_weight *dn = &x->down;
+    for (uint32_t e = 0; c->eobs && e < ne; e++)
+        if (c->ecount[e])
+            c->eobs(c->eobs_user, &x->down, e, c->he + (size_t)c->estart[e] * ff, c->ecount[e], ff);
     moe_quant(c, c->he, rows, ff, &dn, 1);
     np = 0;
     for (uint32_t e = 0; e < ne; e++) {
@@ -1168,6 +1176,12 @@ void eng_ctx_set_observer(eng_ctx *c, eng_mm_observer fn, void *user)
 {
     c->obs = fn;
     c->obs_user = user;
+}
+
+void eng_ctx_set_expert_observer(eng_ctx *c, eng_expert_observer fn, void *user)
+{
+    c->eobs = fn;
+    c->eobs_user = user;
 }
 uint32_t eng_ctx_pos(const eng_ctx *c) { return c->pos; }
 

@@ -868,6 +868,7 @@ const eng_model_info *eng_model_get_info(const eng_model *m) { return &m->info; 
 const eng_tok *eng_model_tok(const eng_model *m) { return m->tok; }
 const eng_gguf *eng_model_gguf(const eng_model *m) { return m->gguf; }
 const eng_layer *eng_model_layer(const eng_model *m, uint32_t l) { return &m->layers[l]; }
+const eng_weight *eng_model_output(const eng_model *m) { return &m->output; }
 enum eng_norm eng_model_norm(const eng_model *m) { return m->norm; }
 enum eng_ffn eng_model_ffn(const eng_model *m) { return m->ffn_kind; }
 

@@ -100,4 +100,17 @@ enum eng_ffn eng_model_ffn(const eng_model *m);
 typedef void (*eng_mm_observer)(void *user, const eng_weight *w, const float *x, uint32_t nt, uint32_t cols);
 void eng_ctx_set_observer(eng_ctx *c, eng_mm_observer fn, void *user);
 
+/* The experts' observer (importance matrices): called on the calling
+ * thread for each expert a batch routes tokens to, with the layer's whole
+ * expert weight (&moe.gate for the input gate and up share, &moe.down
+ * for down's), the expert, and the nt input rows of cols floats that
+ * expert multiplies (borrowed for the call). NULL to stop. */
+typedef void (*eng_expert_observer)(void *user, const eng_weight *all, uint32_t expert, const float *x, uint32_t nt,
+                                    uint32_t cols);
+void eng_ctx_set_expert_observer(eng_ctx *c, eng_expert_observer fn, void *user);
+
+/* The output matrix as the forward pass uses it (a copy of the token
+ * embedding's weight when the model ties the two); borrowed. */
+const eng_weight *eng_model_output(const eng_model *m);
+
 #endif
