@@ -126,6 +126,8 @@ int cmd_prune(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 /* issue 17: chat templates */
 int cmd_template(int argc, char **argv);
+/* issue 21: importance matrices */
+int cmd_imatrix(int argc, char **argv);
 
 /* A progress bar on stderr (redrawn at most 10 times a second, with an
  * ETA); label and quiet set by the caller, the rest zero. */

@@ -17,7 +17,8 @@ static const char usage[] =
     "       nibble bench [-m MODEL] [-t 1,2] [--kernel all]  prompt/decode speed, roofline\n"
     "       nibble synth --shape NAME OUT.gguf       a random model of a real shape\n"
     "       nibble score [-m MODEL] --ids \"1 2 3\"     teacher-forced top-1 per position\n"
-    "       nibble quantize IN.gguf OUT.gguf TYPE    quantize (RTN, or --awq CALIB.txt)\n"
+    "       nibble quantize IN.gguf OUT.gguf TYPE    quantize (RTN; --awq CALIB.txt, --imatrix FILE)\n"
+    "       nibble imatrix [-m MODEL] -f CALIB.txt   importance matrix (llama.cpp's format)\n"
     "       nibble ppl [-m MODEL] -f TEXT            perplexity; --kl-base BASE for KL divergence\n"
     "       nibble quant-sweep [-m MODEL] -f TEXT    every type: size, ppl, KL, speed; table + plot\n"
     "       nibble prune IN.gguf OUT.gguf --heads R --neurons R --calib TEXT  remove heads/neurons\n"
@@ -40,7 +41,7 @@ static const struct {
     {"score", cmd_score},     {"bench", cmd_bench},       {"quantize", cmd_quantize},   {"ppl", cmd_ppl},
     {"perplexity", cmd_ppl},  {"quant-sweep", cmd_sweep}, {"export-ollama", cmd_export}, {"chat", chat_sub},
     {"prune", cmd_prune},     {"report", cmd_report},
-    {"template", cmd_template},
+    {"template", cmd_template}, {"imatrix", cmd_imatrix},
 };
 
 int main(int argc, char **argv)
