@@ -128,9 +128,10 @@ void simd_deq_q6_k(const void *src, float *dst, size_t n)
 /* Fit x[i] ~ a*L[i] - m with L in 0..nmax, a >= 0, m >= 0 (the format
  * stores a non-negative minimum to subtract), minimising sum w*(err)^2.
  * Returns a and m; L is not kept (recomputed after scale quantization). */
-static void fit_asym(const float *x, const float *w, int n, int nmax, float *a_out, float *m_out)
+static void fit_asym_impl(const float *x, const float *w, int n, int nmax, int free_offset, float *a_out,
+                          float *m_out)
 {
-    float lo = 0, hi = x[0];
+    float lo = free_offset ? x[0] : 0, hi = x[0];
     for (int i = 0; i < n; i++) {
         if (x[i] < lo) lo = x[i];
         if (x[i] > hi) hi = x[i];
@@ -158,7 +159,7 @@ static void fit_asym(const float *x, const float *w, int n, int nmax, float *a_o
             continue;
         a = (sw * slx - sl * sx) / det;
         b = (sll * sx - sl * slx) / det;
-        if (b > 0) { /* the format cannot add: pin the offset at 0 */
+        if (b > 0 && !free_offset) { /* the format cannot add: pin the offset at 0 */
             b = 0;
             a = sll > 0 ? slx / sll : 0;
         }
@@ -179,6 +180,11 @@ static void fit_asym(const float *x, const float *w, int n, int nmax, float *a_o
         *a_out = (hi - lo) / (float)nmax;
         *m_out = -lo;
     }
+}
+
+static void fit_asym(const float *x, const float *w, int n, int nmax, float *a_out, float *m_out)
+{
+    fit_asym_impl(x, w, n, nmax, 0, a_out, m_out);
 }
 
 /* Fit x[i] ~ a*L[i] with L in -nneg..npos (either sign of a), minimising
@@ -220,12 +226,25 @@ static void weights(const float *x, int n, float rms, float *w)
         w[i] = rms + fabsf(x[i]);
 }
 
-static float block_rms(const float *x)
+/* Weights of n values for the scale searches: with an importance imp
+ * (one a value, not all zero) imp[i] * sqrt(sigma2 + x[i]^2), sigma2
+ * twice the mean square, so that small values still count; without,
+ * rms + |x[i]|. */
+void simd_kq_weights(const float *x, const float *imp, int n, float *w)
 {
-    double ss = 0;
-    for (int i = 0; i < QKK; i++)
+    double ss = 0, is = 0;
+    for (int i = 0; i < n; i++)
         ss += (double)x[i] * x[i];
-    return (float)sqrt(ss / QKK);
+    if (imp)
+        for (int i = 0; i < n; i++)
+            is += imp[i] > 0 ? imp[i] : 0;
+    if (imp && is > 0) {
+        float s2 = (float)(2 * ss / n);
+        for (int i = 0; i < n; i++)
+            w[i] = (imp[i] > 0 ? imp[i] : 0) * sqrtf(s2 + x[i] * x[i]);
+        return;
+    }
+    weights(x, n, (float)sqrt(ss / n), w);
 }
 
 /* A super-block scale for values up to vmax in `levels` steps, rounded to
@@ -238,13 +257,13 @@ static float super_scale(float vmax, int levels, simd_f16 *stored)
 
 /* q4_k and q5_k share everything but the level count and the packing:
  * levels 0..nmax for the 8 sub-blocks of 32 into L (256 values). */
-static void quant_k_asym(const float *x, int nmax, simd_f16 *d16, simd_f16 *dmin16, uint8_t scales[12], uint8_t L[QKK])
+static void quant_k_asym(const float *x, const float *imp, int nmax, simd_f16 *d16, simd_f16 *dmin16,
+                         uint8_t scales[12], uint8_t L[QKK])
 {
-    float a[8], m[8], w[32], amax = 0, mmax = 0;
-    float rms = block_rms(x);
+    float a[8], m[8], w[QKK], amax = 0, mmax = 0;
+    simd_kq_weights(x, imp, QKK, w);
     for (int j = 0; j < 8; j++) {
-        weights(x + 32 * j, 32, rms, w);
-        fit_asym(x + 32 * j, w, 32, nmax, &a[j], &m[j]);
+        fit_asym(x + 32 * j, w + 32 * j, 32, nmax, &a[j], &m[j]);
         if (a[j] > amax) amax = a[j];
         if (m[j] > mmax) mmax = m[j];
     }
@@ -260,24 +279,24 @@ static void quant_k_asym(const float *x, int nmax, simd_f16 *d16, simd_f16 *dmin
     put_sm(scales, sc, mq);
 }
 
-void simd_quant_q4_k(const float *src, void *dst, size_t n)
+void simd_quant_q4_k_imp(const float *src, void *dst, size_t n, const float *imp)
 {
     simd_block_q4_k *b = dst;
     uint8_t L[QKK];
     for (size_t i = 0; i < n / QKK; i++, src += QKK) {
-        quant_k_asym(src, 15, &b[i].d, &b[i].dmin, b[i].scales, L);
+        quant_k_asym(src, imp ? imp + i * QKK : NULL, 15, &b[i].d, &b[i].dmin, b[i].scales, L);
         for (int p = 0; p < 4; p++)
             for (int l = 0; l < 32; l++)
                 b[i].qs[32 * p + l] = (uint8_t)(L[64 * p + l] | L[64 * p + 32 + l] << 4);
     }
 }
 
-void simd_quant_q5_k(const float *src, void *dst, size_t n)
+void simd_quant_q5_k_imp(const float *src, void *dst, size_t n, const float *imp)
 {
     simd_block_q5_k *b = dst;
     uint8_t L[QKK];
     for (size_t i = 0; i < n / QKK; i++, src += QKK) {
-        quant_k_asym(src, 31, &b[i].d, &b[i].dmin, b[i].scales, L);
+        quant_k_asym(src, imp ? imp + i * QKK : NULL, 31, &b[i].d, &b[i].dmin, b[i].scales, L);
         memset(b[i].qh, 0, sizeof b[i].qh);
         for (int p = 0; p < 4; p++)
             for (int l = 0; l < 32; l++) {
@@ -288,15 +307,14 @@ void simd_quant_q5_k(const float *src, void *dst, size_t n)
     }
 }
 
-void simd_quant_q6_k(const float *src, void *dst, size_t n)
+void simd_quant_q6_k_imp(const float *src, void *dst, size_t n, const float *imp)
 {
     simd_block_q6_k *b = dst;
     for (size_t i = 0; i < n / QKK; i++, src += QKK) {
-        float a[16], w[16], amax = 0;
-        float rms = block_rms(src);
+        float a[16], w[QKK], amax = 0;
+        simd_kq_weights(src, imp ? imp + i * QKK : NULL, QKK, w);
         for (int j = 0; j < 16; j++) {
-            weights(src + 16 * j, 16, rms, w);
-            a[j] = fit_sym(src + 16 * j, w, 16, 32, 31);
+            a[j] = fit_sym(src + 16 * j, w + 16 * j, 16, 32, 31);
             if (fabsf(a[j]) > amax) amax = fabsf(a[j]);
         }
         float d = super_scale(amax, 127, &b[i].d);
@@ -318,6 +336,10 @@ void simd_quant_q6_k(const float *src, void *dst, size_t n)
             }
     }
 }
+
+void simd_quant_q4_k(const float *src, void *dst, size_t n) { simd_quant_q4_k_imp(src, dst, n, NULL); }
+void simd_quant_q5_k(const float *src, void *dst, size_t n) { simd_quant_q5_k_imp(src, dst, n, NULL); }
+void simd_quant_q6_k(const float *src, void *dst, size_t n) { simd_quant_q6_k_imp(src, dst, n, NULL); }
 
 /* ---- activations ---- */
 
@@ -439,6 +461,11 @@ void simd_set_kquants_scalar(simd_kernel_set *s)
 void simd_kq_fit_asym(const float *x, const float *w, int n, int nmax, float *a, float *m)
 {
     fit_asym(x, w, n, nmax, a, m);
+}
+
+void simd_kq_fit_affine(const float *x, const float *w, int n, int nmax, float *a, float *m)
+{
+    fit_asym_impl(x, w, n, nmax, 1, a, m);
 }
 
 float simd_kq_fit_sym(const float *x, const float *w, int n, int nneg, int npos)

@@ -12,6 +12,12 @@ void simd_deq_q6_k(const void *src, float *dst, size_t n);
 void simd_quant_q4_k(const float *src, void *dst, size_t n);
 void simd_quant_q5_k(const float *src, void *dst, size_t n);
 void simd_quant_q6_k(const float *src, void *dst, size_t n);
+/* The same with an importance per value (NULL: as above): the scale
+ * searches minimise sum imp[i] * sqrt(sigma2 + x[i]^2) * err[i]^2
+ * (simd_kq_weights). */
+void simd_quant_q4_k_imp(const float *src, void *dst, size_t n, const float *imp);
+void simd_quant_q5_k_imp(const float *src, void *dst, size_t n, const float *imp);
+void simd_quant_q6_k_imp(const float *src, void *dst, size_t n, const float *imp);
 
 /* The weighted scale searches of the K-quant quantizers, for lquants.c:
  * fit x[i] ~ a*L[i] - m with L in 0..nmax, a, m >= 0 (n <= 64), and
@@ -19,6 +25,13 @@ void simd_quant_q6_k(const float *src, void *dst, size_t n);
  * sum w[i]*err[i]^2 over a grid of candidate scales. */
 void simd_kq_fit_asym(const float *x, const float *w, int n, int nmax, float *a, float *m);
 float simd_kq_fit_sym(const float *x, const float *w, int n, int nneg, int npos);
+/* As simd_kq_fit_asym with an offset of either sign (q4_1, q5_1 store
+ * x = d*q + m with any m). */
+void simd_kq_fit_affine(const float *x, const float *w, int n, int nmax, float *a, float *m);
+/* The search weights of n values: imp[i] * sqrt(sigma2 + x[i]^2), sigma2
+ * twice their mean square, when imp is given and not all zero; else
+ * rms + |x[i]|. */
+void simd_kq_weights(const float *x, const float *imp, int n, float *w);
 
 /* Put the scalar K-quant dots into a kernel set (entries it already has
  * are kept, so a set with its own K kernels wins). */

@@ -98,28 +98,6 @@ void simd_deq_iq4_xs(const void *src, float *dst, size_t n)
 
 /* ---- quantization ---- */
 
-/* Weights of n values: imp[i] * sqrt(sigma2 + x^2) with sigma2 twice the
- * mean square (so small values still count) when an importance is given
- * and not all zero, else rms + |x| as the other K types use. */
-static void lq_weights(const float *x, const float *imp, int n, float *w)
-{
-    double ss = 0, is = 0;
-    for (int i = 0; i < n; i++)
-        ss += (double)x[i] * x[i];
-    if (imp)
-        for (int i = 0; i < n; i++)
-            is += imp[i] > 0 ? imp[i] : 0;
-    if (imp && is > 0) {
-        float s2 = (float)(2 * ss / n);
-        for (int i = 0; i < n; i++)
-            w[i] = (imp[i] > 0 ? imp[i] : 0) * sqrtf(s2 + x[i] * x[i]);
-        return;
-    }
-    float rms = (float)sqrt(ss / n);
-    for (int i = 0; i < n; i++)
-        w[i] = rms + fabsf(x[i]);
-}
-
 /* v rounded to f16 as stored, and back. */
 static float f16_round(float v, simd_f16 *stored)
 {
@@ -132,7 +110,7 @@ void simd_quant_q2_k_imp(const float *src, void *dst, size_t n, const float *imp
     simd_block_q2_k *b = dst;
     for (size_t i = 0; i < n / QKK; i++, src += QKK) {
         float w[QKK], a[16], m[16], amax = 0, mmax = 0;
-        lq_weights(src, imp ? imp + i * QKK : NULL, QKK, w);
+        simd_kq_weights(src, imp ? imp + i * QKK : NULL, QKK, w);
         for (int j = 0; j < 16; j++) {
             simd_kq_fit_asym(src + 16 * j, w + 16 * j, 16, 3, &a[j], &m[j]);
             if (a[j] > amax) amax = a[j];
@@ -157,7 +135,7 @@ void simd_quant_q3_k_imp(const float *src, void *dst, size_t n, const float *imp
     simd_block_q3_k *b = dst;
     for (size_t i = 0; i < n / QKK; i++, src += QKK) {
         float w[QKK], a[16], amax = 0, big = 0;
-        lq_weights(src, imp ? imp + i * QKK : NULL, QKK, w);
+        simd_kq_weights(src, imp ? imp + i * QKK : NULL, QKK, w);
         for (int j = 0; j < 16; j++) {
             a[j] = simd_kq_fit_sym(src + 16 * j, w + 16 * j, 16, 4, 3);
             if (fabsf(a[j]) > amax) {
@@ -255,7 +233,7 @@ void simd_quant_iq4_nl_imp(const float *src, void *dst, size_t n, const float *i
     simd_block_iq4_nl *b = dst;
     for (size_t i = 0; i < n / SIMD_QK; i++, src += SIMD_QK) {
         float w[SIMD_QK];
-        lq_weights(src, imp ? imp + i * SIMD_QK : NULL, SIMD_QK, w);
+        simd_kq_weights(src, imp ? imp + i * SIMD_QK : NULL, SIMD_QK, w);
         float d = f16_round(fit_iq4(src, w, SIMD_QK), &b[i].d);
         iq4_pack(src, d, b[i].qs);
     }
@@ -266,7 +244,7 @@ void simd_quant_iq4_xs_imp(const float *src, void *dst, size_t n, const float *i
     simd_block_iq4_xs *b = dst;
     for (size_t i = 0; i < n / QKK; i++, src += QKK) {
         float w[QKK], a[8], amax = 0, big = 0;
-        lq_weights(src, imp ? imp + i * QKK : NULL, QKK, w);
+        simd_kq_weights(src, imp ? imp + i * QKK : NULL, QKK, w);
         for (int j = 0; j < 8; j++) {
             a[j] = fit_iq4(src + 32 * j, w + 32 * j, 32);
             if (fabsf(a[j]) > amax) {

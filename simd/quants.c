@@ -233,6 +233,111 @@ static void q_q5_1(const float *src, void *dst, size_t n)
     }
 }
 
+/* ---- quantization with an importance per value ----
+ * The scale (and minimum) of each block from the weighted search the K
+ * types use (simd_kq_fit_sym / simd_kq_fit_affine, weights
+ * simd_kq_weights), rounded to f16 as stored; the levels then rounded
+ * against the stored values, so what is written is what was measured. */
+
+static inline int iround(float v, int lo, int hi)
+{
+    if (!(v > (float)lo))
+        return lo;
+    if (v >= (float)hi)
+        return hi;
+    return (int)lrintf(v);
+}
+
+/* x ~ d * L, L in -nneg..npos: d into *d16, the levels into L. */
+static void imp_sym(const float *x, const float *imp, int nneg, int npos, simd_f16 *d16, int L[SIMD_QK])
+{
+    float w[SIMD_QK];
+    simd_kq_weights(x, imp, SIMD_QK, w);
+    *d16 = simd_f32_to_f16(simd_kq_fit_sym(x, w, SIMD_QK, nneg, npos));
+    float d = simd_f16_to_f32(*d16);
+    for (int j = 0; j < SIMD_QK; j++)
+        L[j] = d != 0 ? iround(x[j] / d, -nneg, npos) : 0;
+}
+
+/* x ~ d * L + m, L in 0..nmax: d and m into *d16, *m16, the levels into L. */
+static void imp_affine(const float *x, const float *imp, int nmax, simd_f16 *d16, simd_f16 *m16, int L[SIMD_QK])
+{
+    float w[SIMD_QK], a, m;
+    simd_kq_weights(x, imp, SIMD_QK, w);
+    simd_kq_fit_affine(x, w, SIMD_QK, nmax, &a, &m);
+    *d16 = simd_f32_to_f16(a);
+    *m16 = simd_f32_to_f16(-m);
+    float d = simd_f16_to_f32(*d16), mn = simd_f16_to_f32(*m16);
+    for (int j = 0; j < SIMD_QK; j++)
+        L[j] = d > 0 ? iround((x[j] - mn) / d, 0, nmax) : 0;
+}
+
+static void qi_q8_0(const float *src, void *dst, size_t n, const float *imp)
+{
+    simd_block_q8_0 *b = dst;
+    int L[SIMD_QK];
+    for (size_t i = 0; i < n / SIMD_QK; i++) {
+        imp_sym(src + i * SIMD_QK, imp + i * SIMD_QK, 127, 127, &b[i].d, L);
+        for (int j = 0; j < SIMD_QK; j++)
+            b[i].qs[j] = (int8_t)L[j];
+    }
+}
+
+static void qi_q4_0(const float *src, void *dst, size_t n, const float *imp)
+{
+    simd_block_q4_0 *b = dst;
+    int L[SIMD_QK];
+    for (size_t i = 0; i < n / SIMD_QK; i++) {
+        imp_sym(src + i * SIMD_QK, imp + i * SIMD_QK, 8, 7, &b[i].d, L);
+        for (int j = 0; j < SIMD_QK / 2; j++)
+            b[i].qs[j] = (uint8_t)((L[j] + 8) | (L[j + 16] + 8) << 4);
+    }
+}
+
+static void qi_q4_1(const float *src, void *dst, size_t n, const float *imp)
+{
+    simd_block_q4_1 *b = dst;
+    int L[SIMD_QK];
+    for (size_t i = 0; i < n / SIMD_QK; i++) {
+        imp_affine(src + i * SIMD_QK, imp + i * SIMD_QK, 15, &b[i].d, &b[i].m, L);
+        for (int j = 0; j < SIMD_QK / 2; j++)
+            b[i].qs[j] = (uint8_t)(L[j] | L[j + 16] << 4);
+    }
+}
+
+/* q5_0 / q5_1: the low nibbles into qs, the fifth bits into qh. */
+static void put_q5(const int L[SIMD_QK], uint8_t qs[16], uint8_t qh[4])
+{
+    uint32_t h = 0;
+    for (int j = 0; j < SIMD_QK / 2; j++) {
+        qs[j] = (uint8_t)((L[j] & 0x0f) | (L[j + 16] & 0x0f) << 4);
+        h |= (uint32_t)(L[j] >> 4) << j | (uint32_t)(L[j + 16] >> 4) << (j + 16);
+    }
+    put_qh(qh, h);
+}
+
+static void qi_q5_0(const float *src, void *dst, size_t n, const float *imp)
+{
+    simd_block_q5_0 *b = dst;
+    int L[SIMD_QK];
+    for (size_t i = 0; i < n / SIMD_QK; i++) {
+        imp_sym(src + i * SIMD_QK, imp + i * SIMD_QK, 16, 15, &b[i].d, L);
+        for (int j = 0; j < SIMD_QK; j++)
+            L[j] += 16;
+        put_q5(L, b[i].qs, b[i].qh);
+    }
+}
+
+static void qi_q5_1(const float *src, void *dst, size_t n, const float *imp)
+{
+    simd_block_q5_1 *b = dst;
+    int L[SIMD_QK];
+    for (size_t i = 0; i < n / SIMD_QK; i++) {
+        imp_affine(src + i * SIMD_QK, imp + i * SIMD_QK, 31, &b[i].d, &b[i].m, L);
+        put_q5(L, b[i].qs, b[i].qh);
+    }
+}
+
 /* ---- activations ---- */
 
 size_t simd_act_row_bytes(enum simd_act act, size_t n)
@@ -292,22 +397,24 @@ void simd_act_quant(enum simd_act act, const float *x, void *dst, size_t n)
  * kernels, are filled by simd_init from the installed set. */
 #define TRAITS(NAME, BLOCK, BYTES, ACT, DEQ, Q) \
     {.name = NAME, .block = BLOCK, .bytes = BYTES, .act = ACT, .dequant = DEQ, .quant = Q}
+#define TRAITS_I(NAME, BLOCK, BYTES, ACT, DEQ, Q, QI)                                                      \
+    {.name = NAME, .block = BLOCK, .bytes = BYTES, .act = ACT, .dequant = DEQ, .quant = Q, .quant_imp = QI}
 simd_dispatch simd_table = {.type = {
     [SIMD_F32] = TRAITS("f32", 1, 4, SIMD_ACT_F32, deq_f32, q_f32),
     [SIMD_F16] = TRAITS("f16", 1, 2, SIMD_ACT_F32, deq_f16, q_f16),
     [SIMD_BF16] = TRAITS("bf16", 1, 2, SIMD_ACT_F32, deq_bf16, q_bf16),
-    [SIMD_Q8_0] = TRAITS("q8_0", 32, 34, SIMD_ACT_Q8, deq_q8_0, q_q8_0),
-    [SIMD_Q4_0] = TRAITS("q4_0", 32, 18, SIMD_ACT_Q8, deq_q4_0, q_q4_0),
-    [SIMD_Q4_1] = TRAITS("q4_1", 32, 20, SIMD_ACT_Q8, deq_q4_1, q_q4_1),
-    [SIMD_Q5_0] = TRAITS("q5_0", 32, 22, SIMD_ACT_Q8, deq_q5_0, q_q5_0),
-    [SIMD_Q5_1] = TRAITS("q5_1", 32, 24, SIMD_ACT_Q8, deq_q5_1, q_q5_1),
+    [SIMD_Q8_0] = TRAITS_I("q8_0", 32, 34, SIMD_ACT_Q8, deq_q8_0, q_q8_0, qi_q8_0),
+    [SIMD_Q4_0] = TRAITS_I("q4_0", 32, 18, SIMD_ACT_Q8, deq_q4_0, q_q4_0, qi_q4_0),
+    [SIMD_Q4_1] = TRAITS_I("q4_1", 32, 20, SIMD_ACT_Q8, deq_q4_1, q_q4_1, qi_q4_1),
+    [SIMD_Q5_0] = TRAITS_I("q5_0", 32, 22, SIMD_ACT_Q8, deq_q5_0, q_q5_0, qi_q5_0),
+    [SIMD_Q5_1] = TRAITS_I("q5_1", 32, 24, SIMD_ACT_Q8, deq_q5_1, q_q5_1, qi_q5_1),
     /* MXFP4 (mxfp4.c): dot kernels from simd_set_mxfp4 */
     [SIMD_MXFP4] = TRAITS("mxfp4", 32, 17, SIMD_ACT_Q8, simd_deq_mxfp4, simd_quant_mxfp4),
     /* q2_k, q3_k, iq4_nl, iq4_xs (lquants.c): dot kernels from simd_set_lquants */
-    [SIMD_Q2_K] = TRAITS("q2_k", 256, 84, SIMD_ACT_Q8K, simd_deq_q2_k, simd_quant_q2_k),
-    [SIMD_Q3_K] = TRAITS("q3_k", 256, 110, SIMD_ACT_Q8K, simd_deq_q3_k, simd_quant_q3_k),
-    [SIMD_IQ4_NL] = TRAITS("iq4_nl", 32, 18, SIMD_ACT_Q8, simd_deq_iq4_nl, simd_quant_iq4_nl),
-    [SIMD_IQ4_XS] = TRAITS("iq4_xs", 256, 136, SIMD_ACT_Q8K, simd_deq_iq4_xs, simd_quant_iq4_xs),
+    [SIMD_Q2_K] = TRAITS_I("q2_k", 256, 84, SIMD_ACT_Q8K, simd_deq_q2_k, simd_quant_q2_k, simd_quant_q2_k_imp),
+    [SIMD_Q3_K] = TRAITS_I("q3_k", 256, 110, SIMD_ACT_Q8K, simd_deq_q3_k, simd_quant_q3_k, simd_quant_q3_k_imp),
+    [SIMD_IQ4_NL] = TRAITS_I("iq4_nl", 32, 18, SIMD_ACT_Q8, simd_deq_iq4_nl, simd_quant_iq4_nl, simd_quant_iq4_nl_imp),
+    [SIMD_IQ4_XS] = TRAITS_I("iq4_xs", 256, 136, SIMD_ACT_Q8K, simd_deq_iq4_xs, simd_quant_iq4_xs, simd_quant_iq4_xs_imp),
     /* Known to the reader (so `info` names them) but without kernels yet:
      * a model using them is refused at load with the type's name. */
     [SIMD_Q8_1] = TRAITS("q8_1", 32, 36, SIMD_ACT_NONE, NULL, NULL),
@@ -318,9 +425,9 @@ simd_dispatch simd_table = {.type = {
     [SIMD_IQ3_S] = TRAITS("iq3_s", 256, 110, SIMD_ACT_NONE, NULL, NULL),
     [SIMD_IQ1_S] = TRAITS("iq1_s", 256, 50, SIMD_ACT_NONE, NULL, NULL),
     [SIMD_IQ1_M] = TRAITS("iq1_m", 256, 56, SIMD_ACT_NONE, NULL, NULL),
-    [SIMD_Q4_K] = TRAITS("q4_k", 256, 144, SIMD_ACT_Q8K, simd_deq_q4_k, simd_quant_q4_k),
-    [SIMD_Q5_K] = TRAITS("q5_k", 256, 176, SIMD_ACT_Q8K, simd_deq_q5_k, simd_quant_q5_k),
-    [SIMD_Q6_K] = TRAITS("q6_k", 256, 210, SIMD_ACT_Q8K, simd_deq_q6_k, simd_quant_q6_k),
+    [SIMD_Q4_K] = TRAITS_I("q4_k", 256, 144, SIMD_ACT_Q8K, simd_deq_q4_k, simd_quant_q4_k, simd_quant_q4_k_imp),
+    [SIMD_Q5_K] = TRAITS_I("q5_k", 256, 176, SIMD_ACT_Q8K, simd_deq_q5_k, simd_quant_q5_k, simd_quant_q5_k_imp),
+    [SIMD_Q6_K] = TRAITS_I("q6_k", 256, 210, SIMD_ACT_Q8K, simd_deq_q6_k, simd_quant_q6_k, simd_quant_q6_k_imp),
     [SIMD_Q8_K] = TRAITS("q8_k", 256, 292, SIMD_ACT_NONE, NULL, NULL),
     [SIMD_I8] = TRAITS("i8", 1, 1, SIMD_ACT_NONE, NULL, NULL),
     [SIMD_I16] = TRAITS("i16", 1, 2, SIMD_ACT_NONE, NULL, NULL),
@@ -329,6 +436,7 @@ simd_dispatch simd_table = {.type = {
     [SIMD_F64] = TRAITS("f64", 1, 8, SIMD_ACT_NONE, NULL, NULL),
 }};
 #undef TRAITS
+#undef TRAITS_I
 
 const simd_traits *simd_type_traits(int type)
 {

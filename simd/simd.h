@@ -278,6 +278,13 @@ typedef struct simd_traits {
     /* reference round-to-nearest quantization of n floats; NULL if the
      * type cannot be written yet */
     void (*quant)(const float *src, void *dst, size_t n);
+    /* quantization that minimises an importance-weighted squared error:
+     * imp holds one importance per value (an importance matrix's column
+     * importances for this row, never NULL); the scale searches minimise
+     * sum imp[i] * sqrt(sigma2 + x[i]^2) * err[i]^2, sigma2 twice the
+     * block's mean square (llama.cpp's weighting). NULL for the types
+     * without one (float types, mxfp4): use quant. */
+    void (*quant_imp)(const float *src, void *dst, size_t n, const float *imp);
     simd_dot_fn dot;
     simd_dot_batch_fn dot_batch;
     simd_dot_rows_fn dot_rows; /* non-NULL whenever dot is */
