@@ -21,7 +21,7 @@
 #include "files.h"
 
 static const char usage[] =
-    "usage: nibble quantize IN.gguf OUT.gguf TYPE [--awq CALIB.txt] [--allow-requantize] [-t N]\n"
+    "usage: nibble quantize IN.gguf OUT.gguf TYPE [--imatrix FILE] [--awq CALIB.txt] [--allow-requantize] [-t N]\n"
     "\n"
     "Write IN's weights as TYPE into OUT (metadata kept; OUT is written to a\n"
     "temporary file and renamed, so a failed run leaves no partial OUT).\n"
@@ -44,6 +44,12 @@ static const char usage[] =
     "                        model, search a scale per layer group, fold it into\n"
     "                        the norms / v rows / up rows (a standard GGUF)\n"
     "  --calib-tokens N      calibration tokens to use (default 4096)\n"
+    "  --imatrix FILE        importance matrix ('nibble imatrix' or llama-imatrix,\n"
+    "                        GGUF or legacy .dat): every type's scale search then\n"
+    "                        minimises the importance-weighted error; tensors it\n"
+    "                        has no entry for (or of another width) are quantized\n"
+    "                        unweighted, with a note. Recorded in OUT's metadata\n"
+    "                        (quantize.imatrix.*) as llama-quantize records it\n"
     "  --allow-requantize    accept an already quantized IN (errors add up); also\n"
     "                        converts MXFP4 tensors, which are otherwise kept\n"
     "  -t N                  threads for the calibration pass\n"
@@ -103,9 +109,10 @@ static void on_note(void *user, const char *line)
 
 int cmd_quantize(int argc, char **argv)
 {
-    const char *pos[3] = {0}, *calib = NULL;
+    const char *pos[3] = {0}, *calib = NULL, *imx_path = NULL;
     int np = 0, allow = 0, quiet = 0, threads = 0, calib_tokens = 4096;
     const app_flag own[] = {APP_FLAG("--awq", NULL, APP_STR, &calib),
+                            APP_FLAG("--imatrix", NULL, APP_STR, &imx_path),
                             APP_FLAG("--calib-tokens", NULL, APP_INT, &calib_tokens, .min = 16, .max = 1 << 20),
                             APP_FLAG("-t", NULL, APP_INT, &threads, .min = 1, .max = 256,
                                      .why = "expected a thread count in 1..256"),
@@ -133,22 +140,37 @@ int cmd_quantize(int argc, char **argv)
                         .user = &bar};
     eng_err e;
     eng_awq *awq = NULL;
+    eng_imatrix *imx = NULL;
+    if (imx_path) {
+        if (eng_imatrix_load(imx_path, &imx, &e)) {
+            fprintf(stderr, "nibble quantize: %s\n", e.msg);
+            return 1;
+        }
+        o.imatrix = imx;
+        o.imatrix_file = imx_path;
+        o.method = "imatrix";
+        if (!quiet)
+            fprintf(stderr, "imatrix: %zu entries from %u chunks in %s\n", eng_imatrix_count(imx),
+                    eng_imatrix_chunk_count(imx), imx_path);
+    }
     if (calib) {
         app_bar abar = {.label = "awq     ", .quiet = quiet};
         eng_awq_opts ao = {.target = t, .calib_path = calib, .max_tokens = (uint32_t)calib_tokens,
                            .threads = threads, .progress = app_awq_progress, .user = &abar};
         if (eng_awq_compute(pos[0], &ao, &awq, &e)) {
             fprintf(stderr, "nibble quantize: %s\n", e.msg);
+            eng_imatrix_free(imx);
             return 1;
         }
         o.edits = eng_awq_edits(awq, &o.n_edits);
-        o.method = "awq";
+        o.method = imx ? "awq+imatrix" : "awq";
         o.calib = eng_path_base(calib);
         fprintf(stderr, "awq: %s\n", eng_awq_summary(awq));
     }
     eng_quant_report rep;
     int r = eng_quantize_file(pos[0], pos[1], &o, &rep, &e);
     eng_awq_free(awq);
+    eng_imatrix_free(imx);
     if (r) {
         if (bar.start && !quiet)
             fputc('\n', stderr);
@@ -161,6 +183,8 @@ int cmd_quantize(int argc, char **argv)
     for (int k = 0; k < 40; k++)
         if (rep.type_count[k])
             fprintf(stderr, " %s x%llu", simd_type_name(k), (unsigned long long)rep.type_count[k]);
+    if (imx_path)
+        fprintf(stderr, "; %llu with importance", (unsigned long long)rep.n_weighted);
     fprintf(stderr, "%s\n", rep.n_fallbacks ? " (with fallbacks, see above)" : "");
     return 0;
 }

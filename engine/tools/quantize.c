@@ -214,7 +214,7 @@ static int is_float_type(int t) { return t == SIMD_F32 || t == SIMD_F16 || t == 
 static int own_key(const char *k)
 {
     return !strcmp(k, "general.file_type") || !strcmp(k, "general.quantization_version") ||
-           !strncmp(k, "nibble.quantize.", 16);
+           !strncmp(k, "nibble.quantize.", 16) || !strncmp(k, "quantize.imatrix.", 17);
 }
 
 static void notef(const eng_quant_opts *o, const char *fmt, ...) ENG_PRINTF(2, 3);
@@ -232,11 +232,22 @@ static void notef(const eng_quant_opts *o, const char *fmt, ...)
 
 #define SLICE_ROWS 64u
 
-/* Convert tensor t to `type` (applying edit ed) into a new buffer. */
-static void *convert(const eng_gguf_tensor *t, int type, const eng_tensor_edit *ed, int fake_bits, size_t *out_bytes,
-                     eng_err *e)
+/* The importance of the columns of matrix k of imatrix entry x, divided
+ * by the square of an edit's column factor, into imp (cols values). */
+static void importance_of(const eng_imatrix_entry *x, uint32_t k, const eng_tensor_edit *ed, float *imp)
 {
-    const simd_traits *src = simd_type_traits(t->type);
+    eng_imatrix_importance(x, k, imp);
+    if (ed && ed->col)
+        for (uint32_t c = 0; c < x->n_cols; c++)
+            imp[c] = ed->col[c] != 0 ? imp[c] / (ed->col[c] * ed->col[c]) : imp[c];
+}
+
+/* Convert tensor t to `type` (applying edit ed; with importance entry
+ * ix, through the type's weighted quantizer) into a new buffer. */
+static void *convert(const eng_gguf_tensor *t, int type, const eng_tensor_edit *ed, int fake_bits,
+                     const eng_imatrix_entry *ix, size_t *out_bytes, eng_err *e)
+{
+    const simd_traits *src = simd_type_traits(t->type), *dt = simd_type_traits(type);
     uint64_t cols = t->ne[0], rows = t->ne[1] * t->ne[2] * t->ne[3];
     if (!src->dequant) {
         eng_errf(e, ENG_EUNSUP, "tensor '%s': cannot read type %s", t->name, src->name);
@@ -245,12 +256,15 @@ static void *convert(const eng_gguf_tensor *t, int type, const eng_tensor_edit *
     size_t rb = simd_row_bytes(type, cols), srb = simd_row_bytes(t->type, cols);
     char *out = malloc(rb * rows + 1);
     float *tmp = malloc(SLICE_ROWS * cols * sizeof(float) + 1);
-    if (!out || !tmp) {
+    float *imp = ix && dt->quant_imp ? malloc(cols * sizeof(float)) : NULL;
+    if (!out || !tmp || (ix && dt->quant_imp && !imp)) {
         free(out);
         free(tmp);
+        free(imp);
         eng_errf(e, ENG_ENOMEM, "tensor '%s': out of memory", t->name);
         return NULL;
     }
+    uint64_t imp_k = UINT64_MAX; /* the matrix (expert) imp holds */
     for (uint64_t r0 = 0; r0 < rows; r0 += SLICE_ROWS) {
         uint64_t n = rows - r0 < SLICE_ROWS ? rows - r0 : SLICE_ROWS;
         for (uint64_t r = 0; r < n; r++)
@@ -262,9 +276,21 @@ static void *convert(const eng_gguf_tensor *t, int type, const eng_tensor_edit *
         if (fake_bits)
             for (uint64_t r = 0; r < n; r++)
                 eng_fake_quant_row(tmp + r * cols, tmp + r * cols, (size_t)cols, fake_bits, 32);
-        eng_quant_rows(type, tmp, out + r0 * rb, n, cols);
+        if (!imp) {
+            eng_quant_rows(type, tmp, out + r0 * rb, n, cols);
+            continue;
+        }
+        for (uint64_t r = 0; r < n; r++) {
+            uint64_t k = (r0 + r) / t->ne[1];
+            if (k != imp_k) {
+                importance_of(ix, (uint32_t)k, ed, imp);
+                imp_k = k;
+            }
+            dt->quant_imp(tmp + r * cols, out + (r0 + r) * rb, (size_t)cols, imp);
+        }
     }
     free(tmp);
+    free(imp);
     *out_bytes = rb * rows;
     return out;
 }
@@ -324,6 +350,16 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
         (r = eng_gguf_writer_str(w, "nibble.quantize.method", o->method ? o->method : o->target->fake_bits ? "uniform-fake" : "rtn")) ||
         (o->calib && (r = eng_gguf_writer_str(w, "nibble.quantize.calibration", o->calib))))
         goto oom;
+    if (o->imatrix) {
+        size_t nds;
+        const char *const *ds = eng_imatrix_datasets(o->imatrix, &nds);
+        uint32_t chunks = eng_imatrix_chunk_count(o->imatrix);
+        if ((r = eng_gguf_writer_str(w, "quantize.imatrix.file", o->imatrix_file ? o->imatrix_file : "")) ||
+            (nds && (r = eng_gguf_writer_str(w, "quantize.imatrix.dataset", ds[0]))) ||
+            (r = eng_gguf_writer_u32(w, "quantize.imatrix.entries_count", (uint32_t)eng_imatrix_count(o->imatrix))) ||
+            (chunks && (r = eng_gguf_writer_u32(w, "quantize.imatrix.chunks_count", chunks))))
+            goto oom;
+    }
 
     uint64_t total = 0, done = 0;
     for (uint64_t i = 0; i < nt; i++)
@@ -351,8 +387,22 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
         const void *data = t->data;
         size_t bytes = (size_t)t->size;
         int fake = o->target->fake_bits && t->n_dims >= 2 && ends_with(t->name, ".weight") ? o->target->fake_bits : 0;
+        const eng_imatrix_entry *ix = NULL;
+        if (o->imatrix && t->n_dims >= 2 && !fake && type != t->type && simd_type_traits(type)->quant_imp) {
+            ix = eng_imatrix_find(o->imatrix, t->name);
+            if (ix && (ix->n_cols != t->ne[0] || ix->n_mat != t->ne[2] || t->ne[3] != 1)) {
+                notef(o, "%s: the importance matrix has %u columns x %u matrices, the tensor %llu x %llu: "
+                      "quantized without importance", t->name, ix->n_cols, ix->n_mat,
+                      (unsigned long long)t->ne[0], (unsigned long long)t->ne[2]);
+                ix = NULL;
+            }
+            if (ix)
+                rep->n_weighted++;
+            else
+                rep->n_unweighted++;
+        }
         if (type != t->type || ed || fake) {
-            bufs[i] = convert(t, type, ed, fake, &bytes, e);
+            bufs[i] = convert(t, type, ed, fake, ix, &bytes, e);
             if (!bufs[i]) {
                 r = ENG_ENOMEM;
                 goto done;
@@ -370,6 +420,25 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
         done += t->size;
         if (o->progress)
             o->progress(o->user, done, total, t->name);
+    }
+    if (o->imatrix) {
+        /* entries that name no tensor: another model's file, most likely */
+        char list[256] = "";
+        size_t used = 0;
+        for (size_t k = 0; k < eng_imatrix_count(o->imatrix); k++) {
+            const char *n = eng_imatrix_at(o->imatrix, k)->name;
+            if (eng_gguf_tensor_find(g, n))
+                continue;
+            if (rep->n_unused++ < 3 && used < sizeof list)
+                used += (size_t)snprintf(list + used, sizeof list - used, "%s'%s'", used ? ", " : "", n);
+        }
+        if (rep->n_unused)
+            notef(o, "warning: %llu importance matrix entr%s name%s no tensor of %s (%s%s): is it this model's?",
+                  (unsigned long long)rep->n_unused, rep->n_unused == 1 ? "y" : "ies", rep->n_unused == 1 ? "s" : "",
+                  in_path, list, rep->n_unused > 3 ? ", ..." : "");
+        if (rep->n_unweighted)
+            notef(o, "%llu of %llu quantized matrices had no importance entry and were quantized unweighted",
+                  (unsigned long long)rep->n_unweighted, (unsigned long long)(rep->n_unweighted + rep->n_weighted));
     }
     r = eng_gguf_writer_save(w, out_path, e);
     goto done;

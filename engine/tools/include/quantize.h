@@ -12,6 +12,7 @@
 
 #include "err.h"
 #include "gguf.h"
+#include "imatrix.h"
 
 /* A target: a plain type, or a mix that keeps some tensors wider. */
 typedef struct eng_qtarget {
@@ -53,8 +54,18 @@ typedef struct eng_quant_opts {
     int allow_requantize;  /* dequantize already-quantized matrices and quantize again */
     const eng_tensor_edit *edits; /* may be NULL */
     size_t n_edits;
-    const char *method;    /* recorded in nibble.quantize.method: "rtn" (default) or "awq" */
+    const char *method;    /* recorded in nibble.quantize.method: "rtn" (default), "awq", "imatrix", "awq+imatrix" */
     const char *calib;     /* recorded in nibble.quantize.calibration (may be NULL) */
+    /* importance (may be NULL): each matrix whose entry matches its name
+     * and width is quantized with the type's importance-weighted search
+     * (simd_traits.quant_imp), the importance divided by the square of an
+     * edit's column factor (AWQ's scaled columns meet activations divided
+     * by it); a tensor without a matching entry is quantized unweighted,
+     * with a note. Recorded as llama-quantize records it:
+     * quantize.imatrix.file (imatrix_file), .dataset, .entries_count,
+     * .chunks_count. */
+    const eng_imatrix *imatrix;
+    const char *imatrix_file;
     /* progress: called after each tensor (done, total bytes of input
      * tensors); notes: one line per tensor whose type was changed from
      * the plan (fallbacks), and requantization warnings. Both optional. */
@@ -68,6 +79,9 @@ typedef struct eng_quant_report {
     uint64_t n_weights;                /* values in all tensors */
     uint64_t n_tensors, n_fallbacks;
     uint64_t type_count[40];           /* tensors written per type */
+    uint64_t n_weighted;               /* matrices quantized with an importance */
+    uint64_t n_unweighted;             /* quantized matrices without one (an imatrix given) */
+    uint64_t n_unused;                 /* imatrix entries that named no tensor */
 } eng_quant_report;
 
 /* The type a tensor gets under target t (name, shape, layer count):
