@@ -444,6 +444,7 @@ static void check_flag_errors(void)
         {"run", "-p"},          {"info", "-m"},     {"tokenize", "-p"},   {"chat", "--system"},
         {"bench", "-p"},        {"synth", "--shape"}, {"score", "--ids"}, {"quantize", "--awq"},
         {"ppl", "--kl-base"},   {"quant-sweep", "--types"}, {"export-ollama", "--name"},
+        {"imatrix", "-o"},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         char what[96], want[160];
@@ -882,6 +883,58 @@ static void check_spec(void)
     done(&r);
 }
 
+/* nibble imatrix writes a file --show reads and quantize --imatrix uses;
+ * its errors are one line each */
+static void check_imatrix(void)
+{
+    char dir[] = "/tmp/nibble-cli-XXXXXX";
+    CHECK(tu_mkdtemp(dir) != NULL);
+    char text[256], imx[256], out[256], missing[256];
+    snprintf(text, sizeof text, "%s/calib.txt", dir);
+    snprintf(imx, sizeof imx, "%s/im.gguf", dir);
+    snprintf(out, sizeof out, "%s/q.gguf", dir);
+    snprintf(missing, sizeof missing, "%s/none.gguf", dir);
+    const char story[] = "Once upon a time, there was a little girl named Lily. She loved to play outside. "
+                         "One day, she saw a big red ball in the park. She ran to get it, but a dog got there first. ";
+    FILE *f = fopen(text, "wb");
+    for (int i = 0; f && i < 6; i++)
+        fputs(story, f);
+    if (f)
+        fclose(f);
+    const char *a1[] = {"imatrix", "-m", model, "-o", imx, NULL};
+    expect_fail("imatrix without -f", a1, 2, "a calibration text file is required");
+    const char *a2[] = {"imatrix", "-m", model, "-f", missing, "-o", imx, NULL};
+    expect_fail("imatrix of a missing text", a2, 1, "cannot open");
+    const char *a3[] = {"imatrix", "-m", model, "-f", text, "-o", imx, "-c", "4096", NULL};
+    expect_fail("imatrix with too short a text", a3, 1, "at least 4096 are needed");
+    const char *a4[] = {"imatrix", "-m", model, "-f", text, "-o", imx, "-c", "64", "-q", NULL};
+    result r = run(a4);
+    CHECKF(r.status == 0 && r.err && strstr(r.err, "35 entries from 5 chunks of 64 tokens"), "imatrix: %d %s",
+           r.status, r.err);
+    done(&r);
+    const char *a5[] = {"imatrix", "--show", imx, NULL};
+    r = run(a5);
+    CHECKF(r.status == 0 && r.out && strstr(r.out, "GGUF format, 35 entries, 5 chunks of 64 tokens") &&
+               strstr(r.out, "blk.4.ffn_down.weight") && strstr(r.out, "dataset: "),
+           "imatrix --show: %d %s", r.status, r.out);
+    done(&r);
+    const char *a6[] = {"quantize", model, out, "q4_0", "--imatrix", imx, "-q", NULL};
+    r = run(a6);
+    CHECKF(r.status == 0 && r.err && strstr(r.err, "; 30 with importance"), "quantize --imatrix: %d %s", r.status,
+           r.err);
+    done(&r);
+    const char *a7[] = {"quantize", model, out, "q4_0", "--imatrix", missing, NULL};
+    expect_fail("quantize --imatrix of a missing file", a7, 1, "cannot open");
+    const char *a8[] = {"quantize", model, out, "q4_0", "--imatrix", model, NULL};
+    expect_fail("quantize --imatrix of a model", a8, 1, "is not an importance matrix");
+    const char *a9[] = {"imatrix", "--show", model, NULL};
+    expect_fail("imatrix --show of a model", a9, 1, "is not an importance matrix");
+    remove(text);
+    remove(imx);
+    remove(out);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const char *assets = getenv("NIBBLE_ASSETS");
@@ -894,6 +947,7 @@ int main(void)
     check_export_template();
     check_errors();
     check_flag_errors();
+    check_imatrix();
     check_golden();
     check_bench();
     check_bench_depth();
