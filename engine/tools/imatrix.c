@@ -167,12 +167,10 @@ static int check_values(const char *path, const eng_imatrix_entry *x, eng_err *e
     return 0;
 }
 
-static int load_gguf(const char *path, eng_imatrix *im, eng_err *e)
+/* Entries and metadata of an open GGUF (g is closed here). */
+static int load_gguf(const char *path, eng_gguf *g, eng_imatrix *im, eng_err *e)
 {
-    eng_gguf *g = NULL;
-    int r = eng_gguf_open(path, &g, e);
-    if (r)
-        return r;
+    int r = 0;
     eng_str ty;
     if (eng_gguf_get_str(g, "general.type", &ty, NULL) == 0 && !(ty.len == 7 && !memcmp(ty.ptr, "imatrix", 7))) {
         r = eng_errf(e, ENG_EFORMAT, "%s is not an importance matrix (general.type is '%.*s')", path,
@@ -315,14 +313,19 @@ int eng_imatrix_load(const char *path, eng_imatrix **out, eng_err *e)
         return eng_errf(e, ENG_ENOMEM, "out of memory");
     char *buf = NULL;
     size_t len = 0;
-    /* the magic decides; the legacy file is read whole (a few MB even for
-     * large models), a GGUF is mapped */
-    int r = eng_read_file(path, (size_t)1 << 31, &buf, &len, e);
-    if (!r) {
+    /* a GGUF is mapped (a model given by mistake is not read whole); what
+     * is not one is read whole as the legacy format (a few MB even for
+     * large models), unless it starts like a GGUF: then the GGUF reader's
+     * message says what is wrong */
+    eng_gguf *g = NULL;
+    eng_err ge;
+    int gr = eng_gguf_open(path, &g, &ge), r;
+    if (!gr) {
+        r = load_gguf(path, g, im, e);
+    } else if (!(r = eng_read_file(path, (size_t)1 << 30, &buf, &len, e))) {
         if (len >= 4 && !memcmp(buf, "GGUF", 4)) {
-            free(buf);
-            buf = NULL;
-            r = load_gguf(path, im, e);
+            *e = ge;
+            r = gr;
         } else {
             r = load_legacy(path, (const unsigned char *)buf, len, im, e);
         }

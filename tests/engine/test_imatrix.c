@@ -393,6 +393,16 @@ static void test_bad_files(const char *model)
     write_bad(tmp("b5.gguf"), SIMD_F32, 64, 1, SIMD_F32, 1, -1);
     expect_error(tmp("b5.gguf"), "negative");
     expect_error(model, "not an importance matrix");
+    /* a GGUF cut short: the GGUF reader's message, not the legacy one's */
+    size_t len;
+    char *all = tu_read(tmp("b5.gguf"), &len);
+    FILE *f = all ? fopen(tmp("b6.gguf"), "wb") : NULL;
+    if (f) {
+        fwrite(all, 1, len - 100, f);
+        fclose(f);
+    }
+    free(all);
+    expect_error(tmp("b6.gguf"), "past the end of the file");
     expect_error(tmp("nothing-here.gguf"), "nothing-here");
 }
 
