@@ -178,7 +178,7 @@ int cmd_run(int argc, char **argv)
     while (!status && (o.n_predict < 0 || n_gen < o.n_predict)) {
         int32_t toks[ENG_SPEC_MAX + 1];
         uint32_t got = 1;
-        if (eng_session_pos(s) >= eng_session_ctx_size(s)) {
+        if ((spec ? eng_spec_pos(spec) : eng_session_pos(s)) >= eng_session_ctx_size(s)) {
             why = "context full";
             break;
         }

@@ -952,7 +952,7 @@ static void reply(run *r)
             reason = ENG_DONE_MAX_TOKENS;
             break;
         }
-        if (iq == nq && eng_session_pos(r->s) >= ctx) {
+        if (iq == nq && (r->spec ? eng_spec_pos(r->spec) : eng_session_pos(r->s)) >= ctx) {
             int d = shift_context(r, ctx - ctx / 4, 2);
             if (d <= 0) {
                 reason = ENG_DONE_CONTEXT;

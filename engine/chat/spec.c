@@ -120,6 +120,7 @@ void eng_spec_free(eng_spec *sp)
 const eng_spec_stats *eng_spec_get_stats(const eng_spec *sp) { return &sp->st; }
 void eng_spec_reset_stats(eng_spec *sp) { memset(&sp->st, 0, sizeof sp->st); }
 void eng_spec_drop(eng_spec *sp) { sp->has_pending = 0; }
+uint32_t eng_spec_pos(const eng_spec *sp) { return eng_session_pos(sp->t) + (uint32_t)sp->has_pending; }
 
 /* Prompt lookup: the most recent earlier occurrence of the last n tokens
  * of seq[0..len); the k tokens that followed it into d. */
@@ -214,15 +215,21 @@ int eng_spec_next(eng_spec *sp, uint32_t max, int32_t *out, uint32_t *n_out, eng
         if (!l)
             return eng_errf(e, ENG_EINVAL, "nothing to continue from: feed a prompt first");
         int32_t x = eng_sampler_sample(smp, l, sp->seq, pos);
+        if (eng_tok_is_eog(tk, x)) {
+            out[(*n_out)++] = x;
+            sp->st.tokens++;
+            return 1;
+        }
+        /* as plain decoding: a token that has no place is not given */
+        if (pos >= sp->n_ctx)
+            return eng_errf(e, ENG_EINVAL, "context full (%u tokens)", pos);
         out[(*n_out)++] = x;
         sp->st.tokens++;
-        if (eng_tok_is_eog(tk, x))
-            return 1;
         sp->seq[pos] = x;
         sp->has_pending = 1;
         return 0;
     }
-    if (pos >= sp->n_ctx)
+    if (pos >= sp->n_ctx) /* cannot be: the pending token had a place */
         return eng_errf(e, ENG_EINVAL, "context full (%u tokens)", pos);
     uint32_t k = sp->o.draft_max;
     if (k > max - 1)
@@ -302,13 +309,25 @@ int eng_spec_next(eng_spec *sp, uint32_t max, int32_t *out, uint32_t *n_out, eng
         sp->st.tokens += *n_out;
         return 1;
     }
-    out[(*n_out)++] = y;
-    sp->st.tokens += *n_out;
-    sp->seq[keep] = y;
     if (eng_tok_is_eog(tk, y)) {
+        out[(*n_out)++] = y;
+        sp->st.tokens += *n_out;
         sp->has_pending = 0;
         return 1;
     }
+    sp->has_pending = 0;
+    if (keep >= sp->n_ctx) {
+        /* The cache is full: plain decoding samples this token and then
+         * has nowhere to put it, so it never shows it. Neither do we. A
+         * caller that shifts the context goes on from fresh logits. */
+        sp->st.tokens += *n_out;
+        if (*n_out)
+            return 0;
+        return eng_errf(e, ENG_EINVAL, "context full (%u tokens)", keep);
+    }
+    out[(*n_out)++] = y;
+    sp->st.tokens += *n_out;
+    sp->seq[keep] = y;
     sp->has_pending = 1;
     return 0;
 }

@@ -42,16 +42,22 @@ static const char *prompts[] = {
 };
 #define NPROMPTS (int)(sizeof prompts / sizeof prompts[0])
 
-static eng_session *start(eng_model *m, const char *prompt, const eng_sampler_params *sp, int threads)
+static eng_session *start_ctx(eng_model *m, const char *prompt, const eng_sampler_params *sp, int threads,
+                              uint32_t n_ctx)
 {
     eng_session *s = NULL;
     eng_err e;
-    CHECK(eng_session_new(m, 0, threads, sp, &s, &e) == 0);
+    CHECK(eng_session_new(m, n_ctx, threads, sp, &s, &e) == 0);
     if (s && eng_session_feed_text(s, prompt, 1, &e)) {
         fprintf(stderr, "feed: %s\n", e.msg);
         tu_failures++;
     }
     return s;
+}
+
+static eng_session *start(eng_model *m, const char *prompt, const eng_sampler_params *sp, int threads)
+{
+    return start_ctx(m, prompt, sp, threads, 0);
 }
 
 /* plain decoding: up to n tokens (the end token included) */
@@ -75,7 +81,7 @@ static int spec(eng_spec *sp, eng_session *s, int n, uint32_t chunk, int32_t *ou
 {
     eng_err e;
     int k = 0;
-    while (k < n && eng_session_pos(s) < eng_session_ctx_size(s)) {
+    while (k < n && eng_spec_pos(sp) < eng_session_ctx_size(s)) {
         uint32_t want = (uint32_t)(n - k) < chunk ? (uint32_t)(n - k) : chunk, got = 0;
         int r = eng_spec_next(sp, want, out + k, &got, &e);
         if (r < 0) {
@@ -334,6 +340,60 @@ static void sampling_case(eng_model *m, eng_model *draft, uint32_t lookup, const
     free(c1); free(c2); free(p1); free(p2); free(ex); free(pr);
 }
 
+/* At a context that fills up mid-draft: speculation gives exactly the
+ * tokens plain decoding gives before it has no room, not the one more
+ * that plain decoding samples at a full cache and drops. Both are called
+ * until they refuse (end of turn or "context full"), whatever the
+ * position says, and eng_spec_pos agrees with the session's at the end. */
+static void ctx_case(eng_model *m, eng_model *draft, uint32_t lookup, uint32_t dmax, const char *label)
+{
+    eng_sampler_params sp = eng_sampler_defaults();
+    sp.temp = 0;
+    const char *prompt = prompts[8]; /* repeats itself: lookup drafts long runs */
+    eng_session *s = start(m, prompt, &sp, 1);
+    if (!s)
+        return;
+    uint32_t plen = eng_session_pos(s);
+    eng_session_free(s);
+    int bad = 0;
+    for (uint32_t extra = 1; extra <= 40 && !bad; extra++) {
+        int32_t a[64], b[64];
+        int na = 0, nb = 0, r;
+        eng_err e;
+        s = start_ctx(m, prompt, &sp, 1, plen + extra);
+        if (!s)
+            return;
+        while (na < 50 && (r = eng_session_next(s, &a[na], &e)) >= 0) {
+            na++;
+            if (r == 1)
+                break;
+        }
+        uint32_t plain_pos = eng_session_pos(s);
+        eng_session_free(s);
+        s = start_ctx(m, prompt, &sp, 1, plen + extra);
+        eng_spec *x = NULL;
+        eng_spec_opts o = {.draft = draft, .draft_max = dmax, .lookup = lookup};
+        CHECKF(eng_spec_new(s, &o, &x, &e) == 0, "%s", e.msg);
+        if (!x) {
+            eng_session_free(s);
+            return;
+        }
+        uint32_t got;
+        while (nb < 50 && (r = eng_spec_next(x, ENG_SPEC_MAX + 1, b + nb, &got, &e)) >= 0) {
+            nb += (int)got;
+            if (r == 1)
+                break;
+        }
+        CHECK(eng_spec_flush(x, &e) == 0);
+        bad |= na != nb || memcmp(a, b, (size_t)na * sizeof *a) != 0 || eng_session_pos(s) != plain_pos;
+        CHECKF(!bad, "%s, context of prompt + %u: %d tokens plain, %d speculative (cache at %u and %u)", label, extra,
+               na, nb, plain_pos, eng_session_pos(s));
+        eng_spec_free(x);
+        eng_session_free(s);
+    }
+    printf("%-28s full context: equal to plain greedy for contexts of prompt + 1..40\n", label);
+}
+
 static void repeat_case(eng_model *m, eng_model *draft)
 {
     eng_sampler_params sp = eng_sampler_defaults();
@@ -407,6 +467,7 @@ int main(int argc, char **argv)
         greedy_case(m, d4, 0, 6, 2, "draft q4_0", &acc);
         greedy_case(m, NULL, 2, 8, 2, "lookup 2", &acc);
         flush_case(m, d4);
+        ctx_case(m, NULL, 2, 8, "lookup 2");
         eng_model_close(dp);
         remove(pruned);
         eng_model_close(d4);
@@ -430,6 +491,9 @@ int main(int argc, char **argv)
     greedy_case(m, NULL, 1, 8, 1, "lookup 1", &acc);
     greedy_case(m, d4, 2, 8, 1, "lookup 2 then draft q4_0", &acc);
     flush_case(m, d4);
+    ctx_case(m, NULL, 2, 8, "lookup 2");
+    ctx_case(m, d8, 0, 5, "draft q8_0");
+    ctx_case(m, d4, 2, ENG_SPEC_MAX, "lookup 2 then draft q4_0");
     repeat_case(m, d4);
     vocab_case(m);
 

@@ -61,6 +61,13 @@ void eng_spec_free(eng_spec *sp);
  * token ends the turn (end-of-generation; it is not fed), 0 otherwise,
  * or a negative code (context full, stopped). */
 int eng_spec_next(eng_spec *sp, uint32_t max, int32_t *out, uint32_t *n_out, eng_err *e);
+/* Where the next token goes: the session's position plus the held-back
+ * token. At the context size the context is full, as eng_session_pos at
+ * it is for plain decoding: a further call gives an end-of-turn token or
+ * fails with "context full" and gives nothing, as eng_session_next does.
+ * A step never gives a token that plain decoding would sample at a full
+ * context and drop (it may then give fewer tokens than it checked). */
+uint32_t eng_spec_pos(const eng_spec *sp);
 /* Feed the held-back token, leaving the session as plain decoding would
  * (the token in the cache, its logits current). Nothing to do: 0. */
 int eng_spec_flush(eng_spec *sp, eng_err *e);
