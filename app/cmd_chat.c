@@ -43,6 +43,29 @@ typedef struct wiring {
     const char *tmpl_flag, *system_flag;
 } wiring;
 
+/* A [model:NAME] section's draft model: "~/" is the home folder, as for
+ * the config's model; any other relative path is taken from the folder
+ * of the model it drafts for (they are usually side by side), so it does
+ * not depend on where nibble was started. */
+static void resolve_draft(const char *draft, const char *model, char *out, size_t n)
+{
+    const char *h = getenv("HOME");
+    const char *slash = model ? strrchr(model, '/') : NULL;
+#ifdef _WIN32
+    const char *bs = model ? strrchr(model, '\\') : NULL;
+    if (bs && (!slash || bs > slash))
+        slash = bs;
+#endif
+    if (!draft[0])
+        out[0] = 0;
+    else if (draft[0] == '~' && draft[1] == '/' && h)
+        snprintf(out, n, "%.400s%.600s", h, draft + 1);
+    else if (cfg_abs_path(draft) || !slash)
+        snprintf(out, n, "%s", draft);
+    else
+        snprintf(out, n, "%.*s/%.500s", (int)(slash - model < 500 ? slash - model : 500), model, draft);
+}
+
 /* The settings for a model: config, its [model:NAME] section, then flags. */
 static void settings_for(void *ud, const char *path, ui_model_settings *out)
 {
@@ -64,6 +87,9 @@ static void settings_for(void *ud, const char *path, ui_model_settings *out)
     snprintf(out->kernel, sizeof out->kernel, "%s", f & CFG_KERNEL ? w->o.kernel : v.kernel);
     snprintf(out->tmpl, sizeof out->tmpl, "%s", w->tmpl_flag ? w->tmpl_flag : v.tmpl);
     snprintf(out->system, sizeof out->system, "%s", w->system_flag ? w->system_flag : v.system);
+    resolve_draft(v.draft, path, out->draft, sizeof out->draft);
+    out->lookup = v.lookup;
+    out->draft_max = v.draft_max;
 }
 
 static void expand_home(const char *in, char *out, size_t n)

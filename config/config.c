@@ -141,6 +141,8 @@ static const num_key num_keys[] = {
     {"max_tokens", CFG_MAX_TOKENS, 0, offsetof(cfg_values, max_tokens), 0, 1 << 20, "a count (0: no limit)"},
     {"threads", CFG_THREADS, 0, offsetof(cfg_values, threads), 0, 256, "a thread count in 0..256 (0: all cores)"},
     {"ctx_size", CFG_CTX, 0, offsetof(cfg_values, ctx), 0, 1 << 20, "a context size (0: the model's)"},
+    {"lookup", CFG_LOOKUP, 0, offsetof(cfg_values, lookup), 0, 64, "an n-gram length in 1..64, or 0 (off)"},
+    {"draft_max", CFG_DRAFT_MAX, 0, offsetof(cfg_values, draft_max), 1, 31, "a count of tokens in 1..31"},
 };
 
 /* Parse val for k into v; -1 (nothing stored) if it is not a number in
@@ -202,6 +204,15 @@ static int set_value(parse *ps, cfg_values *v, const char *key, const char *val)
         v->set |= k ? CFG_KERNEL : CFG_TEMPLATE;
         return 1;
     }
+    if (!strcmp(key, "draft")) {
+        if (!*val || strlen(val) >= sizeof v->draft) {
+            warn(ps, "draft: '%.60s' is not a model file name; no draft model", val);
+            return -1;
+        }
+        memcpy(v->draft, val, strlen(val) + 1);
+        v->set |= CFG_DRAFT;
+        return 1;
+    }
     if (!strcmp(key, "system")) {
         snprintf(v->system, sizeof v->system, "%s", val);
         v->set |= CFG_SYSTEM;
@@ -245,6 +256,11 @@ static int handler(void *user, const char *section, const char *key, const char 
         }
         if (!set_value(ps, &m->v, key, val))
             warn(ps, "unknown key '%s' in [%s]; ignored", key, section);
+        return 1;
+    }
+    if (!strcmp(key, "draft")) {
+        /* a draft model pairs with one model: it must share its vocabulary */
+        warn(ps, "draft belongs in a [model:NAME] section (the model it drafts for); ignored");
         return 1;
     }
     if (!strcmp(section, "sampler")) {
@@ -353,6 +369,9 @@ static void overlay(cfg_values *dst, const cfg_values *src)
     if (s & CFG_TEMPLATE) memcpy(dst->tmpl, src->tmpl, sizeof dst->tmpl);
     if (s & CFG_SYSTEM) memcpy(dst->system, src->system, sizeof dst->system);
     if (s & CFG_THINKING) dst->thinking = src->thinking;
+    if (s & CFG_DRAFT) memcpy(dst->draft, src->draft, sizeof dst->draft);
+    if (s & CFG_LOOKUP) dst->lookup = src->lookup;
+    if (s & CFG_DRAFT_MAX) dst->draft_max = src->draft_max;
     dst->set |= s;
 }
 

@@ -5,7 +5,8 @@
  *
  * Sections: [chat] general settings, [sampler] the sampler, and
  * [model:NAME] overrides for one model file (NAME is the file name, e.g.
- * [model:stories260K.gguf], or a full path). */
+ * [model:stories260K.gguf], or a full path). The draft model for
+ * speculative decoding is a [model:NAME] key only. */
 #ifndef NIBBLE_CFG_CONFIG_H
 #define NIBBLE_CFG_CONFIG_H
 
@@ -18,7 +19,8 @@ enum {
     CFG_TEMP = 1 << 0, CFG_TOP_K = 1 << 1, CFG_TOP_P = 1 << 2, CFG_MIN_P = 1 << 3,
     CFG_REPEAT_PENALTY = 1 << 4, CFG_REPEAT_LAST_N = 1 << 5, CFG_MAX_TOKENS = 1 << 6,
     CFG_THREADS = 1 << 7, CFG_CTX = 1 << 8, CFG_KERNEL = 1 << 9, CFG_TEMPLATE = 1 << 10,
-    CFG_SEED = 1 << 11, CFG_SYSTEM = 1 << 12, CFG_THINKING = 1 << 13
+    CFG_SEED = 1 << 11, CFG_SYSTEM = 1 << 12, CFG_THINKING = 1 << 13, CFG_DRAFT = 1 << 14, CFG_LOOKUP = 1 << 15,
+    CFG_DRAFT_MAX = 1 << 16
 };
 
 typedef struct cfg_values {
@@ -30,6 +32,12 @@ typedef struct cfg_values {
     char tmpl[16];
     char system[2048];
     int thinking; /* enable_thinking for the chat template: 1 on, 0 off, -1 not passed (default) */
+    /* speculative decoding: the draft model (only in a [model:NAME]
+     * section: it must share that model's vocabulary), as written (a
+     * relative path is the app's to resolve); the prompt lookup n-gram
+     * length (0 off); tokens drafted per check (0: the engine's default) */
+    char draft[1024];
+    int lookup, draft_max;
 } cfg_values;
 
 typedef struct cfg_model {

@@ -41,8 +41,10 @@ static const char help[] =
     "  /kernel NAME      switch kernel set (/kernels lists them)\n"
     "  /threads N        worker threads\n"
     "  /draft FILE|off   speculative decoding with a smaller draft model of the same\n"
-    "                    vocabulary (the replies stay exactly the model's)\n"
+    "                    vocabulary (the replies stay exactly the model's); also F3\n"
     "  /lookup N|off     speculative decoding by prompt lookup (n-grams of N tokens)\n"
+    "                    The speed row shows Decode N (plain P) Accept A%: N given,\n"
+    "                    P plain decoding's tok/s (see docs/TUI.md), A drafts kept\n"
     "  /save [NAME]      save now (NAME: rename this conversation's file; asks\n"
     "                    before overwriting another conversation of that name)\n"
     "  /rename NAME      rename this conversation\n"
@@ -635,6 +637,8 @@ int ui_chat_export(const ui_chat *ch, const char *path, eng_err *e)
 
 /* ---- engine events ---- */
 
+static void send_spec(ui_chat *ch, const char *draft, int lookup, int draft_max);
+
 /* A reply's provenance as journal fields: each either a string as it is
  * or a number printed with its format. */
 typedef struct meta_field {
@@ -677,9 +681,9 @@ static void reply_meta(ui_chat *ch, int idx, const eng_state *st)
     put_meta(ch, idx, f, sizeof f / sizeof *f);
     if (st->draft[0] || st->lookup) { /* speculative decoding: what drafted */
         const meta_field g[] = {
-            {"draft", st->draft, NULL, 0}, {"lookup", NULL, "%.0f", st->lookup}, {"draft_max", NULL, "%.0f", st->draft_max},
+            {"lookup", NULL, "%.0f", st->lookup}, {"draft_max", NULL, "%.0f", st->draft_max}, {"draft", st->draft, NULL, 0},
         };
-        put_meta(ch, idx, g, sizeof g / sizeof *g);
+        put_meta(ch, idx, g, sizeof g / sizeof *g - !st->draft[0]); /* no draft model: no "draft" */
     }
 }
 
@@ -695,14 +699,20 @@ static void done_meta(ui_chat *ch, int idx, const eng_event *ev)
     };
     put_meta(ch, idx, f, sizeof f / sizeof *f);
     if (s->accept >= 0) { /* speculative: share of drafted tokens kept */
-        const meta_field g[] = {{"accept", NULL, "%.3f", s->accept}};
-        put_meta(ch, idx, g, 1);
+        const meta_field g[] = {{"accept", NULL, "%.3f", s->accept}, {"checks", NULL, "%.0f", s->checks}};
+        put_meta(ch, idx, g, 2);
+        if (ch->plain_tps > 0) { /* the plain rate it is compared with (the meters' "plain") */
+            const meta_field h[] = {{"plain_tps", NULL, "%.2f", ch->plain_tps}};
+            put_meta(ch, idx, h, 1);
+        }
     }
 }
 
 static void take_stats(ui_chat *ch, const eng_stats *s)
 {
     ch->stats = *s;
+    if (s->plain_tps > 0)
+        ch->plain_tps = s->plain_tps;
     if (s->prefill_tps > 0)
         ch->prefill_tps = s->prefill_tps;
     if (s->ttft_ms > 0)
@@ -718,6 +728,20 @@ static void take_stats(ui_chat *ch, const eng_stats *s)
     mark_changed(ch, UI_CH_STATS);
 }
 
+/* Speculation turned on, off or changed (/draft, /lookup, F3, a model's
+ * config): said once, as the engine now runs it. */
+static void spec_changed(ui_chat *ch, const eng_state *a, const eng_state *b)
+{
+    if (!strcmp(a->draft, b->draft) && a->lookup == b->lookup && a->draft_max == b->draft_max)
+        return;
+    if (!b->draft[0] && !b->lookup)
+        ui_chat_notice(ch, "speculative decoding off");
+    else
+        ui_chat_notice(ch, "speculative decoding on:%s%s%s%.0d, up to %d tokens a check", b->draft[0] ? " draft " : "",
+                       b->draft[0] ? eng_path_base(b->draft) : "", b->lookup ? " lookup " : "", b->lookup,
+                       b->draft_max);
+}
+
 static void on_loaded(ui_chat *ch, const eng_state *st)
 {
     ch->loading = 0;
@@ -727,7 +751,7 @@ static void on_loaded(ui_chat *ch, const eng_state *st)
     ch->stats.ctx_used = 0;
     /* the speeds and the sparkline were another model's: start over */
     ch->nspark = 0;
-    ch->decode_tps = ch->prefill_tps = ch->ttft_ms = 0;
+    ch->decode_tps = ch->prefill_tps = ch->ttft_ms = ch->plain_tps = 0;
     if (st) { /* NULL only when the engine ran out of memory */
         ch->st = *st;
         ch->gen = st->gen;
@@ -742,6 +766,17 @@ static void on_loaded(ui_chat *ch, const eng_state *st)
         ch->stats.ctx_size = st->ctx_size;
         ui_chat_notice(ch, "loaded %s: %s (%s, %s, %s template, context %u)", eng_path_base(st->model_path),
                        st->model_name, st->arch, st->weight_type, st->tmpl, st->ctx_size);
+        /* its configured speculation: the LOAD turned any other off */
+        const ui_model_settings *sp = &ch->spec_set;
+        int mine = !strcmp(st->model_path, ch->loading_path);
+        snprintf(ch->spec_for, sizeof ch->spec_for, "%s", mine ? st->model_path : "");
+        snprintf(ch->draft_last, sizeof ch->draft_last, "%s", mine ? sp->draft : "");
+        if ((sp->draft[0] || sp->lookup) && mine) {
+            ui_chat_notice(ch, "config: speculative decoding for %s:%s%s%s%.0d", eng_path_base(st->model_path),
+                           sp->draft[0] ? " draft " : "", sp->draft, sp->lookup ? " lookup " : "", sp->lookup);
+            ch->spec_cfg = 1;
+            send_spec(ch, sp->draft, sp->lookup, sp->draft_max);
+        }
     }
     mark_changed(ch, UI_CH_STATE | UI_CH_PROGRESS);
 }
@@ -808,10 +843,13 @@ static void on_event(ui_chat *ch, eng_event *ev)
         if (ch->have_model) {
             char path[sizeof ch->st.model_path];
             memcpy(path, ch->st.model_path, sizeof path);
+            spec_changed(ch, &ch->st, ev->state);
             ch->st = *ev->state;
             /* STATE carries runtime settings; the model fields are the same */
             memcpy(ch->st.model_path, path, sizeof path);
         }
+        if (ev->state->draft[0]) /* the menu can turn this one back on */
+            snprintf(ch->draft_last, sizeof ch->draft_last, "%s", ev->state->draft);
         if (!ch->gen_pending) /* else the slider's newer value stays shown */
             ch->gen = ev->state->gen;
         mark_changed(ch, UI_CH_STATE);
@@ -874,6 +912,8 @@ static void on_event(ui_chat *ch, eng_event *ev)
         break;
     case ENG_EV_DONE:
         take_stats(ch, &ev->stats);
+        if (ev->stats.accept < 0 && ev->stats.decode_tps > 0 && ev->stats.n_gen >= 8)
+            ch->plain_tps = ev->stats.decode_tps; /* a plain reply: the rate speculation is measured against */
         if (ch->reply >= 0) {
             ch->doc->e[ch->reply].partial = 0;
             done_meta(ch, ch->reply, ev);
@@ -915,6 +955,16 @@ static void on_event(ui_chat *ch, eng_event *ev)
             if (!ch->orphan)
                 ch->busy = 0;
             ch->unsaved = 1;
+        } else if (ev->code == ENG_CMD_SET_SPEC && ch->spec_cfg) {
+            /* the config's draft is missing or does not fit this model: the
+             * chat goes on, with the lookup alone if one was configured */
+            ch->spec_cfg = 0;
+            const ui_model_settings *sp = &ch->spec_set;
+            ui_chat_error(ch, "config: the draft model for %s is not used: %s; %s", eng_path_base(ch->st.model_path),
+                          ev->text ? ev->text : "?",
+                          sp->lookup ? "prompt lookup alone" : "plain decoding");
+            if (sp->lookup)
+                send_spec(ch, NULL, sp->lookup, sp->draft_max);
         } else {
             ui_chat_error(ch, "error: %s", ev->text ? ev->text : "?");
             /* refused before a reply began: no DONE follows */
@@ -1092,9 +1142,9 @@ void ui_chat_set_kernel(ui_chat *ch, const char *name)
 
 void ui_chat_set_threads(ui_chat *ch, int n) { eng_engine_send_simple(ch->en, ENG_CMD_SET_THREADS, NULL, n); }
 
-void ui_chat_set_spec(ui_chat *ch, const char *draft, int lookup)
+static void send_spec(ui_chat *ch, const char *draft, int lookup, int draft_max)
 {
-    eng_cmd c = {.type = ENG_CMD_SET_SPEC, .n = lookup, .n2 = ch->st.draft_max};
+    eng_cmd c = {.type = ENG_CMD_SET_SPEC, .n = lookup, .n2 = draft_max};
     if (draft && *draft) {
         size_t n = strlen(draft);
         if (!(c.text = malloc(n + 1))) {
@@ -1107,6 +1157,26 @@ void ui_chat_set_spec(ui_chat *ch, const char *draft, int lookup)
         eng_cmd_free(&c);
         ui_chat_notice(ch, "the engine is busy: try again");
     }
+}
+
+void ui_chat_set_spec(ui_chat *ch, const char *draft, int lookup)
+{
+    ch->spec_cfg = 0; /* the user's own choice now */
+    int dmax = ch->st.draft_max;
+    if (!dmax && !strcmp(ch->spec_for, ch->st.model_path))
+        dmax = ch->spec_set.draft_max; /* off now: back on with the configured length */
+    send_spec(ch, draft, lookup, dmax);
+}
+
+const char *ui_chat_draft_known(const ui_chat *ch)
+{
+    if (!ch->have_model)
+        return NULL;
+    if (ch->st.draft[0])
+        return ch->st.draft;
+    if (ch->draft_last[0])
+        return ch->draft_last;
+    return NULL;
 }
 
 void ui_chat_load_model(ui_chat *ch, const char *path)
@@ -1125,6 +1195,7 @@ void ui_chat_load_model(ui_chat *ch, const char *path)
     if (ch->settings)
         ch->settings(ch->settings_ud, path, &s);
     ch->load_set = s; /* sent once it has loaded (on_loaded) */
+    ch->spec_set = s;
     if (!ch->have_model) {
         /* nothing to keep: the first model's settings go first, so its
          * first reply has them even if LOADED is not yet taken */

@@ -22,6 +22,11 @@ typedef struct ui_model_settings {
     char kernel[24];    /* "": leave as is */
     char tmpl[16];      /* "auto", "none", "chatml", ... */
     char system[2048];  /* "": none */
+    /* speculative decoding turned on once the model has loaded: the
+     * draft model's path, resolved ("": none), the lookup n-gram length
+     * (0: off) and tokens per check (0: the engine's default) */
+    char draft[1024];
+    int lookup, draft_max;
 } ui_model_settings;
 
 typedef void (*ui_settings_fn)(void *ud, const char *model_path, ui_model_settings *out);
@@ -62,6 +67,9 @@ typedef struct ui_chat {
     eng_gen_params gen;    /* what the sliders show */
     eng_stats stats;       /* latest STATS / DONE */
     double ttft_ms, prefill_tps, decode_tps;
+    double plain_tps;      /* plain decoding's rate on this model, while speculation
+                            * runs: its checks that drafted nothing (eng_stats),
+                            * else the last reply without speculation; 0 unknown */
     float spark[UI_SPARK]; /* recent decode tok/s, oldest first */
     int nspark;
     int reply;             /* doc index of the reply being written, -1 */
@@ -91,6 +99,13 @@ typedef struct ui_chat {
     char pending_load[1024]; /* a model switch asked for during a reply: done at its end */
     ui_model_settings load_set; /* the settings of the model being loaded: applied
                                  * when it has loaded, so a failed load keeps the old ones */
+    ui_model_settings spec_set; /* its speculative decoding (draft, lookup), sent
+                                 * at LOADED (a LOAD turns speculation off) */
+    char spec_for[1024];   /* the model spec_set belongs to ("": none) */
+    char draft_last[1024]; /* the draft model last on (or configured) for the
+                            * model in use, which the menu can turn on ("": none) */
+    int spec_cfg;          /* that SET_SPEC was sent and has not answered: an
+                            * error then names the settings it came from */
     /* A question the user answers before something is destroyed (/save
      * NAME over another saved conversation): the front end shows it, takes
      * y or anything else, and calls ui_chat_answer. "": none asked. */
@@ -158,6 +173,9 @@ void ui_chat_set_threads(ui_chat *ch, int n);
 /* Speculative decoding: draft model path (NULL: none) and lookup length
  * (0: off); both off: plain decoding. */
 void ui_chat_set_spec(ui_chat *ch, const char *draft, int lookup);
+/* The draft model the menu can turn on or off for the model in use: the
+ * one running, else the one its settings name; NULL: none. */
+const char *ui_chat_draft_known(const ui_chat *ch);
 /* A message shown in the conversation but never saved. */
 void ui_chat_notice(ui_chat *ch, const char *fmt, ...) ENG_PRINTF(2, 3);
 /* The same for something that failed: marked (meta "level" = "error") so

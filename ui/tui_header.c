@@ -58,9 +58,18 @@ static void speeds(tui *t, const hdr *h, int y, int x, int cols)
     char buf[256];
     snprintf(buf, sizeof buf, "Decode %7.1f tok/s   Prefill %7.1f tok/s   TTFT %6.0f ms", ch->decode_tps,
              ch->prefill_tps, ch->ttft_ms);
-    if (ch->stats.accept >= 0 && ch->st.draft_max) /* speculative: decode is the effective rate */
-        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "   Accept %3.0f%%", 100.0 * ch->stats.accept);
-    if ((int)strlen(buf) > cols) /* tenths only below 100 tok/s, where they tell something */
+    int spec = ch->stats.accept >= 0 && ch->st.draft_max;
+    char plain[32] = "plain -";
+    if (ch->plain_tps > 0)
+        snprintf(plain, sizeof plain, "plain %.*f", ch->plain_tps < 100 ? 1 : 0, ch->plain_tps);
+    if (spec) /* speculative: decode is the effective rate, plain what one token a pass gives */
+        snprintf(buf, sizeof buf, "Decode %7.1f tok/s (%s)  Accept %3.0f%%   Prefill %7.1f tok/s   TTFT %6.0f ms",
+                 ch->decode_tps, plain, 100.0 * ch->stats.accept, ch->prefill_tps, ch->ttft_ms);
+    if ((int)strlen(buf) > cols && spec)
+        snprintf(buf, sizeof buf, "Decode %.*f (%s) Acc %.0f%%  Prefill %.*f  TTFT %.0f ms", ch->decode_tps < 100 ? 1 : 0,
+                 ch->decode_tps, plain, 100.0 * ch->stats.accept, ch->prefill_tps < 100 ? 1 : 0, ch->prefill_tps,
+                 ch->ttft_ms);
+    else if ((int)strlen(buf) > cols) /* tenths only below 100 tok/s, where they tell something */
         snprintf(buf, sizeof buf, "Decode %.*f  Prefill %.*f tok/s  TTFT %.0f ms", ch->decode_tps < 100 ? 1 : 0,
                  ch->decode_tps, ch->prefill_tps < 100 ? 1 : 0, ch->prefill_tps, ch->ttft_ms);
     tui_putz(y, x, cols, buf);
@@ -87,8 +96,13 @@ static void speeds_narrow(tui *t, const hdr *h, int y, int x, int cols)
     ui_chat *ch = t->ch;
     char buf[160], mem[32];
     eng_format_bytes((double)eng_rss_bytes(), mem, sizeof mem);
-    snprintf(buf, sizeof buf, "Decode %.*f  Prefill %.*f tok/s  TTFT %.0f ms  Mem %s", ch->decode_tps < 100 ? 1 : 0,
-             ch->decode_tps, ch->prefill_tps < 100 ? 1 : 0, ch->prefill_tps, ch->ttft_ms, mem);
+    if (ch->stats.accept >= 0 && ch->st.draft_max)
+        snprintf(buf, sizeof buf, "Decode %.*f (plain %.*f) Acc %.0f%%  TTFT %.0f ms  Mem %s",
+                 ch->decode_tps < 100 ? 1 : 0, ch->decode_tps, ch->plain_tps < 100 ? 1 : 0, ch->plain_tps,
+                 100.0 * ch->stats.accept, ch->ttft_ms, mem);
+    else
+        snprintf(buf, sizeof buf, "Decode %.*f  Prefill %.*f tok/s  TTFT %.0f ms  Mem %s", ch->decode_tps < 100 ? 1 : 0,
+                 ch->decode_tps, ch->prefill_tps < 100 ? 1 : 0, ch->prefill_tps, ch->ttft_ms, mem);
     tui_putz(y, x, cols, buf);
 }
 

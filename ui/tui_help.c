@@ -24,7 +24,7 @@ static void draw_help(tui *t)
         "  top/latest; Ctrl+Left/Right word\n"
         "  Esc or Ctrl+C stop a reply (the text so far stays)\n"
         "  Ctrl+C twice on an empty prompt quits   Tab/F4 sampler sliders\n"
-        "  F1 help F2 models F3 kernel+threads F5 regenerate F6 save\n"
+        "  F1 help F2 models F3 kernel+threads+spec F5 regenerate F6 save\n"
         "  F7 conversations (r rename, d delete, / search) F9 stop F10 quit\n"
         "  F8 edit the last message (again: the one before); Enter sends it as a\n"
         "     new branch, the old one stays in the journal; Esc cancels\n"

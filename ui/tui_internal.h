@@ -81,7 +81,8 @@ typedef struct mitem {
     char note[256];
     char path[2048];
     int enabled;
-    int kernel; /* kernels menu: kernel id, -1 for the threads row; models: -2 for "by path" */
+    int kernel; /* kernels menu: kernel id, -1 the threads row, -3 prompt lookup, -4 the draft
+                 * model; models: -2 for "by path" */
 } mitem;
 
 typedef struct tui_menu tui_menu; /* a kind of menu (tui_menu.c) */
@@ -110,6 +111,7 @@ struct tui {
     int help_top; /* first line of the help shown; the help scrolls on small screens */
     char menu_err[512];
     int threads_sel;
+    int lookup_sel;   /* kernels menu: the prompt lookup length shown (0: off) */
     ui_editor *path_ed;
     int menu_load; /* a load was started from the menu */
     int prompt;    /* what the prompt asks: PROMPT_PATH, PROMPT_RENAME, PROMPT_SEARCH */

@@ -27,6 +27,8 @@ struct tui_menu {
 
 #define BY_PATH (-2)   /* models menu: the row that opens the path prompt */
 #define THREADS_ROW (-1) /* kernels menu: the threads row */
+#define LOOKUP_ROW (-3)  /* kernels menu: prompt lookup length */
+#define DRAFT_ROW (-4)   /* kernels menu: the draft model on or off */
 #define MAX_FILES 500
 
 static void menu_add(tui *t, const char *text, const char *note, const char *path, int enabled, int kernel)
@@ -116,12 +118,26 @@ static void models_choose(tui *t, const mitem *it)
 
 static void threads_refresh(tui *t)
 {
-    for (int i = 0; i < t->nitems; i++)
-        if (t->items[i].kernel == THREADS_ROW) {
-            snprintf(t->items[i].text, sizeof t->items[i].text, "  Threads: %d", t->threads_sel);
-            snprintf(t->items[i].note, sizeof t->items[i].note, "(\u2190\u2192 change, Enter applies; now %d)",
-                     t->ch->st.threads);
+    const eng_state *st = &t->ch->st;
+    for (int i = 0; i < t->nitems; i++) {
+        mitem *it = &t->items[i];
+        if (it->kernel == THREADS_ROW) {
+            snprintf(it->text, sizeof it->text, "  Threads: %d", t->threads_sel);
+            snprintf(it->note, sizeof it->note, "(\u2190\u2192 change, Enter applies; now %d)", st->threads);
+        } else if (it->kernel == LOOKUP_ROW) {
+            char now[16];
+            snprintf(now, sizeof now, st->lookup ? "%d" : "off", st->lookup);
+            if (t->lookup_sel)
+                snprintf(it->text, sizeof it->text, "  Prompt lookup: %d tokens", t->lookup_sel);
+            else
+                snprintf(it->text, sizeof it->text, "  Prompt lookup: off");
+            snprintf(it->note, sizeof it->note, "(\u2190\u2192 change, Enter applies; now %s)", now);
+        } else if (it->kernel == DRAFT_ROW) {
+            snprintf(it->text, sizeof it->text, "  Draft model: %s", st->draft[0] ? "on" : "off");
+            snprintf(it->note, sizeof it->note, "(Enter turns it %s) %s", st->draft[0] ? "off" : "on",
+                     eng_path_base(it->path));
         }
+    }
 }
 
 static void kernels_fill(tui *t)
@@ -140,13 +156,25 @@ static void kernels_fill(tui *t)
     }
     t->threads_sel = t->ch->st.threads > 0 ? t->ch->st.threads : 1;
     menu_add(t, "", NULL, NULL, 1, THREADS_ROW);
+    /* speculative decoding, as /lookup and /draft: the lookup length, and
+     * the draft model when one is loaded or configured for this model */
+    t->lookup_sel = t->ch->st.lookup;
+    menu_add(t, "", NULL, NULL, t->ch->have_model, LOOKUP_ROW);
+    const char *draft = ui_chat_draft_known(t->ch);
+    if (draft)
+        menu_add(t, "", NULL, draft, t->ch->have_model, DRAFT_ROW);
     threads_refresh(t);
 }
 
 static void kernels_choose(tui *t, const mitem *it)
 {
+    const eng_state *st = &t->ch->st;
     if (it->kernel == THREADS_ROW)
         ui_chat_set_threads(t->ch, t->threads_sel);
+    else if (it->kernel == LOOKUP_ROW)
+        ui_chat_set_spec(t->ch, st->draft, t->lookup_sel);
+    else if (it->kernel == DRAFT_ROW)
+        ui_chat_set_spec(t->ch, st->draft[0] ? NULL : it->path, st->lookup);
     else {
         eng_kernel_desc kd;
         if (!eng_kernel_describe(it->kernel, &kd))
@@ -157,6 +185,12 @@ static void kernels_choose(tui *t, const mitem *it)
 
 static void kernels_step(tui *t, const mitem *it, int dir, int hi)
 {
+    if (it->kernel == LOOKUP_ROW) {
+        t->lookup_sel += dir;
+        t->lookup_sel = t->lookup_sel < 0 ? 0 : t->lookup_sel > 64 ? 64 : t->lookup_sel;
+        threads_refresh(t);
+        return;
+    }
     if (it->kernel != THREADS_ROW)
         return;
     t->threads_sel += dir;
@@ -168,7 +202,7 @@ static void kernels_step(tui *t, const mitem *it, int dir, int hi)
 }
 
 static const tui_menu menu_models = {" Models  (Enter opens, Esc closes) ", models_fill, models_choose, NULL, NULL};
-static const tui_menu menu_kernels = {" Kernel sets and threads  (Enter picks, \u2190\u2192 threads) ", kernels_fill,
+static const tui_menu menu_kernels = {" Kernel sets and threads, speculation  (Enter picks, \u2190\u2192 changes) ", kernels_fill,
                                       kernels_choose, kernels_step, NULL};
 
 void tui_menu_models(tui *t) { menu_open(t, &menu_models); }

@@ -80,7 +80,12 @@ typedef struct run {
     eng_spec *spec;
     char draft_path[1024];
     int lookup, draft_max;
-    uint64_t spec_drafted0, spec_accepted0;
+    uint64_t spec_drafted0, spec_accepted0, spec_steps0;
+    /* the plain decode rate while speculating: the checks that drafted
+     * nothing are plain decode steps (one token through the model), timed
+     * since speculation was turned on */
+    double plain_ms;
+    uint32_t plain_n;
 } run;
 
 /* ---- messages ---- */
@@ -215,6 +220,8 @@ static void stats_now(run *r, eng_stats *st)
         const eng_spec_stats *ss = eng_spec_get_stats(r->spec);
         uint64_t d = ss->drafted - r->spec_drafted0, a = ss->accepted - r->spec_accepted0;
         st->accept = d ? (float)((double)a / (double)d) : 0;
+        st->checks = (uint32_t)(ss->steps - r->spec_steps0);
+        st->plain_tps = r->plain_n >= 4 && r->plain_ms > 0 ? r->plain_n / (r->plain_ms / 1e3) : 0;
     }
     st->ctx_used = r->s ? eng_session_pos(r->s) : 0;
     st->ctx_size = r->s ? eng_session_ctx_size(r->s) : 0;
@@ -605,7 +612,9 @@ static int spec_set(run *r, const eng_cmd *c, eng_err *e)
     snprintf(r->draft_path, sizeof r->draft_path, "%s", path ? path : "");
     r->lookup = c->n;
     r->draft_max = c->n2 ? c->n2 : ENG_SPEC_DEFAULT_MAX;
-    r->spec_drafted0 = r->spec_accepted0 = 0;
+    r->spec_drafted0 = r->spec_accepted0 = r->spec_steps0 = 0;
+    r->plain_ms = 0;
+    r->plain_n = 0;
     return 0;
 }
 
@@ -939,6 +948,7 @@ static void reply(run *r)
         eng_spec_drop(r->spec); /* sync_kv made the cache the conversation */
         r->spec_drafted0 = eng_spec_get_stats(r->spec)->drafted;
         r->spec_accepted0 = eng_spec_get_stats(r->spec)->accepted;
+        r->spec_steps0 = eng_spec_get_stats(r->spec)->steps;
     }
     t_gen0 = now_ms();
     double last_stats = t_gen0;
@@ -977,7 +987,14 @@ static void reply(run *r)
             if (r->gen.max_tokens > 0 && (uint32_t)r->gen.max_tokens - n_gen < want)
                 want = (uint32_t)r->gen.max_tokens - n_gen;
             iq = 0;
+            const eng_spec_stats *ss = eng_spec_get_stats(r->spec);
+            uint64_t steps0 = ss->steps, drafted0 = ss->drafted;
+            double ts = now_ms();
             rc = eng_spec_next(r->spec, want, q, &nq, &e);
+            if (ss->steps == steps0 + 1 && ss->drafted == drafted0) { /* nothing drafted: a plain step */
+                r->plain_ms += now_ms() - ts;
+                r->plain_n++;
+            }
             q_end = rc == 1;
             if (rc == 1)
                 rc = 0;

@@ -66,6 +66,39 @@ int main(void)
     cfg_load_string(&c, "[chat]\nenable_thinking = maybe\n", "think2.ini");
     CHECK(warned(&c, "think2.ini:2: enable_thinking") && c.v.thinking == -1);
 
+    /* speculative decoding: a draft model per target model ([model:NAME]
+     * only), lookup and draft_max anywhere; bad values warn, named */
+    cfg_defaults(&c);
+    cfg_load_string(&c,
+                    "[chat]\nlookup = 3\n"
+                    "[model:big.gguf]\ndraft = small-q4.gguf\ndraft_max = 12\n"
+                    "[model:/abs/other.gguf]\ndraft = ~/d/tiny.gguf\nlookup = 0\n",
+                    "spec.ini");
+    CHECKF(c.n_warn == 0, "%s", c.warn[0]);
+    CHECK(c.v.lookup == 3 && !c.v.draft[0]);
+    cfg_for_model(&c, "/models/big.gguf", &v);
+    CHECK(!strcmp(v.draft, "small-q4.gguf") && v.draft_max == 12 && v.lookup == 3 && (v.set & CFG_DRAFT));
+    cfg_for_model(&c, "/abs/other.gguf", &v);
+    CHECK(!strcmp(v.draft, "~/d/tiny.gguf") && v.lookup == 0 && v.draft_max == 0);
+    cfg_for_model(&c, "/models/third.gguf", &v);
+    CHECK(!v.draft[0] && !(v.set & CFG_DRAFT) && v.lookup == 3);
+    cfg_defaults(&c);
+    cfg_load_string(&c,
+                    "[chat]\n"             /* 1 */
+                    "draft = d.gguf\n"     /* 2: not per model */
+                    "[model:m.gguf]\n"     /* 3 */
+                    "lookup = 65\n"        /* 4 */
+                    "draft_max = 0\n"      /* 5 */
+                    "draft_max = 32\n"     /* 6 */
+                    "draft =\n"            /* 7 */
+                    "lookup = two\n",      /* 8 */
+                    "spec2.ini");
+    CHECK(warned(&c, "spec2.ini:2: draft belongs in a [model:NAME]"));
+    CHECK(warned(&c, "spec2.ini:4: lookup") && warned(&c, "spec2.ini:5: draft_max") &&
+          warned(&c, "spec2.ini:6: draft_max") && warned(&c, "spec2.ini:7: draft") && warned(&c, "spec2.ini:8: lookup"));
+    cfg_for_model(&c, "m.gguf", &v);
+    CHECK(!v.draft[0] && v.lookup == 0 && v.draft_max == 0 && !c.v.draft[0]);
+
     cfg_defaults(&c);
     const char *bad =
         "[chat]\n"                 /* 1 */

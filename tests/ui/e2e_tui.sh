@@ -414,6 +414,58 @@ plain)
     grep -q "(editing: The dog)" "$T/err" || fail "/edit in line mode: $(cat "$T/err")"
     grep -q "^meta edit_of 2" "$(journal)" || fail "/edit in line mode: no branch in $(journal)"
     ;;
+spec)
+    # speculative decoding: a [model:NAME] draft (relative: beside the
+    # model) loads with the model; the meters show the plain rate and the
+    # acceptance; F3 turns the draft off and prompt lookup on; a model
+    # whose configured draft is missing says so and chats on without it
+    cat >>"$T/cfg/nibble/nibble.ini" <<INI
+[model:story-a.gguf]
+draft = story-b.gguf
+draft_max = 4
+[model:story-b.gguf]
+draft = nowhere.gguf
+INI
+    start 150 40 -m "$T/models/story-a.gguf" -n 40 --temp 0
+    wait_for "speculative decoding on: draft story-b.gguf, up to 4" 20 || fail "the configured draft did not load"
+    type_line "Once upon a time"
+    wait_for "$footer_re" 30 || fail "no reply"
+    wait_for "Decode +[0-9.]+ tok/s \(plain [-0-9.]+\) +Accept +100%" 10 || fail "no plain rate and acceptance"
+    j=$(journal)
+    grep -q "^meta draft $T/models/story-b.gguf" "$j" || fail "provenance lacks the draft: $(grep ^meta "$j")"
+    grep -q "^meta checks [1-9]" "$j" || fail "provenance lacks the checks"
+    keys F3
+    wait_for "Draft model: on" 10 || fail "no draft row in F3"
+    screen | grep -q "Prompt lookup: off" || fail "no lookup row in F3"
+    keys NPage Enter # the last row: the draft model
+    wait_for "speculative decoding off" 10 || fail "F3 did not turn the draft off"
+    keys F3
+    wait_for "Draft model: off" 10 || fail "the draft row does not say off"
+    keys NPage Up Right Right Right
+    wait_for "Prompt lookup: 3 tokens" 10 || fail "Right does not lengthen the lookup"
+    keys Enter
+    wait_for "speculative decoding on: lookup 3" 10 || fail "F3 did not turn lookup on"
+    type_line "The little dog"
+    for _ in $(seq 1 400); do
+        [ "$(grep -c '^entry assistant' "$(journal)")" = 2 ] && ! grep -q '^partial 1' "$(journal)" && break
+        sleep 0.05
+    done
+    awk '/^entry assistant/{n++} n==2' "$(journal)" | grep -q "^meta lookup 3" || fail "second reply lacks lookup 3"
+    awk "/^entry assistant/{n++} n==2" "$(journal)" >"$T/j2"; grep -q "^meta draft " "$T/j2" && fail "second reply still drafted: $(cat "$T/j2")"
+    keys F2
+    wait_for "story-b.gguf" 10 || fail "no model menu"
+    keys Down Enter
+    wait_for "loaded story-b.gguf" 20 || fail "story-b did not load"
+    wait_for "draft model for story-b.gguf is not used: .*nowhere.gguf" 10 || fail "no error for the missing draft"
+    type_line "Once upon a time"
+    for _ in $(seq 1 400); do
+        [ "$(grep -c '^entry assistant' "$(journal)")" = 3 ] && ! grep -q '^partial 1' "$(journal)" && break
+        sleep 0.05
+    done
+    [ "$(grep -c '^entry assistant' "$(journal)")" = 3 ] || fail "no reply after the missing draft"
+    keys F10
+    wait_for "\[exited 0\]" 10 || fail "no clean exit"
+    ;;
 config)
     # a bad config line: warning with its line number, default kept
     printf '[chat]\nthreads = many\n[sampler]\ntemp = 0.3\n' >"$T/cfg/nibble/nibble.ini"

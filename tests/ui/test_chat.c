@@ -19,12 +19,20 @@ static ui_chat ch;
 static eng_engine *en_of_test;
 static int load_ctx; /* n_ctx the settings give the next load (0: the model's) */
 
+static const char *spec_draft; /* the draft the settings give spec-target.gguf */
+static int spec_lookup;
+
 static void settings(void *ud, const char *path, ui_model_settings *out)
 {
     (void)ud;
     out->n_ctx = load_ctx;
     if (strstr(path, "bad")) /* a model with settings of its own (a [model:] section) */
         out->gen.sp.temp = 1.25f;
+    if (spec_draft && strstr(path, "spec-target")) { /* [model:spec-target.gguf] draft = ..., lookup = ... */
+        snprintf(out->draft, sizeof out->draft, "%s", spec_draft);
+        out->lookup = spec_lookup;
+        out->draft_max = 5;
+    }
 }
 
 /* Pump events as a front end does until cond holds; 0 if time ran out. */
@@ -881,6 +889,98 @@ static void check_store(const char *data, const char *model, const char *xdg)
     remove(cpath);
 }
 
+static int spec_on(void) { return idle() && ch.st.draft_max > 0; }
+static int spec_off(void) { return idle() && ch.st.draft_max == 0 && !ch.st.draft[0] && !ch.st.lookup; }
+
+/* A model whose settings name a draft model ([model:X] draft = Y) brings
+ * it when it opens; one whose draft is missing or has another vocabulary
+ * says so and the chat goes on (with its lookup, if it has one); the
+ * next model without one has plain decoding. */
+static void check_spec_config(const char *model, const char *xdg)
+{
+    char target[1200], draft[1200];
+    snprintf(target, sizeof target, "%s/spec-target.gguf", xdg);
+    snprintf(draft, sizeof draft, "%s/spec-draft.gguf", xdg);
+    copy_file(model, target, (size_t)-1);
+    copy_file(model, draft, (size_t)-1); /* the model as its own draft: same vocabulary */
+    spec_draft = draft;
+    spec_lookup = 0;
+    want_path = target;
+    size_t mark = ch.doc->n;
+    ui_chat_load_model(&ch, target);
+    CHECK(wait_until(loaded_want));
+    CHECK(wait_until(spec_on));
+    CHECK(notice_since(mark, "speculative decoding on: draft spec-draft.gguf, up to 5 tokens a check"));
+    CHECKF(!strcmp(ch.st.draft, draft) && ch.st.draft_max == 5 && ch.st.lookup == 0, "draft '%s' max %d",
+           ch.st.draft, ch.st.draft_max);
+    ask("SPEC ONE");
+    const char *m = meta_of_last_reply("draft"), *acc = meta_of_last_reply("accept");
+    CHECKF(m && !strcmp(m, draft), "provenance draft: %s", m ? m : "(none)");
+    CHECKF(acc && !strcmp(acc, "1.000"), "accept %s (the model drafting for itself keeps all)", acc ? acc : "(none)");
+    const char *checks = meta_of_last_reply("checks");
+    CHECK(checks && atoi(checks) >= 1 && ch.stats.checks == (uint32_t)atoi(checks));
+    CHECK(ch.stats.accept == 1.0f);
+
+    /* another model: no draft */
+    want_path = model;
+    ui_chat_load_model(&ch, model);
+    CHECK(wait_until(loaded_want));
+    sync_engine();
+    CHECK(spec_off());
+
+    /* a missing draft: a clear error naming it, the chat goes on with the lookup */
+    char missing[1300];
+    snprintf(missing, sizeof missing, "%s/no-such-draft.gguf", xdg);
+    spec_draft = missing;
+    spec_lookup = 2;
+    mark = ch.doc->n;
+    want_path = target;
+    ui_chat_load_model(&ch, target);
+    CHECK(wait_until(loaded_want));
+    sync_engine();
+    CHECK(wait_until(spec_on));
+    CHECK(notice_error(mark, "config: the draft model for spec-target.gguf is not used") == 1 &&
+          notice_since(mark, "no-such-draft.gguf: no such file; prompt lookup alone"));
+    CHECK(!ch.st.draft[0] && ch.st.lookup == 2);
+    CHECK(ch.plain_tps == 0); /* a new model: no plain rate yet */
+    input("/set max_tokens 80");
+    ask("SPEC TWO");
+    CHECK(meta_of_last_reply("lookup") && !strcmp(meta_of_last_reply("lookup"), "2"));
+    /* lookup finds nothing at some steps: those are plain steps, timed */
+    CHECKF(ch.stats.plain_tps > 0 && ch.plain_tps == ch.stats.plain_tps, "plain %g, stats %g", ch.plain_tps,
+           ch.stats.plain_tps);
+    CHECK(meta_of_last_reply("plain_tps") && atof(meta_of_last_reply("plain_tps")) > 0);
+    /* off: the next reply is plain, and its rate is the plain one */
+    mark = ch.doc->n;
+    input("/lookup off");
+    CHECK(wait_until(spec_off) && notice_since(mark, "speculative decoding off"));
+    ask("SPEC PLAIN");
+    CHECK(!meta_of_last_reply("lookup") && !meta_of_last_reply("checks") && ch.plain_tps == ch.decode_tps);
+
+    /* a draft with another vocabulary, no lookup: plain decoding, said */
+    char tiny[4096];
+    if (tu_shared("models/llama-2-tiny-random.gguf", tiny)) {
+        spec_draft = tiny;
+        spec_lookup = 0;
+        mark = ch.doc->n;
+        ui_chat_load_model(&ch, model);
+        CHECK(wait_until(idle));
+        ui_chat_load_model(&ch, target);
+        CHECK(wait_until(loaded_want));
+        sync_engine();
+        CHECK(notice_error(mark, "vocabulary") == 1 && notice_error(mark, "plain decoding") == 1);
+        CHECK(spec_off());
+        ask("SPEC THREE");
+        CHECK(!meta_of_last_reply("draft"));
+    }
+    spec_draft = NULL;
+    want_path = model;
+    ui_chat_load_model(&ch, model);
+    CHECK(wait_until(loaded_want));
+    remove(target);
+    remove(draft);
+}
+
 int main(void)
 {
     char model[4096];
@@ -940,6 +1040,7 @@ int main(void)
     check_notices(data);
     check_edit(data);
     check_store(data, model, xdg);
+    check_spec_config(model, xdg);
 
     ui_chat_close(&ch);
     eng_engine_stop(en);

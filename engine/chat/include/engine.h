@@ -116,6 +116,10 @@ typedef struct eng_stats {
     uint32_t n_gen;      /* reply tokens so far */
     uint32_t ctx_used, ctx_size;
     float accept;        /* speculative decoding: share of this reply's drafted tokens kept (-1: off) */
+    uint32_t checks;     /* speculative: the model's batched checks (forward passes) in this reply */
+    double plain_tps;    /* speculative: plain decode tokens per second on this model, from the checks
+                          * that drafted nothing (each one token through the model, as plain decoding),
+                          * timed since speculation was turned on; 0: too few yet */
 } eng_stats;
 
 typedef struct eng_state {
