@@ -61,7 +61,7 @@ typedef struct eng_cmd {
 /* Events carry small per-type payloads. The full state (model, template,
  * kernel, sampler, ...) travels only with the three events that report
  * it, as heap memory owned by the message; a TOKEN is the fixed part
- * (sizeof(eng_event): 80 bytes on 64-bit, was 1,440 with the state
+ * (sizeof(eng_event): 88 bytes on 64-bit, was 1,440 with the state
  * inside) plus a few bytes of text. */
 enum eng_ev_type {
     ENG_EV_LOADED = 1, /* state: the new model and settings */
