@@ -438,6 +438,15 @@ NB_INLINE nbp_vi nbp_bit5(nbp_vi v, nbp_vi qh, int c, int hi)
     return _mm512_mask_add_epi8(v, on, v, _mm512_set1_epi8(0x10));
 }
 NB_INLINE nbp_vf nbp_cvtph(const unsigned char *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+NB_INLINE nbp_vi nbp_lut(nbp_vi v, __m128i t) { return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(t), v); }
+/* (e-1) << 23 for e >= 2, else the subnormal 0x200000 << e */
+NB_INLINE nbp_vf nbp_e8m0(const unsigned char *p)
+{
+    __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+    __m512i big = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+    __m512i small = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmpgt_epi32_mask(e, _mm512_set1_epi32(1)), small, big));
+}
 NB_INLINE nbp_vf nbp_cvtf(nbp_vi v) { return _mm512_cvtepi32_ps(v); }
 NB_INLINE nbp_vf nbp_mulf(nbp_vf a, nbp_vf b) { return _mm512_mul_ps(a, b); }
 NB_INLINE nbp_vf nbp_addf(nbp_vf a, nbp_vf b) { return _mm512_add_ps(a, b); }

@@ -243,6 +243,7 @@ NB_INLINE size_t nb_bbytes(int type)
     case SIMD_Q4_0: return sizeof(simd_block_q4_0);
     case SIMD_Q4_1: return sizeof(simd_block_q4_1);
     case SIMD_Q5_0: return sizeof(simd_block_q5_0);
+    case SIMD_MXFP4: return sizeof(simd_block_mxfp4);
     default: return sizeof(simd_block_q5_1);
     }
 }

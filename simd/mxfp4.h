@@ -43,7 +43,7 @@ static inline float simd_e8m0_half(uint8_t e)
 void simd_deq_mxfp4(const void *src, float *dst, size_t n);
 void simd_quant_mxfp4(const float *src, void *dst, size_t n);
 
-/* Put set k's MXFP4 dot, dot_batch and dot_rows into s: the scalar ones,
+/* Put set k's MXFP4 dot, dot_batch, dot_rows (and on x86 dot_packed) into s: the scalar ones,
  * then the set's own where it has them. Called by simd_kernel_select for
  * every set, the scalar one included. */
 void simd_set_mxfp4(enum simd_kernel k, simd_kernel_set *s);

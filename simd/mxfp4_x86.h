@@ -1,4 +1,5 @@
-/* MXFP4 dots for the x86 sets. Included at the end of each kernels_<set>.c,
+/* MXFP4 dots for the x86 sets (plain rows here; the packed-row form,
+ * 16 rows in the lanes, is pack_x86.h's nbp_mxfp4). Included at the end of each kernels_<set>.c,
  * after kernels_x86.h and kernels_x86_q.h, with NB_MXFP4_SET_FN naming the
  * function that installs them; it uses the set's integer primitive
  *     __m256i nb_dot_us(__m256i u, __m256i s)   (u: bytes 0..31)
@@ -161,6 +162,7 @@ void NB_MXFP4_SET_FN(simd_kernel_set *s)
     s->dot[SIMD_MXFP4] = nb_mx_dot;
     s->dot_batch[SIMD_MXFP4] = nb_mx_batch;
     s->dot_rows[SIMD_MXFP4] = nb_mx_rows;
+    s->dot_packed[SIMD_MXFP4] = nbp_mxfp4; /* packed rows: pack_x86.h */
 }
 
 #endif

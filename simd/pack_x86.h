@@ -1,5 +1,5 @@
 /* Packed-row dots (dot_packed) for the 32-block types on x86: q8_0, q4_0,
- * q4_1, q5_0, q5_1. Included by each kernels_<set>.c after kernels_x86.h,
+ * q4_1, q5_0, q5_1 and mxfp4 (this last one installed by mxfp4_x86.h). Included by each kernels_<set>.c after kernels_x86.h,
  * once the file has defined the vector primitives below; written once on
  * those, so the AVX-512 set (16 rows in a zmm) and the AVX2-class sets (8
  * rows in a ymm, the group taken in two halves) share every line.
@@ -33,6 +33,10 @@
  *   nbp_bit5(v, qh, c, hi) v with 0x10 added to byte i of lane r when bit
  *                         16*hi + 4c + i of qh lane r is set (q5 types)
  *   nbp_cvtph(p)          NBP_W f16 at p to floats (exact)
+ *   nbp_lut(v, t)         byte i of v (0..15) replaced by byte v_i of the
+ *                         16-byte table t (vpshufb in each 128-bit lane)
+ *   nbp_e8m0(p)           NBP_W E8M0 bytes at p to 2^(e-128), exactly as
+ *                         simd_e8m0_half (mxfp4.h)
  *   nbp_cvtf, nbp_mulf, nbp_addf, nbp_zerof, nbp_set1f, nbp_storef
  */
 #ifndef NIBBLE_PACK_X86_H
@@ -74,6 +78,15 @@ NB_INLINE nbp_vi nbp_bit5(nbp_vi v, nbp_vi qh, int c, int hi)
     return _mm256_or_si256(v, _mm256_and_si256(on, _mm256_set1_epi8(0x10)));
 }
 NB_INLINE nbp_vf nbp_cvtph(const unsigned char *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+NB_INLINE nbp_vi nbp_lut(nbp_vi v, __m128i t) { return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(t), v); }
+/* (e-1) << 23 for e >= 2, else the subnormal 0x200000 << e */
+NB_INLINE nbp_vf nbp_e8m0(const unsigned char *p)
+{
+    __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+    __m256i big = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(small, big, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
+}
 NB_INLINE nbp_vf nbp_cvtf(nbp_vi v) { return _mm256_cvtepi32_ps(v); }
 NB_INLINE nbp_vf nbp_mulf(nbp_vf a, nbp_vf b) { return _mm256_mul_ps(a, b); }
 NB_INLINE nbp_vf nbp_addf(nbp_vf a, nbp_vf b) { return _mm256_add_ps(a, b); }
@@ -81,6 +94,16 @@ NB_INLINE nbp_vf nbp_zerof(void) { return _mm256_setzero_ps(); }
 NB_INLINE nbp_vf nbp_set1f(float v) { return _mm256_set1_ps(v); }
 NB_INLINE void nbp_storef(float *p, nbp_vf v) { _mm256_storeu_ps(p, v); }
 #endif
+
+/* MXFP4 codes as unsigned bytes: the doubled E2M1 values plus 16 (4..28;
+ * mxfp4_x86.h does the same for plain rows), valid u8 for vpdpbusd and
+ * vpmaddubsw and valid s8 for vpdpbssd. The 16 is taken off as 16 times
+ * the activation block's sum, like q5_0's bias. */
+#define NBP_MX_BIAS_SHIFT 4
+NB_INLINE __m128i nbp_mx_table(void)
+{
+    return _mm_setr_epi8(16, 17, 18, 19, 20, 22, 24, 28, 16, 15, 14, 13, 12, 10, 8, 4);
+}
 
 /* Byte offsets of the fields inside one packed block of a group (16 rows),
  * for the part of the rows (half h of NBP_W lanes) a vector holds. */
@@ -97,6 +120,7 @@ NB_INLINE nbp_offs nbp_layout(int type, int h)
     case SIMD_Q4_1: o.m = 32 + f; o.qs = 64 + c; break;
     case SIMD_Q5_0: o.qh = 32 + c; o.qs = 96 + c; break;
     case SIMD_Q5_1: o.m = 32 + f; o.qh = 64 + c; o.qs = 128 + c; break;
+    case SIMD_MXFP4: o.d = (size_t)h * NBP_W; o.qs = 16 + c; break; /* one exponent byte per row */
     default: o.qs = 32 + c; break; /* q4_0, q8_0 */
     }
     return o;
@@ -107,6 +131,18 @@ NB_INLINE nbp_offs nbp_layout(int type, int h)
 NB_INLINE void nbp_wblock(int type, const unsigned char *blk, int h, nbp_vi W[8], nbp_vf *dw, nbp_vf *mw)
 {
     const nbp_offs o = nbp_layout(type, h);
+    if (type == SIMD_MXFP4) {
+        /* chunk c as q4_0's, each nibble then looked up */
+        const __m128i lut = nbp_mx_table();
+        *dw = nbp_e8m0(blk + o.d);
+        *mw = nbp_zerof();
+        for (int c = 0; c < 4; c++) {
+            nbp_vi q = nbp_ldi(blk + o.qs + (size_t)c * 64);
+            W[c] = nbp_lut(nbp_and8(q, 0x0f), lut);
+            W[4 + c] = nbp_lut(nbp_and8(nbp_srl4(q), 0x0f), lut);
+        }
+        return;
+    }
     *dw = nbp_cvtph(blk + o.d);
     *mw = nb_has_min(type) ? nbp_cvtph(blk + o.m) : nbp_zerof();
     if (type == SIMD_Q8_0) {
@@ -133,8 +169,8 @@ NB_INLINE void nbp_wblock(int type, const unsigned char *blk, int h, nbp_vi W[8]
 NB_INLINE nbp_vf nbp_term(int type, const nbp_vi W[8], nbp_vf dw, nbp_vf mw, const simd_block_q8a *y)
 {
     const unsigned char *q = (const unsigned char *)y->qs;
-    int sh = type == SIMD_Q8_0 ? NBP_Q8_BIAS_SHIFT : nb_bias_shift(type);
-    /* the codes carry a bias (q4_0: +8, q5_0: +16, q8_0: the set's): start
+    int sh = type == SIMD_Q8_0 ? NBP_Q8_BIAS_SHIFT : type == SIMD_MXFP4 ? NBP_MX_BIAS_SHIFT : nb_bias_shift(type);
+    /* the codes carry a bias (q4_0: +8, q5_0 and mxfp4: +16, q8_0: the set's): start
      * the sum at -bias * sum(a) */
     nbp_vi i0 = sh >= 0 ? nbp_set1i(-(int32_t)((uint32_t)y->sum << sh)) : nbp_zeroi();
     nbp_vi i1 = nbp_zeroi();
@@ -254,6 +290,7 @@ NBP_DEF(nbp_q4_0, SIMD_Q4_0)
 NBP_DEF(nbp_q4_1, SIMD_Q4_1)
 NBP_DEF(nbp_q5_0, SIMD_Q5_0)
 NBP_DEF(nbp_q5_1, SIMD_Q5_1)
+NBP_DEF(nbp_mxfp4, SIMD_MXFP4) /* installed with the set's other MXFP4 kernels (mxfp4_x86.h) */
 #undef NBP_DEF
 
 static void nbp_fill(simd_kernel_set *s)

@@ -16,21 +16,32 @@
  * Agreement with llama.cpp itself is bench/crosscheck.sh's job
  * (crosscheck_llamacpp). Also: what the loader says about a mixture
  * (experts, active parameters, bytes a token reads) and a clear error for
- * a misshapen expert tensor. */
+ * a misshapen expert tensor.
+ * `test_moe --quick` (ctest's test_moe_quick, which the aarch64 CI runs
+ * under qemu) keeps both families' routing, biases, sinks and window and
+ * the f32 and mxfp4 paths on shorter models and 12 tokens. */
 #include "gguf.h"
 #include "model.h"
+#include "model_internal.h"
 #include "quantize.h"
 #include "simd.h"
 #include "synth.h"
 #include "testutil.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define N_TOK 40
+#define N_TOK 40 /* the most tokens a run evaluates */
 
 static char dir[64];
+/* --quick (the aarch64 run under qemu, where the full test took over ten
+ * minutes): 12 tokens (still past the 8-position window), two layers (one
+ * windowed, one full), f32 and mxfp4 only, no wide K-quant models (their
+ * kernels are test_kquants' and test_pack's) */
+static int quick;
+static uint32_t n_tok = N_TOK;
 
 static int type_of(const char *name)
 {
@@ -50,13 +61,13 @@ static const char *tmp(const char *name)
     return b;
 }
 
-/* Logits of all N_TOK tokens (N_TOK x n_vocab), one call or one at a time. */
+/* Logits of all n_tok tokens (n_tok x n_vocab), one call or one at a time. */
 static float *run(eng_model *m, const int32_t *toks, int threads, int one_by_one)
 {
     eng_err e;
     eng_ctx *c = NULL;
     uint32_t nv = eng_model_get_info(m)->n_vocab;
-    float *lg = malloc((size_t)N_TOK * nv * sizeof *lg);
+    float *lg = malloc((size_t)n_tok * nv * sizeof *lg);
     if (!lg || eng_ctx_new(m, 128, threads, &c, &e)) {
         fprintf(stderr, "context: %s\n", lg ? e.msg : "out of memory");
         free(lg);
@@ -64,10 +75,10 @@ static float *run(eng_model *m, const int32_t *toks, int threads, int one_by_one
     }
     int r = 0;
     if (one_by_one)
-        for (uint32_t i = 0; i < N_TOK && !r; i++)
+        for (uint32_t i = 0; i < n_tok && !r; i++)
             r = eng_ctx_eval(c, toks + i, 1, lg + (size_t)i * nv, 0, &e);
     else
-        r = eng_ctx_eval(c, toks, N_TOK, lg, 1, &e);
+        r = eng_ctx_eval(c, toks, n_tok, lg, 1, &e);
     eng_ctx_free(c);
     if (r) {
         fprintf(stderr, "eval: %s\n", e.msg);
@@ -82,7 +93,7 @@ static void check_model(const eng_synth_shape *s, const char *type)
     char path[160], what[96];
     snprintf(what, sizeof what, "%s %s", s->name, type);
     snprintf(path, sizeof path, "%s", tmp("m.gguf"));
-    eng_synth_opts o = {.type = type_of(type), .seed = 11, .n_layers = 0};
+    eng_synth_opts o = {.type = type_of(type), .seed = 11, .n_layers = quick ? 2 : 0};
     eng_err e;
     if (eng_synth_write(s, &o, path, &e)) {
         fprintf(stderr, "%s: synth: %s\n", what, e.msg);
@@ -101,10 +112,26 @@ static void check_model(const eng_synth_shape *s, const char *type)
     CHECK(in->n_active_params < in->n_params);
     CHECK(in->window == s->window);
     CHECK((in->n_window_layers != 0) == (s->window != 0));
+    /* where the set reads the experts' type packed (mxfp4 and the 32-block
+     * and K-quant types on x86), the expert tensors are packed, per expert
+     * (3-D), whole: the runs below then compare packed experts on the best
+     * set against plain rows on the others */
+    for (uint32_t l = 0; l < in->n_layers; l++) {
+        const eng_experts *x = &eng_model_layer(m, l)->moe;
+        const eng_weight *ew[3] = {&x->gate, &x->up, &x->down};
+        for (int i = 0; i < 3; i++) {
+            int wants = simd_type_traits(ew[i]->type)->dot_packed != NULL;
+            uint32_t pr = atomic_load(&ew[i]->packed_rows);
+            if (wants && (!ew[i]->packed || pr != ew[i]->rows))
+                fprintf(stderr, "%s: layer %u expert tensor %d not packed (%u of %u rows)\n", what, l, i, pr,
+                        ew[i]->rows);
+            CHECK(!wants || (ew[i]->packed && pr == ew[i]->rows));
+        }
+    }
     int32_t toks[N_TOK];
-    for (uint32_t i = 0; i < N_TOK; i++)
+    for (uint32_t i = 0; i < n_tok; i++)
         toks[i] = (int32_t)(3 + (i * 7919u + 13) % (in->n_vocab - 3));
-    size_t n = (size_t)N_TOK * in->n_vocab;
+    size_t n = (size_t)n_tok * in->n_vocab;
     float *ref = run(m, toks, 1, 0);
     CHECK(ref != NULL);
     if (!ref) {
@@ -251,18 +278,30 @@ static void check_quantize(void)
     printf("quantize: 3-D experts quantized, routers kept, MXFP4 kept unless asked\n");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    quick = argc > 1 && !strcmp(argv[1], "--quick");
+    if (argc > 1 && !quick) {
+        fprintf(stderr, "usage: test_moe [--quick]\n");
+        return 2;
+    }
+    n_tok = quick ? 12 : N_TOK;
     simd_init();
     snprintf(dir, sizeof dir, "/tmp/nibble-moe-XXXXXX");
     if (!tu_mkdtemp(dir)) {
         fprintf(stderr, "cannot make a scratch directory\n");
         return 1;
     }
-    const char *tiny_types[] = {"f32", "q8_0", "q4_0", "mxfp4"};
-    for (size_t i = 0; i < sizeof tiny_types / sizeof *tiny_types; i++) {
+    const char *tiny_types[] = {"f32", "mxfp4", "q8_0", "q4_0"};
+    for (size_t i = 0; i < (quick ? 2 : sizeof tiny_types / sizeof *tiny_types); i++) {
         check_model(eng_synth_find("tiny-moe"), tiny_types[i]);
         check_model(eng_synth_find("tiny-oss"), tiny_types[i]);
+    }
+    if (quick) {
+        check_bad_shape();
+        check_quantize();
+        tu_rmtree(dir);
+        return tu_result("test_moe --quick");
     }
     /* rows of 256: K-quant experts */
     eng_synth_shape wide = *eng_synth_find("tiny-moe");

@@ -17,6 +17,7 @@
 #include "simd_internal.h"
 void simd_set_avxvnniint8_emul(simd_kernel_set *s);
 void simd_set_kquants_avxvnniint8_emul(simd_kernel_set *s);
+void simd_set_mxfp4_avxvnniint8_emul(simd_kernel_set *s);
 #endif
 
 #define MAXG 3
@@ -230,18 +231,22 @@ static void check_all_sets(void)
         }
         CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
         int kernels = check_set(name, ref, NULL);
+        /* every x86 set reads all nine packed types (mxfp4 included) */
+        int x86 = k == SIMD_K_AVX2 || k == SIMD_K_AVXVNNI || k == SIMD_K_AVX512VNNI || k == SIMD_K_AVXVNNIINT8;
+        CHECKF(!x86 || kernels == 9, "%s: %d packed kernels, expected 9", name, kernels);
         printf("%-14s %d packed kernel(s) checked\n", name, kernels);
     }
 #ifdef NIBBLE_TEST_VNNIINT8_EMUL
-    /* the avxvnniint8 set's packed kernels (32-block types and K-quants),
-     * vpdpbssd emulated */
+    /* the avxvnniint8 set's packed kernels (32-block types, K-quants and
+     * mxfp4), vpdpbssd emulated */
     if (simd_kernel_supported(SIMD_K_AVX2, NULL)) {
         simd_kernel_set e;
         memset(&e, 0, sizeof e);
         simd_set_avxvnniint8_emul(&e);
         simd_set_kquants_avxvnniint8_emul(&e);
+        simd_set_mxfp4_avxvnniint8_emul(&e);
         int kernels = check_set("avxvnniint8 (emulated)", ref, e.dot_packed);
-        CHECKF(kernels == 8, "avxvnniint8 (emulated): %d packed kernels, expected 8", kernels);
+        CHECKF(kernels == 9, "avxvnniint8 (emulated): %d packed kernels, expected 9", kernels);
         printf("%-14s %d packed kernel(s) checked\n", "avxvnniint8 (emulated)", kernels);
     }
 #endif
