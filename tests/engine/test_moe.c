@@ -39,7 +39,9 @@ static char dir[64];
 /* --quick (the aarch64 run under qemu, where the full test took over ten
  * minutes): 12 tokens (still past the 8-position window), two layers (one
  * windowed, one full), f32 and mxfp4 only, no wide K-quant models (their
- * kernels are test_kquants' and test_pack's) */
+ * kernels are test_kquants' and test_pack's), and one thread: the pool's
+ * spin-waits on 2 threads were what kept it from ending under qemu; 1.4 s
+ * there now */
 static int quick;
 static uint32_t n_tok = N_TOK;
 
@@ -155,6 +157,8 @@ static void check_model(const eng_synth_shape *s, const char *type)
         }
         /* the best set: threads and decode; the others: one call */
         for (int way = 0; way < (k < 0 ? 3 : 1); way++) {
+            if (quick && way == 1)
+                continue; /* under qemu the pool's spin-waits crawl (packaging/ci-aarch64.sh) */
             float *lg = run(m, toks, way == 1 ? 2 : 1, way == 2);
             int same = lg && memcmp(lg, ref, n * sizeof *lg) == 0;
             if (!same)
@@ -169,7 +173,7 @@ static void check_model(const eng_synth_shape *s, const char *type)
     eng_model_kernel_changed(m);
     free(ref);
     eng_model_close(m);
-    printf("%-16s bit-identical: one call, 2 threads, token by token, every kernel set\n", what);
+    printf("%-16s bit-identical: one call,%s token by token, every kernel set\n", what, quick ? "" : " 2 threads,");
 }
 
 /* A qwen3moe file whose experts' tensor has a wrong expert count must be
