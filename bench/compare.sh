@@ -16,7 +16,8 @@
 #              so both programs run llama.cpp's own quantization
 #   MODEL_DIR  where the synth models are, or are written when missing (default: a new
 #              temporary directory, removed at the end)
-#   SHAPES     default "smol135 qwen05 llama1b"
+#   SHAPES     default "smol135 qwen05 llama1b"; SHAPE:N makes a model of that shape cut to
+#              N layers (`nibble synth --layers N`), e.g. "gpt-oss-20b:4 qwen3-30b-a3b:4"
 #   TYPES      default "q8_0 q4_0 q4_k_m" (a type `nibble synth` refuses is skipped, with a message)
 #   THREADS    default "1 2"                 ROUNDS   default 2 (peer, nibble, peer, nibble)
 #   PP, TG     prompt and generated tokens, default 128 and 64
@@ -24,6 +25,8 @@
 #
 # Each cell is the mean over ROUNDS runs; the runs of the two programs alternate so that
 # both see the same background load. Prints a markdown table; ratio = nibble / llama.cpp.
+# "of roof" is nibble's decode rate over the bandwidth roofline `nibble bench` gives (the
+# bytes one token reads, active experts only, at the bandwidth it measures at start).
 # Memory columns (MB): nibble's resident set while it runs (from `nibble bench --json`,
 # checked against file + KV cache + 64 MB) and llama.cpp's peak RSS from /usr/bin/time
 # (the whole node process, runtime included), when /usr/bin/time exists.
@@ -66,13 +69,16 @@ trap '[ -n "$tmp" ] && rm -rf "$tmp"; rm -f "$log"' EXIT
 
 # the (shape, type) pairs that have a model file; synth may not know every type yet
 pairs=""
-for s in $shapes; do
+for sl in $shapes; do
+  s=${sl%%:*} lay=""
+  [ "$sl" = "$s" ] || lay=${sl#*:}
   for ty in $types; do
-    f="$dir/$s-$ty.gguf"
+    f="$dir/$s${lay:+-L$lay}-$ty.gguf"
     if [ ! -f "$f" ] && [ -n "$lquant" ]; then
-      [ -f "$dir/$s-f16.gguf" ] || "$nib" synth --shape "$s" --type f16 "$dir/$s-f16.gguf" >/dev/null 2>&1 ||
+      f16="$dir/$s${lay:+-L$lay}-f16.gguf"
+      [ -f "$f16" ] || "$nib" synth --shape "$s" ${lay:+--layers "$lay"} --type f16 "$f16" >/dev/null 2>&1 ||
         { echo "compare.sh: nibble synth --shape $s --type f16 failed" >&2; continue; }
-      if ! msg=$("$lquant" "$dir/$s-f16.gguf" "$f.part" "$ty" 2>&1); then
+      if ! msg=$("$lquant" "$f16" "$f.part" "$ty" 2>&1); then
         rm -f "$f.part"
         echo "compare.sh: skipping $s $ty: llama-quantize refused it: $(echo "$msg" | tail -1)" >&2
         continue
@@ -80,14 +86,14 @@ for s in $shapes; do
       mv "$f.part" "$f"
     fi
     if [ ! -f "$f" ]; then
-      if ! msg=$("$nib" synth --shape "$s" --type "$ty" "$f.part" 2>&1 >/dev/null); then
+      if ! msg=$("$nib" synth --shape "$s" ${lay:+--layers "$lay"} --type "$ty" "$f.part" 2>&1 >/dev/null); then
         rm -f "$f.part"
         echo "compare.sh: skipping $s $ty: nibble synth refused it: $(echo "$msg" | tail -1)" >&2
         continue
       fi
       mv "$f.part" "$f"
     fi
-    pairs="$pairs $s:$ty"
+    pairs="$pairs $s${lay:+-L$lay}:$ty"
   done
 done
 [ -n "$pairs" ] || { echo "compare.sh: no model to run" >&2; exit 1; }
@@ -127,6 +133,8 @@ run_nibble() {
   echo "$out" | grep "\"test\": \"tg" |
     sed -nE "s/.*\"rss_bytes\": ([0-9]+), \"kv_bytes\": [0-9]+, \"rss_budget_bytes\": ([0-9]+).*/\1 \2/p" |
     awk -v k="nibble $s $ty $t" '{ printf "%s rss %d\n%s budget %d\n", k, $1 / 1048576, k, $2 / 1048576 }' >>"$log"
+  echo "$out" | grep "\"test\": \"tg" | sed -nE "s/.*\"tps\": ([0-9.]+),.*\"roofline_tps\": ([0-9.]+),.*/\1 \2/p" |
+    awk -v k="nibble $s $ty $t" '$2 > 0 { printf "%s roof %.1f\n", k, 100 * $1 / $2 }' >>"$log"
 }
 
 for st in $pairs; do
@@ -141,8 +149,8 @@ for st in $pairs; do
   done
 done
 
-echo "| model | type | threads | test | llama.cpp t/s | nibble t/s | nibble / llama.cpp | llama.cpp peak RSS MB | nibble RSS MB (budget) |"
-echo "|---|---|---:|---|---:|---:|---:|---:|---:|"
+echo "| model | type | threads | test | llama.cpp t/s | nibble t/s | nibble / llama.cpp | nibble of roof | llama.cpp peak RSS MB | nibble RSS MB (budget) |"
+echo "|---|---|---:|---|---:|---:|---:|---:|---:|---:|"
 awk -v pairs="$pairs" -v threads="$threads" -v pp="pp$pp" -v tg="tg$tg" '
   { k = $2 SUBSEP $3 SUBSEP $4 SUBSEP $5; sum[$1, k] += $6; cnt[$1, k]++
     if ($5 == "rss" || $5 == "budget") { if ($6 > mx[$1, k]) mx[$1, k] = $6 } }
@@ -163,6 +171,7 @@ awk -v pairs="$pairs" -v threads="$threads" -v pp="pp$pp" -v tg="tg$tg" '
         nr = mx["nibble", base SUBSEP "rss"] " (" mx["nibble", base SUBSEP "budget"] ")"
         if (mx["nibble", base SUBSEP "rss"] > mx["nibble", base SUBSEP "budget"]) nr = nr " OVER"
       }
-      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", st[1], st[2], H[h], X[x], ps, nstr, rs, pr, nr
+      rf = (cnt["nibble", base SUBSEP "roof"] && x == 2) ? sprintf("%.0f%%", sum["nibble", base SUBSEP "roof"] / cnt["nibble", base SUBSEP "roof"]) : "-"
+      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", st[1], st[2], H[h], X[x], ps, nstr, rs, rf, pr, nr
     }
   }' "$log"
