@@ -3,15 +3,8 @@
 
 #include <string.h>
 
-/* First occurrence of the NUL-terminated pat in s[from..n), or n. */
-static size_t find(const char *s, size_t n, size_t from, const char *pat)
-{
-    size_t m = strlen(pat);
-    for (size_t i = from; i + m <= n; i++)
-        if (s[i] == pat[0] && !memcmp(s + i, pat, m))
-            return i;
-    return n;
-}
+#include "bytes.h"
+#include "harmony.h"
 
 /* 1 if s[i..n) starts with pat (then *i moves past it). */
 static int take(const char *s, size_t n, size_t *i, const char *pat)
@@ -39,38 +32,36 @@ static void answer_from(const char *s, size_t n, size_t i, ui_think *o)
     o->a1 = n;
 }
 
-/* harmony: the analysis message at i (after "<|channel|>analysis") */
-static void harmony(const char *s, size_t n, size_t i, ui_think *o)
+/* harmony: the analysis message whose <|channel|> tag is at c */
+static void harmony(const char *s, size_t n, size_t c, ui_think *o)
 {
     o->found = 1;
-    size_t msg = find(s, n, i, "<|message|>");
-    if (msg == n) { /* its header is still coming */
+    eng_harmony_msg m;
+    if (!eng_harmony_msg_at(s, n, c, &m)) { /* its header is still coming */
         o->open = 1;
         o->t0 = o->t1 = o->a0 = o->a1 = n;
         return;
     }
-    o->t0 = msg + strlen("<|message|>");
-    o->t1 = find(s, n, o->t0, "<|end|>");
-    if (o->t1 == n) {
+    o->t0 = m.body0;
+    o->t1 = m.body1;
+    if (!m.ended) {
         o->open = 1;
         o->a0 = o->a1 = n;
         return;
     }
     /* the next message: <|start|>assistant<|channel|>final<|message|> ANSWER <|return|> */
-    size_t a = skip_blanks(s, n, o->t1 + strlen("<|end|>"));
+    size_t a = skip_blanks(s, n, m.after);
     take(s, n, &a, "<|start|>assistant");
-    if (a < n && s[a] == '<' && find(s, n, a, "<|channel|>") == a) {
-        size_t m = find(s, n, a, "<|message|>");
-        a = m == n ? n : m + strlen("<|message|>");
+    if (a < n && s[a] == '<' && eng_find(s, n, a, "<|channel|>") == a) {
+        eng_harmony_msg f;
+        if (eng_harmony_msg_at(s, n, a, &f))
+            o->a0 = f.body0, o->a1 = f.body1;
+        else /* its header is still coming */
+            o->a0 = o->a1 = n;
+        return;
     }
     o->a0 = a;
-    o->a1 = n;
-    static const char *const ends[] = {"<|return|>", "<|end|>", "<|call|>"};
-    for (size_t k = 0; k < sizeof ends / sizeof *ends; k++) {
-        size_t e = find(s, n, a, ends[k]);
-        if (e < o->a1)
-            o->a1 = e;
-    }
+    o->a1 = eng_harmony_end(s, n, a, NULL);
 }
 
 void ui_think_split(const char *s, size_t n, ui_think *o)
@@ -80,14 +71,15 @@ void ui_think_split(const char *s, size_t n, ui_think *o)
     size_t i = skip_blanks(s, n, 0);
     size_t h = i;
     take(s, n, &h, "<|start|>assistant");
+    size_t c = h;
     if (take(s, n, &h, "<|channel|>analysis")) {
-        harmony(s, n, h, o);
+        harmony(s, n, c, o);
         return;
     }
     if (take(s, n, &i, "<think>")) {
         o->found = 1;
         o->t0 = i;
-        o->t1 = find(s, n, i, "</think>");
+        o->t1 = eng_find(s, n, i, "</think>");
         if (o->t1 == n) {
             o->open = 1;
             o->a0 = n;
@@ -97,8 +89,8 @@ void ui_think_split(const char *s, size_t n, ui_think *o)
         return;
     }
     /* the <think> was in the prompt: only an end, with no start before it */
-    size_t e = find(s, n, 0, "</think>");
-    if (e < n && find(s, e, 0, "<think>") == e) {
+    size_t e = eng_find(s, n, 0, "</think>");
+    if (e < n && eng_find(s, e, 0, "<think>") == e) {
         o->found = 1;
         o->t0 = 0;
         o->t1 = e;

@@ -17,7 +17,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "bytes.h"
 #include "eta.h"
+#include "harmony.h"
 #include "jinja.h"
 #include "mem.h"
 #include "model.h"
@@ -330,45 +332,27 @@ static int put(char **b, size_t *n, size_t *cap, const char *s)
     return 0;
 }
 
-/* First occurrence of pat in s[from..n), or n. */
-static size_t find_in(const char *s, size_t n, size_t from, const char *pat)
-{
-    size_t m = strlen(pat);
-    for (size_t i = from; i + m <= n; i++)
-        if (s[i] == pat[0] && !memcmp(s + i, pat, m))
-            return i;
-    return n;
-}
-
 /* A gpt-oss reply as its template wants it back: the harmony messages in
- * the reply's text (the tags are shown, tok_vocab.c) split into the final
- * channel's text (content) and the analysis channel's (thinking), as
- * transformers users pass them; the template refuses content with
- * channel tags in it. Returns 1 and the two spans (s offsets; a missing
- * one is empty) when the text has channels, else 0. */
+ * the reply's text split into the final channel's text (content) and the
+ * analysis channel's (thinking), as transformers users pass them; the
+ * template refuses content with channel tags in it. Returns 1 and the two
+ * spans (s offsets; a missing one is empty) when the text has channels,
+ * else 0. */
 static int harmony_split(const char *s, size_t n, size_t span[4])
 {
-    static const char chan[] = "<|channel|>", msg[] = "<|message|>";
-    size_t i = find_in(s, n, 0, chan);
+    size_t i = eng_find(s, n, 0, "<|channel|>");
     if (i == n)
         return 0;
     span[0] = span[1] = span[2] = span[3] = 0;
-    while (i < n) {
-        size_t name = i + strlen(chan), body = find_in(s, n, name, msg);
-        if (body == n)
-            break;
-        body += strlen(msg);
-        size_t end = n;
-        static const char *const ends[] = {"<|end|>", "<|return|>", "<|call|>", "<|start|>"};
-        for (size_t k = 0; k < sizeof ends / sizeof ends[0]; k++) {
-            size_t e = find_in(s, n, body, ends[k]);
-            end = e < end ? e : end;
-        }
-        if (!strncmp(s + name, "final", 5))
-            span[0] = body, span[1] = end;
-        else if (!strncmp(s + name, "analysis", 8))
-            span[2] = body, span[3] = end;
-        i = find_in(s, n, end, chan);
+    eng_harmony_msg m;
+    while (i < n && eng_harmony_msg_at(s, n, i, &m)) {
+        const char *name = s + m.name0;
+        size_t len = m.name1 - m.name0;
+        if (len >= 5 && !memcmp(name, "final", 5))
+            span[0] = m.body0, span[1] = m.body1;
+        else if (len >= 8 && !memcmp(name, "analysis", 8))
+            span[2] = m.body0, span[3] = m.body1;
+        i = eng_find(s, n, m.body1, "<|channel|>");
     }
     return 1;
 }

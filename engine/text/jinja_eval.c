@@ -172,7 +172,7 @@ static int do_strip(ctx *c, const jnode *n, jv v, int which, const jstr *chars, 
         while (b < e) {
             size_t k;
             int32_t cp = cp_at(s->s, e, b, &k);
-            int hit = chars ? k <= chars->n && jmemmem(chars->s, chars->n, s->s + b, k) != NULL : is_space_cp(cp);
+            int hit = chars ? k <= chars->n && eng_memmem(chars->s, chars->n, s->s + b, k) != NULL : is_space_cp(cp);
             if (!hit)
                 break;
             b += k;
@@ -184,7 +184,7 @@ static int do_strip(ctx *c, const jnode *n, jv v, int which, const jstr *chars, 
                 st--;
             size_t k;
             int32_t cp = cp_at(s->s, e, st, &k);
-            int hit = chars ? jmemmem(chars->s, chars->n, s->s + st, e - st) != NULL : is_space_cp(cp);
+            int hit = chars ? eng_memmem(chars->s, chars->n, s->s + st, e - st) != NULL : is_space_cp(cp);
             if (!hit)
                 break;
             e = st;
@@ -245,7 +245,7 @@ static int do_replace(ctx *c, const jnode *n, const jstr *s, const jstr *old, co
         jb_put(&b, s->s + i, s->n - i);
     } else {
         while (i < s->n && (count < 0 || done < count)) {
-            const char *hit = jmemmem(s->s + i, s->n - i, old->s, old->n);
+            const char *hit = eng_memmem(s->s + i, s->n - i, old->s, old->n);
             if (!hit)
                 break;
             jb_put(&b, s->s + i, (size_t)(hit - (s->s + i)));
@@ -302,7 +302,7 @@ static int do_split(ctx *c, const jnode *n, const jstr *s, const jstr *sep, int6
         return 0;
     }
     for (;;) {
-        const char *hit = (maxsplit < 0 || done < maxsplit) ? jmemmem(s->s + i, s->n - i, sep->s, sep->n) : NULL;
+        const char *hit = (maxsplit < 0 || done < maxsplit) ? eng_memmem(s->s + i, s->n - i, sep->s, sep->n) : NULL;
         size_t e = hit ? (size_t)(hit - s->s) : s->n;
         jv piece;
         if (mkstr(c, n, s->s + i, e - i, &piece) || jl_push(&c->a, out->u.l, piece))
@@ -780,7 +780,7 @@ static int contains(ctx *c, const jnode *n, jv needle, jv hay, int *res)
     case JV_STR:
         if (needle.t != JV_STR)
             return fail(c, n, "'in <string>' requires string as left operand, not %s", jv_type_name(needle));
-        *res = !needle.u.s->n || jmemmem(hay.u.s->s, hay.u.s->n, needle.u.s->s, needle.u.s->n) != NULL;
+        *res = !needle.u.s->n || eng_memmem(hay.u.s->s, hay.u.s->n, needle.u.s->s, needle.u.s->n) != NULL;
         return 0;
     case JV_LIST:
         *res = 0;

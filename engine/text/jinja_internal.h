@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bytes.h"
 #include "err.h"
 #include "jinja.h"
 
@@ -84,8 +85,6 @@ int jv_eq(jv a, jv b);
 int jv_cmp(jv a, jv b, int *err, int ci);
 int jv_is_seq(jv v); /* list, tuple, string, dict (what a for loop walks) */
 size_t utf8_len(const char *s, size_t n);
-/* memmem, which not every libc has: the first k-byte needle in hay[0..n) */
-const char *jmemmem(const char *hay, size_t n, const char *needle, size_t k);
 const char *jv_type_name(jv v);
 
 /* A growable byte buffer (malloc'd, bounded by max). */

@@ -179,16 +179,6 @@ int jd_set(jarena *a, jdict *d, jv k, jv v)
     return 0;
 }
 
-const char *jmemmem(const char *hay, size_t n, const char *needle, size_t k)
-{
-    if (!k)
-        return hay;
-    for (size_t i = 0; k <= n && i <= n - k; i++)
-        if (hay[i] == needle[0] && !memcmp(hay + i, needle, k))
-            return hay + i;
-    return NULL;
-}
-
 /* ---- Python semantics */
 
 size_t utf8_len(const char *s, size_t n)

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "mem.h"
 
 static const char *const names[ENG_TMPL_COUNT] = {"none", "chatml", "llama3", "llama2", "zephyr", "phi3", "gemma"};
@@ -20,14 +21,9 @@ int eng_tmpl_find(const char *name)
     return -1;
 }
 
-/* memmem without relying on _GNU_SOURCE */
 static int has(const char *s, size_t n, const char *needle)
 {
-    size_t k = strlen(needle);
-    for (size_t i = 0; k <= n && i <= n - k; i++)
-        if (s[i] == needle[0] && !memcmp(s + i, needle, k))
-            return 1;
-    return 0;
+    return eng_memmem(s, n, needle, strlen(needle)) != NULL;
 }
 
 enum eng_tmpl eng_tmpl_detect(const char *j, size_t n)

@@ -58,6 +58,14 @@ int main(void)
     CHECK(th.found && !th.open && th.a0 == th.a1); /* the answer's header not whole yet */
     split("<|channel|>analysis<|message|>T<|end|>plain rest");
     CHECK(th.found && part_is(th.a0, th.a1, "plain rest"));
+    /* an analysis closed by the next message's start (no <|end|>), and a
+     * final message that is still coming */
+    split("<|channel|>analysis<|message|>T<|start|>assistant<|channel|>final<|message|>A");
+    CHECK(th.found && !th.open && part_is(th.t0, th.t1, "T") && part_is(th.a0, th.a1, "A"));
+    /* a tool call's commentary channel after the analysis is the answer shown */
+    split("<|channel|>analysis<|message|>T<|end|><|start|>assistant<|channel|>commentary to=functions.f "
+          "<|constrain|>json<|message|>{}<|call|>");
+    CHECK(th.found && part_is(th.a0, th.a1, "{}"));
     /* words */
     CHECK(ui_think_words("", 0) == 0);
     const char *ws = "  one two\nthree\t four  ";
