@@ -316,32 +316,23 @@ static size_t m_gpt2(const eng_uni_char *c, size_t i, size_t end, size_t *skip)
     return (c[i].cls & SPC) ? space_run(c, i, end) : 0;
 }
 
-/* (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,maxdig}|
- *  ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
- * Llama 3 uses maxdig 3, Qwen2 1. */
-static size_t llama3_like(const eng_uni_char *c, size_t i, size_t end, size_t maxdig)
+/* The alternatives Llama 3's, Qwen2's and GPT-4o's splits end with, at i:
+ *   \p{N}{1,maxdig}| ?[^\s\p{L}\p{N}]+[\r\n<also>]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * (also: one more character the punctuation run may end with, GPT-4o's
+ * '/', or 0); 0 when none matches. */
+static size_t digits_punct_space(const eng_uni_char *c, size_t i, size_t end, size_t maxdig, uint32_t also)
 {
-    size_t k = contraction(c, i, end, 1);
-    if (k)
-        return k;
-    uint32_t ch = c[i].cp;
     unsigned cls = c[i].cls;
-    if (cls & LET)
-        return run(c, i, end, LET) - i;
-    /* one leading character that is neither a newline, letter nor digit
-     * joins the letters after it ("?Hello", " world", "\tx") */
-    if (!(cls & NUM) && ch != '\r' && ch != '\n' && i + 1 < end && (c[i + 1].cls & LET))
-        return run(c, i + 1, end, LET) - i;
     if (cls & NUM) {
         size_t j = i;
         while (j < end && j - i < maxdig && (c[j].cls & NUM))
             j++;
         return j - i;
     }
-    size_t j = (ch == ' ' && i + 1 < end && other(c[i + 1].cls)) ? i + 1 : i;
+    size_t j = (c[i].cp == ' ' && i + 1 < end && other(c[i + 1].cls)) ? i + 1 : i;
     if (other(c[j].cls)) {
         j = run_other(c, j, end);
-        while (j < end && (c[j].cp == '\r' || c[j].cp == '\n'))
+        while (j < end && (c[j].cp == '\r' || c[j].cp == '\n' || (also && c[j].cp == also)))
             j++;
         return j - i;
     }
@@ -358,6 +349,25 @@ static size_t llama3_like(const eng_uni_char *c, size_t i, size_t end, size_t ma
     if (last_nl < end)
         return last_nl + 1 - i;
     return space_run(c, i, end);
+}
+
+/* (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,maxdig}|
+ *  ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * Llama 3 uses maxdig 3, Qwen2 1. */
+static size_t llama3_like(const eng_uni_char *c, size_t i, size_t end, size_t maxdig)
+{
+    size_t k = contraction(c, i, end, 1);
+    if (k)
+        return k;
+    uint32_t ch = c[i].cp;
+    unsigned cls = c[i].cls;
+    if (cls & LET)
+        return run(c, i, end, LET) - i;
+    /* one leading character that is neither a newline, letter nor digit
+     * joins the letters after it ("?Hello", " world", "\tx") */
+    if (!(cls & NUM) && ch != '\r' && ch != '\n' && i + 1 < end && (c[i + 1].cls & LET))
+        return run(c, i + 1, end, LET) - i;
+    return digits_punct_space(c, i, end, maxdig, 0);
 }
 
 /* [^\r\n\p{L}\p{N}]: the one character that may lead GPT-4o's words */
@@ -414,31 +424,7 @@ static size_t m_gpt4o(const eng_uni_char *c, size_t i, size_t end, size_t *skip)
         if (e)
             return e - i;
     }
-    unsigned cls = c[i].cls;
-    if (cls & NUM) {
-        size_t j = i;
-        while (j < end && j - i < 3 && (c[j].cls & NUM))
-            j++;
-        return j - i;
-    }
-    size_t j = (c[i].cp == ' ' && i + 1 < end && other(c[i + 1].cls)) ? i + 1 : i;
-    if (other(c[j].cls)) {
-        j = run_other(c, j, end);
-        while (j < end && (c[j].cp == '\r' || c[j].cp == '\n' || c[j].cp == '/'))
-            j++;
-        return j - i;
-    }
-    if (!(cls & SPC))
-        return 0;
-    size_t r = i, last_nl = end;
-    while (r < end && (c[r].cls & SPC)) {
-        if (c[r].cp == '\r' || c[r].cp == '\n')
-            last_nl = r;
-        r++;
-    }
-    if (last_nl < end)
-        return last_nl + 1 - i;
-    return space_run(c, i, end);
+    return digits_punct_space(c, i, end, 3, '/');
 }
 
 static size_t m_llama3(const eng_uni_char *c, size_t i, size_t end, size_t *skip)
