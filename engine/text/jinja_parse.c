@@ -1013,53 +1013,56 @@ static jnode *bin(parser *P, int op, jnode *a, jnode *b)
     return n;
 }
 
-static jnode *p_pow(parser *P)
+/* One level of left-associative binary operators: operands parsed by
+ * `operand`, joined by any of ops (a list ending in {NULL, 0}). */
+typedef struct binop {
+    const char *tok;
+    int op;
+} binop;
+
+static jnode *p_binary(parser *P, const binop *ops, jnode *(*operand)(parser *))
 {
-    jnode *l = p_unary(P, 1);
-    while (l && is_op(cur(P), "**")) {
+    jnode *l = operand(P);
+    while (l) {
+        const binop *o = ops;
+        while (o->tok && !is_op(cur(P), o->tok))
+            o++;
+        if (!o->tok)
+            break;
         P->i++;
-        jnode *r = p_unary(P, 1);
-        l = r ? bin(P, JO_POW, l, r) : NULL;
+        jnode *r = operand(P);
+        l = r ? bin(P, o->op, l, r) : NULL;
     }
     return l;
+}
+
+static jnode *p_unary_filtered(parser *P)
+{
+    return p_unary(P, 1);
+}
+
+static jnode *p_pow(parser *P)
+{
+    static const binop ops[] = {{"**", JO_POW}, {NULL, 0}};
+    return p_binary(P, ops, p_unary_filtered);
 }
 
 static jnode *p_math2(parser *P)
 {
-    jnode *l = p_pow(P);
-    while (l) {
-        int op = is_op(cur(P), "*") ? JO_MUL : is_op(cur(P), "/") ? JO_DIV : is_op(cur(P), "//") ? JO_FDIV
-               : is_op(cur(P), "%") ? JO_MOD : 0;
-        if (!op)
-            break;
-        P->i++;
-        jnode *r = p_pow(P);
-        l = r ? bin(P, op, l, r) : NULL;
-    }
-    return l;
+    static const binop ops[] = {{"*", JO_MUL}, {"/", JO_DIV}, {"//", JO_FDIV}, {"%", JO_MOD}, {NULL, 0}};
+    return p_binary(P, ops, p_pow);
 }
 
 static jnode *p_concat(parser *P)
 {
-    jnode *l = p_math2(P);
-    while (l && is_op(cur(P), "~")) {
-        P->i++;
-        jnode *r = p_math2(P);
-        l = r ? bin(P, JO_CAT, l, r) : NULL;
-    }
-    return l;
+    static const binop ops[] = {{"~", JO_CAT}, {NULL, 0}};
+    return p_binary(P, ops, p_math2);
 }
 
 static jnode *p_math1(parser *P)
 {
-    jnode *l = p_concat(P);
-    while (l && (is_op(cur(P), "+") || is_op(cur(P), "-"))) {
-        int op = is_op(cur(P), "+") ? JO_ADD : JO_SUB;
-        P->i++;
-        jnode *r = p_concat(P);
-        l = r ? bin(P, op, l, r) : NULL;
-    }
-    return l;
+    static const binop ops[] = {{"+", JO_ADD}, {"-", JO_SUB}, {NULL, 0}};
+    return p_binary(P, ops, p_concat);
 }
 
 static jnode *p_compare(parser *P)
