@@ -603,34 +603,41 @@ static jnode *node(parser *P, int kind)
 typedef struct nvec { jnode **v; size_t n, cap; } nvec;
 typedef struct svec { const char **v; size_t n, cap; } svec;
 
+/* Room for one more element of `size` bytes in the arena array *v of n
+ * elements (*cap allocated): 0, or the error when the arena is full. */
+static int room(parser *P, void **v, size_t n, size_t *cap, size_t size)
+{
+    if (n < *cap)
+        return 0;
+    size_t c = *cap ? *cap * 2 : 4;
+    void *nv = ja_alloc(P->a, c * size);
+    if (!nv)
+        return p_err(P, "template too large", NULL);
+    if (n)
+        memcpy(nv, *v, n * size);
+    *v = nv;
+    *cap = c;
+    return 0;
+}
+
 static int nv_push(parser *P, nvec *v, jnode *x)
 {
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 4;
-        jnode **nv = ja_alloc(P->a, cap * sizeof *nv);
-        if (!nv)
-            return p_err(P, "template too large", NULL);
-        if (v->n)
-            memcpy(nv, v->v, v->n * sizeof *nv);
-        v->v = nv;
-        v->cap = cap;
-    }
+    void *p = v->v;
+    int rc = room(P, &p, v->n, &v->cap, sizeof *v->v);
+    if (rc)
+        return rc;
+    v->v = p;
     v->v[v->n++] = x;
     return 0;
 }
 
 static int sv_push(parser *P, svec *v, const char *x)
 {
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 4;
-        const char **nv = ja_alloc(P->a, cap * sizeof *nv);
-        if (!nv)
-            return p_err(P, "template too large", NULL);
-        if (v->n)
-            memcpy(nv, v->v, v->n * sizeof *nv);
-        v->v = nv;
-        v->cap = cap;
-    }
+    void *p = v->v;
+    int rc = room(P, &p, v->n, &v->cap, sizeof *v->v);
+    if (rc)
+        return rc;
+    v->v = p;
     v->v[v->n++] = x;
     return 0;
 }
