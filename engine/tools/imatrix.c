@@ -18,6 +18,7 @@
 #include "tokenizer.h"
 #include "files.h"
 #include "gguf.h"
+#include "mem.h"
 #include "model_layout.h"
 #include "simd.h"
 
@@ -98,14 +99,8 @@ static char *dup_n(const char *s, size_t n)
 static eng_imatrix_entry *add_entry(eng_imatrix *im, const char *name, size_t name_len, uint32_t n_cols,
                                     uint32_t n_mat)
 {
-    if (im->n == im->cap) {
-        size_t nc = im->cap ? 2 * im->cap : 64;
-        eng_imatrix_entry *ne = realloc(im->e, nc * sizeof *ne);
-        if (!ne)
-            return NULL;
-        im->e = ne;
-        im->cap = nc;
-    }
+    if (eng_reserve(&im->e, &im->cap, im->n + 1, sizeof *im->e, 64))
+        return NULL;
     eng_imatrix_entry *x = &im->e[im->n];
     memset(x, 0, sizeof *x);
     x->name = dup_n(name, name_len);
@@ -470,14 +465,8 @@ static void site_name(site *s, const eng_gguf *g, const eng_weight *w, int l, co
 
 static site *add_site(collector *c, const eng_weight *key, int expert, uint32_t cols, uint32_t n_mat)
 {
-    if (c->n == c->cap) {
-        size_t nc = c->cap ? 2 * c->cap : 32;
-        site *ns = realloc(c->s, nc * sizeof *ns);
-        if (!ns)
-            return NULL;
-        c->s = ns;
-        c->cap = nc;
-    }
+    if (eng_reserve(&c->s, &c->cap, c->n + 1, sizeof *c->s, 32))
+        return NULL;
     site *s = &c->s[c->n++];
     memset(s, 0, sizeof *s);
     s->key = key;
