@@ -3,8 +3,10 @@
 # place of llama.cpp (peer_stub.mjs: 100 tok/s prefill, 50 decode): every
 # cell of the table must be filled from nibble's JSON and the stub's
 # RESULT line, the ratios must be nibble's figure over the stub's, and the
-# RSS column must carry nibble's budget. Guards the parsing of both
-# programs' output (a new JSON field once left the table empty).
+# RSS column must carry nibble's budget, the decode rows a roofline
+# fraction. Guards the parsing of both programs' output (a new JSON field
+# once left the table empty). A second shape cut to one layer
+# (SHAPES="tiny:1") must name its rows after the cut.
 #   test_compare.sh NIBBLE_BINARY      exit 77 without node
 set -euo pipefail
 nib=$1
@@ -12,15 +14,19 @@ here=$(cd "$(dirname "$0")" && pwd)
 command -v node >/dev/null || { echo "test_compare: no node here, skipped"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-table=$(NIBBLE=$nib PEER=$here/peer_stub.mjs MODEL_DIR=$tmp SHAPES=stories TYPES="q8_0 q4_k_m" THREADS="1 2" \
+table=$(NIBBLE=$nib PEER=$here/peer_stub.mjs MODEL_DIR=$tmp SHAPES="stories tiny:1" TYPES="q8_0 q4_k_m" THREADS="1 2" \
   ROUNDS=1 REPS=1 PP=16 TG=8 bash "$here/../../bench/compare.sh" 2>"$tmp/log") ||
   { cat "$tmp/log"; echo "test_compare: compare.sh failed"; exit 1; }
 echo "$table"
 rows=$(echo "$table" | grep -c '^| stories ' || true)
 [ "$rows" = 8 ] || { echo "test_compare: $rows rows for stories, want 8 (2 types x 2 thread counts x pp16/tg8)"; exit 1; }
-echo "$table" | grep '^| stories ' | awk -F'|' '
+rows=$(echo "$table" | grep -c '^| tiny-L1 ' || true)
+[ "$rows" = 8 ] || { echo "test_compare: $rows rows for tiny-L1 (tiny cut to 1 layer), want 8"; exit 1; }
+layers=$("$nib" info "$tmp/tiny-L1-q8_0.gguf" 2>/dev/null | sed -n 's/.*block_count *u32 *\([0-9]*\).*/\1/p')
+[ "$layers" = 1 ] || { echo "test_compare: tiny-L1-q8_0.gguf has '$layers' layers, want 1"; exit 1; }
+echo "$table" | grep -E "^\| (stories|tiny-L1) " | awk -F'|' '
   function num(s) { gsub(/ /, "", s); return s }
-  { test = num($5); peer = num($6); nib = num($7); ratio = num($8); prss = num($9); nrss = $10
+  { test = num($5); peer = num($6); nib = num($7); ratio = num($8); roof = num($9); prss = num($10); nrss = $11
     want = test == "pp16" ? "100.0" : "50.0"
     if (peer != want) { print "peer figure " peer " in: " $0; bad = 1 }
     if (nib !~ /^[0-9]+\.[0-9]$/ || nib + 0 <= 0) { print "no nibble figure in: " $0; bad = 1 }
@@ -29,6 +35,7 @@ echo "$table" | grep '^| stories ' | awk -F'|' '
     # tok/s, nibble tok/s to 0.1 (so nib/peer may be off by 0.05/peer)
     tol = 0.005 + 0.05 / peer + 1e-4
     if (ratio == "" || (ratio - nib / peer) > tol || (nib / peer - ratio) > tol) { print "ratio " ratio " is not " nib "/" peer " in: " $0; bad = 1 }
+    if (test == "pp16" ? roof != "-" : roof !~ /^[0-9]+%$/) { print "roofline column " roof " in: " $0; bad = 1 }
     if (test == "pp16" ? prss != "-" : prss !~ /^(-|[0-9]+)$/) { print "peer RSS column " prss " in: " $0; bad = 1 }
     if (test == "tg8" && nrss !~ /^ *[0-9]+ \([0-9]+\) *$/) { print "no nibble RSS (budget) in: " $0; bad = 1 }
     if (nrss ~ /OVER/) { print "over budget: " $0; bad = 1 } }
