@@ -140,6 +140,31 @@ typedef struct app_bar {
 void app_progress(app_bar *b, double frac, const char *what);
 /* app_progress with a void * bar, for engine callbacks */
 void app_awq_progress(void *user, double frac, const char *what);
+/* quantize and quant-sweep's methods (--method): the index of
+ * rtn, awq, gptq, awq+gptq, whose bits say which passes run. */
+enum { APP_QM_AWQ = 1, APP_QM_GPTQ = 2 };
+/* The index of a method's name, or -1. */
+int app_quant_method(const char *name);
+/* What nibble.quantize.method records for method m (with an imatrix:
+ * "+imatrix" added, plain "imatrix" for rtn). */
+const char *app_quant_method_name(int m, int imatrix);
+/* The calibration side of a method. */
+typedef struct app_quant_calib {
+    const char *path;   /* calibration text */
+    int tokens, threads, clip, quiet;
+    float damp;
+    const char *label_awq, *label_gptq; /* progress bar labels */
+} app_quant_calib;
+struct eng_awq;
+struct eng_gptq;
+struct eng_quant_opts;
+struct eng_qtarget;
+/* Run the method's calibration passes for quantizing in to t (AWQ's
+ * search, GPTQ's Hessians) and set o's edits, gptq, method and calib;
+ * *awq and *gptq (NULL when not run) are the caller's to free after
+ * eng_quantize_file. Returns 0, or 1 with e set. */
+int app_quant_prepare(const char *in, const struct eng_qtarget *t, int method, const app_quant_calib *c,
+                      struct eng_awq **awq, struct eng_gptq **gptq, struct eng_quant_opts *o, eng_err *e);
 /* Open the model at path honouring o->quantize (quantize on load; says
  * how many matrices it converted and the peak RSS on stderr unless
  * o->quiet). Same contract as eng_model_open. */

@@ -16,12 +16,14 @@
 #include "app.h"
 #include "port.h"
 #include "awq.h"
+#include "gptq.h"
 #include "quantize.h"
 #include "simd.h"
 #include "files.h"
 
 static const char usage[] =
-    "usage: nibble quantize IN.gguf OUT.gguf TYPE [--imatrix FILE] [--awq CALIB.txt] [--allow-requantize] [-t N]\n"
+    "usage: nibble quantize IN.gguf OUT.gguf TYPE [--method rtn|awq|gptq|awq+gptq --calib TEXT]\n"
+    "                       [--awq TEXT] [--imatrix FILE] [--no-clip] [--damp R] [--allow-requantize] [-t N]\n"
     "\n"
     "Write IN's weights as TYPE into OUT (metadata kept; OUT is written to a\n"
     "temporary file and renamed, so a failed run leaves no partial OUT).\n"
@@ -40,20 +42,36 @@ static const char usage[] =
     "  routers (ffn_gate_inp) are kept, and MXFP4 tensors (gpt-oss's experts)\n"
     "  are copied as stored unless --allow-requantize is given.\n"
     "\n"
-    "  --awq CALIB.txt       activation-aware scaling: run CALIB.txt through the\n"
-    "                        model, search a scale per layer group, fold it into\n"
-    "                        the norms / v rows / up rows (a standard GGUF)\n"
+    "  --method M            how weights are rounded (all write standard GGUF):\n"
+    "                        rtn       round to nearest (the default)\n"
+    "                        awq       activation-aware: scale each layer group's\n"
+    "                                  input channels (folded into the norms / v\n"
+    "                                  rows / up rows), then clip each row's blocks\n"
+    "                                  where that lowers the output error\n"
+    "                        gptq      quantize column by column, folding each\n"
+    "                                  column's error into the columns left, by the\n"
+    "                                  calibration Hessian (dense layer matrices)\n"
+    "                        awq+gptq  AWQ's scales, then the GPTQ pass\n"
+    "  --calib TEXT          calibration text for awq / gptq / awq+gptq\n"
+    "  --awq TEXT            short for --method awq --calib TEXT\n"
     "  --calib-tokens N      calibration tokens to use (default 4096)\n"
+    "  --no-clip             no clipping search (AWQ's per block, GPTQ's per block\n"
+    "                        scale choice)\n"
+    "  --damp R              GPTQ: add R times the mean of the Hessian's diagonal\n"
+    "                        to it (default 0.01)\n"
     "  --imatrix FILE        importance matrix ('nibble imatrix' or llama-imatrix,\n"
     "                        GGUF or legacy .dat): every type's scale search then\n"
-    "                        minimises the importance-weighted error; tensors it\n"
-    "                        has no entry for (or of another width) are quantized\n"
-    "                        unweighted, with a note. Recorded in OUT's metadata\n"
+    "                        minimises the importance-weighted error (with gptq,\n"
+    "                        each block's scale search); tensors it has no entry\n"
+    "                        for (or of another width) are quantized unweighted,\n"
+    "                        with a note. Recorded in OUT's metadata\n"
     "                        (quantize.imatrix.*) as llama-quantize records it\n"
     "  --allow-requantize    accept an already quantized IN (errors add up); also\n"
     "                        converts MXFP4 tensors, which are otherwise kept\n"
     "  -t N                  threads for the calibration pass\n"
-    "  -q                    no progress bar\n";
+    "  -q                    no progress bar\n"
+    "The method is recorded in OUT's nibble.quantize.method (with '+imatrix'\n"
+    "when one is used) and the text's name in nibble.quantize.calibration.\n";
 
 /* ---- progress bar on stderr ---- */
 
@@ -107,11 +125,68 @@ static void on_note(void *user, const char *line)
     fprintf(stderr, "nibble quantize: %s\n", line);
 }
 
+/* --method's names; awq and gptq are bits of the index. */
+static const char *const methods[] = {"rtn", "awq", "gptq", "awq+gptq"};
+
+int app_quant_method(const char *name)
+{
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(name, methods[i]))
+            return i;
+    return -1;
+}
+
+const char *app_quant_method_name(int m, int imatrix)
+{
+    static const char *const with_imx[] = {"imatrix", "awq+imatrix", "gptq+imatrix", "awq+gptq+imatrix"};
+    return m >= 0 && m < 4 ? (imatrix ? with_imx[m] : methods[m]) : "?";
+}
+
+int app_quant_prepare(const char *in, const eng_qtarget *t, int method, const app_quant_calib *c, eng_awq **awq,
+                      eng_gptq **gptq, eng_quant_opts *o, eng_err *e)
+{
+    *awq = NULL;
+    *gptq = NULL;
+    if (method & APP_QM_AWQ) {
+        app_bar abar = {.label = c->label_awq, .quiet = c->quiet};
+        eng_awq_opts ao = {.target = t, .calib_path = c->path, .max_tokens = (uint32_t)c->tokens,
+                           .threads = c->threads, .clip = c->clip && !(method & APP_QM_GPTQ),
+                           .progress = app_awq_progress, .user = &abar};
+        if (eng_awq_compute(in, &ao, awq, e))
+            return 1;
+        o->edits = eng_awq_edits(*awq, &o->n_edits);
+        if (!c->quiet)
+            fprintf(stderr, "awq: %s\n", eng_awq_summary(*awq));
+    }
+    if (method & APP_QM_GPTQ) {
+        app_bar gbar = {.label = c->label_gptq, .quiet = c->quiet};
+        eng_gptq_opts go = {.calib_path = c->path, .max_tokens = (uint32_t)c->tokens, .threads = c->threads,
+                            .progress = app_awq_progress, .user = &gbar};
+        if (eng_gptq_collect(in, &go, gptq, e)) {
+            eng_awq_free(*awq);
+            *awq = NULL;
+            return 1;
+        }
+        o->gptq = *gptq;
+        o->gptq_params.clip = c->clip;
+        o->gptq_params.damp = c->damp;
+    }
+    o->method = app_quant_method_name(method, o->imatrix != NULL);
+    if (method)
+        o->calib = eng_path_base(c->path);
+    return 0;
+}
+
 int cmd_quantize(int argc, char **argv)
 {
-    const char *pos[3] = {0}, *calib = NULL, *imx_path = NULL;
-    int np = 0, allow = 0, quiet = 0, threads = 0, calib_tokens = 4096;
-    const app_flag own[] = {APP_FLAG("--awq", NULL, APP_STR, &calib),
+    const char *pos[3] = {0}, *awq_text = NULL, *calib = NULL, *imx_path = NULL, *mname = NULL;
+    int np = 0, allow = 0, quiet = 0, threads = 0, calib_tokens = 4096, no_clip = 0;
+    float damp = 0.01f;
+    const app_flag own[] = {APP_FLAG("--awq", NULL, APP_STR, &awq_text),
+                            APP_FLAG("--method", NULL, APP_STR, &mname),
+                            APP_FLAG("--calib", NULL, APP_STR, &calib),
+                            APP_FLAG("--no-clip", NULL, APP_ON, &no_clip),
+                            APP_FLAG("--damp", NULL, APP_FLOAT, &damp),
                             APP_FLAG("--imatrix", NULL, APP_STR, &imx_path),
                             APP_FLAG("--calib-tokens", NULL, APP_INT, &calib_tokens, .min = 16, .max = 1 << 20),
                             APP_FLAG("-t", NULL, APP_INT, &threads, .min = 1, .max = 256,
@@ -131,6 +206,29 @@ int cmd_quantize(int argc, char **argv)
         fputc('\n', stderr);
         return 2;
     }
+    int method = 0;
+    if (mname && (method = app_quant_method(mname)) < 0)
+        return app_usage_error("quantize", "--method", mname, "expected rtn, awq, gptq or awq+gptq");
+    if (awq_text) {
+        if (mname && method != APP_QM_AWQ)
+            return app_usage_error("quantize", "--awq", awq_text,
+                                   "is short for --method awq --calib TEXT; with another --method give --calib");
+        if (calib)
+            return app_usage_error("quantize", "--awq", awq_text, "already names the calibration text; drop --calib");
+        method = APP_QM_AWQ;
+        calib = awq_text;
+    }
+    if (method && !calib)
+        return app_usage_error("quantize", "--method", mname, "needs --calib TEXT (the calibration text)");
+    if (!method && calib)
+        return app_usage_error("quantize", "--calib", calib, "is for --method awq, gptq or awq+gptq");
+    if (!(damp > 0 && damp <= 10))
+        return app_usage_error("quantize", "--damp", "", "expected a share of the diagonal in (0, 10]");
+    if ((method & APP_QM_GPTQ) && (t->fake_bits || t->type == SIMD_F32 || t->type == SIMD_F16 ||
+                                   t->type == SIMD_BF16 || t->type == SIMD_MXFP4))
+        return app_usage_error("quantize", "--method", mname,
+                               t->fake_bits ? "the GPTQ pass writes GGUF block types, not the uniform baseline"
+                                            : "the GPTQ pass needs a type with integer codes (q*_0/1, K, iq4)");
     if (!strcmp(pos[0], pos[1])) {
         fprintf(stderr, "nibble quantize: IN and OUT are the same file\n");
         return 2;
@@ -140,6 +238,7 @@ int cmd_quantize(int argc, char **argv)
                         .user = &bar};
     eng_err e;
     eng_awq *awq = NULL;
+    eng_gptq *gptq = NULL;
     eng_imatrix *imx = NULL;
     if (imx_path) {
         if (eng_imatrix_load(imx_path, &imx, &e)) {
@@ -148,35 +247,33 @@ int cmd_quantize(int argc, char **argv)
         }
         o.imatrix = imx;
         o.imatrix_file = imx_path;
-        o.method = "imatrix";
         if (!quiet)
             fprintf(stderr, "imatrix: %zu entries from %u chunks in %s\n", eng_imatrix_count(imx),
                     eng_imatrix_chunk_count(imx), imx_path);
     }
-    if (calib) {
-        app_bar abar = {.label = "awq     ", .quiet = quiet};
-        eng_awq_opts ao = {.target = t, .calib_path = calib, .max_tokens = (uint32_t)calib_tokens,
-                           .threads = threads, .progress = app_awq_progress, .user = &abar};
-        if (eng_awq_compute(pos[0], &ao, &awq, &e)) {
-            fprintf(stderr, "nibble quantize: %s\n", e.msg);
-            eng_imatrix_free(imx);
-            return 1;
-        }
-        o.edits = eng_awq_edits(awq, &o.n_edits);
-        o.method = imx ? "awq+imatrix" : "awq";
-        o.calib = eng_path_base(calib);
-        fprintf(stderr, "awq: %s\n", eng_awq_summary(awq));
+    app_quant_calib qc = {.path = calib, .tokens = calib_tokens, .threads = threads, .clip = !no_clip, .damp = damp,
+                          .quiet = quiet, .label_awq = "awq     ", .label_gptq = "gptq    "};
+    if (app_quant_prepare(pos[0], t, method, &qc, &awq, &gptq, &o, &e)) {
+        fprintf(stderr, "nibble quantize: %s\n", e.msg);
+        eng_imatrix_free(imx);
+        return 1;
     }
     eng_quant_report rep;
     int r = eng_quantize_file(pos[0], pos[1], &o, &rep, &e);
     eng_awq_free(awq);
     eng_imatrix_free(imx);
     if (r) {
+        eng_gptq_free(gptq);
         if (bar.start && !quiet)
             fputc('\n', stderr);
         fprintf(stderr, "nibble quantize: %s\n", e.msg);
         return 1;
     }
+    if (gptq)
+        fprintf(stderr, "gptq: %llu matrices from Hessians over %u tokens; their output error (w-q)^T H (w-q) is "
+                "%.1f%% of round-to-nearest's (mean)\n", (unsigned long long)rep.n_gptq, eng_gptq_tokens(gptq),
+                100 * rep.gptq_ratio);
+    eng_gptq_free(gptq);
     fprintf(stderr, "%s: %s, %.3f MB -> %.3f MB (%.2f bits per weight);", pos[1], t->name,
             rep.in_bytes / 1e6, rep.out_bytes / 1e6,
             rep.n_weights ? 8.0 * (double)rep.out_bytes / (double)rep.n_weights : 0.0);

@@ -37,12 +37,15 @@ typedef struct grp {
     float *s;        /* [cols] chosen scales, NULL if none */
     float alpha;
     double err_rtn, err_best;
+    float *clip[3];          /* per weight: clip ratios (rows * cols/B), or NULL */
+    uint32_t clip_group[3];  /* B, the block of the type it is written in */
+    double clip_before, clip_after;
 } grp;
 
 struct eng_awq {
     eng_tensor_edit *edits;
     size_t n_edits, cap_edits;
-    char summary[256];
+    char summary[384];
 };
 
 typedef struct calib {
@@ -151,10 +154,82 @@ static double group_err(const grp *g, const float *W, uint32_t rows, int type, i
 typedef struct wq {
     float *W;
     uint32_t rows;
-    int type, fake;
+    int type, fake, idx;
 } wq;
 
-static int search_group(grp *g, const eng_model *m, const eng_qtarget *tg, int grid)
+/* The clip search on one matrix W (rows x cols, already scaled by s):
+ * per row and block of B columns, the ratio r of the block's largest
+ * magnitude that minimises e^T G e, e the block's error after clipping to
+ * r and rounding through the type, G the block's Gram matrix of the
+ * sampled inputs (sum over rows x of x x^T, x the sampled input divided by
+ * s: what the scaled weight meets). Ratios into clip (rows * cols/B).
+ * Returns the error summed over blocks before and after, in *before and
+ * *after; 0 or ENG_ENOMEM. */
+static int clip_search(const grp *g, const float *W, uint32_t rows, int type, const float *s, float *clip,
+                       double *before, double *after)
+{
+    uint32_t cols = g->cols, B = simd_type_traits(type)->block, nb = cols / B;
+    const simd_traits *tr = simd_type_traits(type);
+    double *G = malloc((size_t)nb * B * B * sizeof *G);
+    float *t = malloc(B * sizeof *t), *d = malloc(B * sizeof *d);
+    double *e = malloc(B * sizeof *e);
+    void *q = malloc(tr->bytes * (B / tr->block) + 16);
+    if (!G || !t || !d || !e || !q) {
+        free(G); free(t); free(d); free(e); free(q);
+        return ENG_ENOMEM;
+    }
+    memset(G, 0, (size_t)nb * B * B * sizeof *G);
+    for (uint32_t i = 0; i < g->n_rows; i++) {
+        const float *x = g->rows + (size_t)i * cols;
+        for (uint32_t b = 0; b < nb; b++) {
+            double *Gb = G + (size_t)b * B * B;
+            for (uint32_t u = 0; u < B; u++) {
+                double xu = x[b * B + u] / s[b * B + u];
+                for (uint32_t v = 0; v < B; v++)
+                    Gb[u * B + v] += xu * (x[b * B + v] / s[b * B + v]);
+            }
+        }
+    }
+    *before = *after = 0;
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t b = 0; b < nb; b++) {
+            const float *w = W + (size_t)r * cols + (size_t)b * B;
+            const double *Gb = G + (size_t)b * B * B;
+            float amax = 0;
+            for (uint32_t u = 0; u < B; u++)
+                amax = fmaxf(amax, fabsf(w[u] * s[b * B + u]));
+            double best = INFINITY;
+            float best_ratio = 1;
+            for (int k = 0; k <= 10; k++) {
+                float ratio = 1.0f - 0.05f * (float)k, lim = amax * ratio;
+                for (uint32_t u = 0; u < B; u++)
+                    t[u] = fminf(lim, fmaxf(-lim, w[u] * s[b * B + u]));
+                tr->quant(t, q, B);
+                tr->dequant(q, d, B);
+                for (uint32_t u = 0; u < B; u++)
+                    e[u] = (double)d[u] - (double)w[u] * s[b * B + u];
+                double err = 0;
+                for (uint32_t u = 0; u < B; u++) {
+                    double acc = 0;
+                    for (uint32_t v = 0; v < B; v++)
+                        acc += Gb[u * B + v] * e[v];
+                    err += e[u] * acc;
+                }
+                if (k == 0)
+                    *before += err;
+                if (err < best) {
+                    best = err;
+                    best_ratio = ratio;
+                }
+            }
+            *after += best;
+            clip[(size_t)r * nb + b] = best_ratio;
+        }
+    free(G); free(t); free(d); free(e); free(q);
+    return 0;
+}
+
+static int search_group(grp *g, const eng_model *m, const eng_qtarget *tg, int grid, int clip)
 {
     uint32_t cols = g->cols;
     const eng_model_info *in = eng_model_get_info(m);
@@ -178,7 +253,7 @@ static int search_group(grp *g, const eng_model *m, const eng_qtarget *tg, int g
         const simd_traits *st = simd_type_traits(w->type);
         for (uint32_t r = 0; r < w->rows; r++)
             st->dequant((const char *)w->data + (size_t)r * w->row_bytes, W + (size_t)r * cols, cols);
-        ws[nq++] = (wq){W, w->rows, type, tg->fake_bits};
+        ws[nq++] = (wq){W, w->rows, type, tg->fake_bits, i};
         if (w->rows > max_rows)
             max_rows = w->rows;
     }
@@ -242,6 +317,22 @@ static int search_group(grp *g, const eng_model *m, const eng_qtarget *tg, int g
     g->alpha = best_alpha;
     g->err_rtn = rtn;
     g->err_best = best_err;
+    for (int i = 0; clip && i < nq && !rc; i++) {
+        if (ws[i].fake)
+            continue; /* the uniform baseline keeps its min..max groups */
+        uint32_t B = simd_type_traits(ws[i].type)->block;
+        float *cr = malloc((size_t)ws[i].rows * (cols / B) * sizeof *cr);
+        double before, after;
+        if (!cr || clip_search(g, ws[i].W, ws[i].rows, ws[i].type, best, cr, &before, &after)) {
+            free(cr);
+            rc = ENG_ENOMEM;
+            break;
+        }
+        g->clip[ws[i].idx] = cr;
+        g->clip_group[ws[i].idx] = B;
+        g->clip_before += before;
+        g->clip_after += after;
+    }
     if (best_alpha > 0) {
         g->s = best;
         best = NULL;
@@ -290,6 +381,23 @@ static int has_tensor(const eng_model *m, uint32_t l, const char *what)
     char n[96];
     snprintf(n, sizeof n, "blk.%u.%s", l, what);
     return eng_gguf_tensor_find(eng_model_gguf(m), n) != NULL;
+}
+
+/* Hand a group's clip ratios to its weights' edits (the edits own them). */
+static int fold_clip(eng_awq *a, grp *g)
+{
+    for (int i = 0; i < g->nw; i++) {
+        if (!g->clip[i])
+            continue;
+        eng_tensor_edit *ed = edit_get(a, g->wname[i]);
+        if (!ed)
+            return ENG_ENOMEM;
+        free(ed->clip);
+        ed->clip = g->clip[i];
+        ed->clip_group = g->clip_group[i];
+        g->clip[i] = NULL;
+    }
+    return 0;
 }
 
 /* Fold a group's scales into the model as edits. */
@@ -373,11 +481,11 @@ static int search_all(eng_awq *a, const eng_model *m, const eng_awq_opts *o, cal
                       eng_err *e)
 {
     int grid = o->grid > 0 ? o->grid : 20, r;
-    double sum_alpha = 0, err_rtn = 0, err_awq = 0;
+    double sum_alpha = 0, err_rtn = 0, err_awq = 0, clip_before = 0, clip_after = 0;
     int searched = 0;
     for (size_t i = 0; i < c->ng; i++) {
         grp *g = &c->g[i];
-        if ((r = search_group(g, m, o->target, grid)))
+        if ((r = search_group(g, m, o->target, grid, o->clip)))
             return eng_errf(e, r, "AWQ: out of memory in the search");
         if (g->err_rtn > 0) {
             searched++;
@@ -385,8 +493,10 @@ static int search_all(eng_awq *a, const eng_model *m, const eng_awq_opts *o, cal
             err_rtn += g->err_rtn / (g->err_rtn + 1e-30);
             err_awq += g->err_best / (g->err_rtn + 1e-30);
         }
-        if (g->s && (r = fold(a, m, g)))
+        if ((g->s && (r = fold(a, m, g))) || (r = fold_clip(a, g)))
             return eng_errf(e, r, "out of memory");
+        clip_before += g->clip_before;
+        clip_after += g->clip_after;
         if (o->progress)
             o->progress(o->user, 0.3 + 0.7 * (double)(i + 1) / (double)c->ng, g->wname[0]);
     }
@@ -395,6 +505,11 @@ static int search_all(eng_awq *a, const eng_model *m, const eng_awq_opts *o, cal
              "layer output error %.1f%% of RTN's",
              searched, c->ng, n_tok, cap < n_tok ? cap : n_tok, searched ? sum_alpha / searched : 0.0,
              searched ? 100 * err_awq / err_rtn : 100.0);
+    if (o->clip && clip_before > 0) {
+        size_t used = strlen(a->summary);
+        snprintf(a->summary + used, sizeof a->summary - used, "; clipping: block output error %.1f%% of unclipped",
+                 100 * clip_after / clip_before);
+    }
     return 0;
 }
 
@@ -432,6 +547,8 @@ done:
         free(c.g[i].absum);
         free(c.g[i].rows);
         free(c.g[i].s);
+        for (int k = 0; k < 3; k++)
+            free(c.g[i].clip[k]);
     }
     free(c.g);
     free(ids);
@@ -459,6 +576,7 @@ void eng_awq_free(eng_awq *a)
     for (size_t i = 0; i < a->n_edits; i++) {
         free(a->edits[i].col);
         free(a->edits[i].row);
+        free(a->edits[i].clip);
     }
     free(a->edits);
     free(a);

@@ -1,9 +1,11 @@
 /* Calibration passes (see calib.h). */
 #include "calib.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "files.h"
+#include "gguf.h"
 #include "tokenizer.h"
 
 int tools_calib_tokens(const eng_model *m, const char *path, const char *text, size_t len, uint32_t min_tok,
@@ -58,4 +60,21 @@ int tools_calib_run(eng_model *m, int32_t *ids, uint32_t n_tok, uint32_t n_ctx, 
     eng_ctx_set_observer(c, NULL, NULL);
     eng_ctx_free(c);
     return r;
+}
+
+void tools_weight_name(const eng_model *m, const eng_weight *w, int l, const char *role, char *out, size_t cap)
+{
+    const eng_gguf *g = eng_model_gguf(m);
+    const char *p = w->data;
+    for (uint64_t i = 0; p && i < eng_gguf_n_tensors(g); i++) {
+        const eng_gguf_tensor *t = eng_gguf_tensor_at(g, i);
+        if (p >= (const char *)t->data && p < (const char *)t->data + t->size) {
+            snprintf(out, cap, "%s", t->name);
+            return;
+        }
+    }
+    if (l >= 0)
+        snprintf(out, cap, "blk.%d.%s", l, role);
+    else
+        snprintf(out, cap, "%s", role);
 }

@@ -32,4 +32,9 @@ int tools_calib_run(eng_model *m, int32_t *ids, uint32_t n_tok, uint32_t n_ctx, 
                     void *user, void (*progress)(void *puser, double frac, const char *what), void *puser, double p0,
                     double span, eng_err *e);
 
+/* The name of weight w for statistics files: the GGUF tensor its rows lie
+ * in (so a fused qkv or a tied output keeps its file's name), else, for a
+ * buffer the loader made, "blk.L.role" (or role when l < 0). */
+void tools_weight_name(const eng_model *m, const eng_weight *w, int l, const char *role, char *out, size_t cap);
+
 #endif

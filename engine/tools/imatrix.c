@@ -432,30 +432,12 @@ static void observe_expert(void *user, const eng_weight *all, uint32_t expert, c
         accumulate(s, expert, x, nt, cols);
 }
 
-/* The GGUF tensor w's rows lie in, or NULL (a buffer the loader made). */
-static const eng_gguf_tensor *tensor_of(const eng_gguf *g, const eng_weight *w)
-{
-    const char *p = w->data;
-    for (uint64_t i = 0; p && i < eng_gguf_n_tensors(g); i++) {
-        const eng_gguf_tensor *t = eng_gguf_tensor_at(g, i);
-        if (p >= (const char *)t->data && p < (const char *)t->data + t->size)
-            return t;
-    }
-    return NULL;
-}
-
 /* Name weight w (whose role name is `role` in layer l, or a global name
  * when l < 0) into site s, once. */
-static void site_name(site *s, const eng_gguf *g, const eng_weight *w, int l, const char *role)
+static void site_name(site *s, const eng_model *m, const eng_weight *w, int l, const char *role)
 {
     char n[96];
-    const eng_gguf_tensor *t = tensor_of(g, w);
-    if (t)
-        snprintf(n, sizeof n, "%s", t->name);
-    else if (l >= 0)
-        snprintf(n, sizeof n, "blk.%d.%s", l, role);
-    else
-        snprintf(n, sizeof n, "%s", role);
+    tools_weight_name(m, w, l, role, n, sizeof n);
     for (int i = 0; i < s->n_names; i++)
         if (!strcmp(s->names[i], n))
             return;
@@ -482,7 +464,6 @@ static site *add_site(collector *c, const eng_weight *key, int expert, uint32_t 
 static int make_sites(const eng_model *m, collector *c, int process_output)
 {
     const eng_model_info *in = eng_model_get_info(m);
-    const eng_gguf *g = eng_model_gguf(m);
     site *s;
     for (uint32_t l = 0; l < in->n_layers; l++) {
         const eng_layer *L = eng_model_layer(m, l);
@@ -490,12 +471,12 @@ static int make_sites(const eng_model *m, collector *c, int process_output)
         if (L->n_heads) {
             if (!(s = add_site(c, &L->wq, 0, L->wq.cols, 1)))
                 return ENG_ENOMEM;
-            site_name(s, g, &L->wq, li, "attn_q.weight");
-            site_name(s, g, &L->wk, li, "attn_k.weight");
-            site_name(s, g, &L->wv, li, "attn_v.weight");
+            site_name(s, m, &L->wq, li, "attn_q.weight");
+            site_name(s, m, &L->wk, li, "attn_k.weight");
+            site_name(s, m, &L->wv, li, "attn_v.weight");
             if (!(s = add_site(c, &L->wo, 0, L->wo.cols, 1)))
                 return ENG_ENOMEM;
-            site_name(s, g, &L->wo, li, "attn_output.weight");
+            site_name(s, m, &L->wo, li, "attn_output.weight");
         }
         if (L->ffn) {
             /* a GELU FFN has no gate: its first matmul is up's */
@@ -503,30 +484,30 @@ static int make_sites(const eng_model *m, collector *c, int process_output)
             if (!(s = add_site(c, first, 0, first->cols, 1)))
                 return ENG_ENOMEM;
             if (first == &L->w_gate)
-                site_name(s, g, &L->w_gate, li, "ffn_gate.weight");
-            site_name(s, g, &L->w_up, li, "ffn_up.weight");
+                site_name(s, m, &L->w_gate, li, "ffn_gate.weight");
+            site_name(s, m, &L->w_up, li, "ffn_up.weight");
             if (!(s = add_site(c, &L->w_down, 0, L->w_down.cols, 1)))
                 return ENG_ENOMEM;
-            site_name(s, g, &L->w_down, li, "ffn_down.weight");
+            site_name(s, m, &L->w_down, li, "ffn_down.weight");
         } else if (L->moe.n) {
             const eng_experts *x = &L->moe;
             if (!(s = add_site(c, &x->router, 0, x->router.cols, 1)))
                 return ENG_ENOMEM;
-            site_name(s, g, &x->router, li, "ffn_gate_inp.weight");
+            site_name(s, m, &x->router, li, "ffn_gate_inp.weight");
             if (!(s = add_site(c, &x->gate, 1, x->gate.cols, x->n)))
                 return ENG_ENOMEM;
-            site_name(s, g, &x->gate, li, "ffn_gate_exps.weight");
-            site_name(s, g, &x->up, li, "ffn_up_exps.weight");
+            site_name(s, m, &x->gate, li, "ffn_gate_exps.weight");
+            site_name(s, m, &x->up, li, "ffn_up_exps.weight");
             if (!(s = add_site(c, &x->down, 1, x->down.cols, x->n)))
                 return ENG_ENOMEM;
-            site_name(s, g, &x->down, li, "ffn_down_exps.weight");
+            site_name(s, m, &x->down, li, "ffn_down_exps.weight");
         }
     }
     if (process_output) {
         const eng_weight *o = eng_model_output(m);
         if (!(s = add_site(c, o, 0, o->cols, 1)))
             return ENG_ENOMEM;
-        site_name(s, g, o, -1, in->tied_output ? "token_embd.weight" : "output.weight");
+        site_name(s, m, o, -1, in->tied_output ? "token_embd.weight" : "output.weight");
     }
     return 0;
 }

@@ -242,10 +242,73 @@ static void importance_of(const eng_imatrix_entry *x, uint32_t k, const eng_tens
             imp[c] = ed->col[c] != 0 ? imp[c] / (ed->col[c] * ed->col[c]) : imp[c];
 }
 
+/* Clip each group of ed's clip_group values of row r (n values at x) to
+ * its ratio of the group's largest magnitude. */
+static void clip_row(const eng_tensor_edit *ed, uint64_t r, float *x, uint64_t n)
+{
+    uint32_t gsz = ed->clip_group;
+    for (uint64_t g0 = 0; gsz && g0 + gsz <= n; g0 += gsz) {
+        float ratio = ed->clip[r * (n / gsz) + g0 / gsz], amax = 0;
+        if (!(ratio < 1))
+            continue;
+        for (uint32_t i = 0; i < gsz; i++)
+            amax = fmaxf(amax, fabsf(x[g0 + i]));
+        float lim = amax * ratio;
+        for (uint32_t i = 0; i < gsz; i++)
+            x[g0 + i] = fminf(lim, fmaxf(-lim, x[g0 + i]));
+    }
+}
+
+/* The GPTQ pass on 2-D tensor t (edit ed's factors applied first; with
+ * importance entry ix, the block scales by the weighted search) into
+ * out. Returns 0, 1 when H is not positive definite (the caller rounds to
+ * nearest instead), or a negative code. */
+static int convert_gptq(const eng_quant_opts *o, const eng_gguf_tensor *t, int type, const eng_tensor_edit *ed,
+                        const eng_imatrix_entry *ix, const double *H, char *out, eng_quant_report *rep)
+{
+    const simd_traits *src = simd_type_traits(t->type), *dt = simd_type_traits(type);
+    uint64_t cols = t->ne[0], rows = t->ne[1];
+    size_t srb = simd_row_bytes(t->type, cols);
+    float *W = malloc((size_t)(rows * cols) * sizeof *W + 1);
+    float *imp = ix && dt->quant_imp ? malloc((size_t)cols * sizeof *imp) : NULL;
+    if (!W || (ix && dt->quant_imp && !imp)) {
+        free(W);
+        free(imp);
+        return ENG_ENOMEM;
+    }
+    for (uint64_t r = 0; r < rows; r++) {
+        float *w = W + r * cols;
+        src->dequant((const char *)t->data + r * srb, w, (size_t)cols);
+        if (ed)
+            for (uint64_t c = 0; c < cols; c++)
+                w[c] *= (ed->col ? ed->col[c] : 1.0f) * (ed->row ? ed->row[r] : 1.0f);
+    }
+    if (imp)
+        importance_of(ix, 0, ed, imp);
+    eng_gptq_params p = o->gptq_params;
+    p.col = ed ? ed->col : NULL;
+    p.imp = imp;
+    eng_gptq_stats st;
+    int r = eng_gptq_quant_matrix(type, W, (uint32_t)rows, (uint32_t)cols, H, &p, out, &st);
+    free(W);
+    free(imp);
+    if (r == ENG_EFORMAT) {
+        notef(o, "%s: its Hessian is not positive definite even with damping: rounded to nearest", t->name);
+        return 1;
+    }
+    if (!r) {
+        rep->gptq_ratio += st.err_rtn > 0 ? st.err_gptq / st.err_rtn : 1.0;
+        rep->n_gptq++;
+    }
+    return r;
+}
+
 /* Convert tensor t to `type` (applying edit ed; with importance entry
- * ix, through the type's weighted quantizer) into a new buffer. */
-static void *convert(const eng_gguf_tensor *t, int type, const eng_tensor_edit *ed, int fake_bits,
-                     const eng_imatrix_entry *ix, size_t *out_bytes, eng_err *e)
+ * ix, through the type's weighted quantizer; with a Hessian H, through
+ * the GPTQ pass) into a new buffer. */
+static void *convert(const eng_quant_opts *o, const eng_gguf_tensor *t, int type, const eng_tensor_edit *ed,
+                     int fake_bits, const eng_imatrix_entry *ix, const double *H, eng_quant_report *rep,
+                     size_t *out_bytes, eng_err *e)
 {
     const simd_traits *src = simd_type_traits(t->type), *dt = simd_type_traits(type);
     uint64_t cols = t->ne[0], rows = t->ne[1] * t->ne[2] * t->ne[3];
@@ -264,6 +327,23 @@ static void *convert(const eng_gguf_tensor *t, int type, const eng_tensor_edit *
         eng_errf(e, ENG_ENOMEM, "tensor '%s': out of memory", t->name);
         return NULL;
     }
+    if (H) {
+        int r = convert_gptq(o, t, type, ed, ix, H, out, rep);
+        if (r < 0) {
+            free(out);
+            free(tmp);
+            free(imp);
+            eng_errf(e, r, "tensor '%s': %s", t->name, r == ENG_ENOMEM ? "out of memory for the GPTQ pass" :
+                     "the GPTQ pass cannot write this type");
+            return NULL;
+        }
+        if (r == 0) {
+            free(tmp);
+            free(imp);
+            *out_bytes = rb * rows;
+            return out;
+        }
+    }
     uint64_t imp_k = UINT64_MAX; /* the matrix (expert) imp holds */
     for (uint64_t r0 = 0; r0 < rows; r0 += SLICE_ROWS) {
         uint64_t n = rows - r0 < SLICE_ROWS ? rows - r0 : SLICE_ROWS;
@@ -273,6 +353,9 @@ static void *convert(const eng_gguf_tensor *t, int type, const eng_tensor_edit *
             for (uint64_t r = 0; r < n; r++)
                 for (uint64_t c = 0; c < cols; c++)
                     tmp[r * cols + c] *= (ed->col ? ed->col[c] : 1.0f) * (ed->row ? ed->row[r0 + r] : 1.0f);
+        if (ed && ed->clip && t->ne[2] * t->ne[3] == 1)
+            for (uint64_t r = 0; r < n; r++)
+                clip_row(ed, r0 + r, tmp + r * cols, cols);
         if (fake_bits)
             for (uint64_t r = 0; r < n; r++)
                 eng_fake_quant_row(tmp + r * cols, tmp + r * cols, (size_t)cols, fake_bits, 32);
@@ -401,8 +484,18 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
             else
                 rep->n_unweighted++;
         }
+        const double *H = NULL;
+        if (o->gptq && t->n_dims == 2 && !fake && type != t->type && eng_gptq_supports(type)) {
+            uint32_t hc;
+            H = eng_gptq_hessian(o->gptq, t->name, &hc);
+            if (H && hc != t->ne[0]) {
+                notef(o, "%s: the Hessian is %u wide, the tensor %llu: rounded to nearest", t->name, hc,
+                      (unsigned long long)t->ne[0]);
+                H = NULL;
+            }
+        }
         if (type != t->type || ed || fake) {
-            bufs[i] = convert(t, type, ed, fake, ix, &bytes, e);
+            bufs[i] = convert(o, t, type, ed, fake, ix, H, rep, &bytes, e);
             if (!bufs[i]) {
                 r = ENG_ENOMEM;
                 goto done;
@@ -440,6 +533,8 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
             notef(o, "%llu of %llu quantized matrices had no importance entry and were quantized unweighted",
                   (unsigned long long)rep->n_unweighted, (unsigned long long)(rep->n_unweighted + rep->n_weighted));
     }
+    if (rep->n_gptq)
+        rep->gptq_ratio /= (double)rep->n_gptq;
     r = eng_gguf_writer_save(w, out_path, e);
     goto done;
 oom:

@@ -9,6 +9,10 @@
  *   gate, up  <- ffn_norm weights (and bias)
  *   output    <- v rows (and bias), s shared by the heads of a kv group
  *   down      <- up rows (and bias) (SwiGLU only)
+ * With clip, then (AWQ's auto_clip), per row of each scaled matrix and per
+ * block of its type, the values are clipped to the ratio of their largest
+ * magnitude, from 1.0 down to 0.5 in steps of 0.05, that gives the least
+ * output error on the recorded activations (that block's part of it).
  * The result is a list of tensor edits (quantize.h) the quantizer applies
  * before rounding: a standard GGUF any llama.cpp runs. Activations come
  * from nibble's own forward pass through an observer (eng_ctx_set_observer
@@ -33,6 +37,7 @@ typedef struct eng_awq_opts {
     uint32_t n_ctx;             /* window for the calibration pass (0: 256) */
     int threads;
     int grid;                   /* alpha steps over [0, 1] (0: 20) */
+    int clip;                   /* also search a clip ratio per row and block (auto_clip) */
     void (*progress)(void *user, double frac, const char *what);
     void *user;
 } eng_awq_opts;

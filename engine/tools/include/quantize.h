@@ -12,6 +12,7 @@
 
 #include "err.h"
 #include "gguf.h"
+#include "gptq.h"
 #include "imatrix.h"
 
 /* A target: a plain type, or a mix that keeps some tensors wider. */
@@ -41,12 +42,18 @@ const eng_qtarget *eng_qtargets(void);
 const eng_qtarget *eng_qtarget_find(const char *name);
 
 /* Edits applied to tensors before they are quantized (AWQ's folded
- * scales): a matrix's columns (input channels, ne[0]) multiplied by
- * col[c], its rows by row[r]; a vector's elements by col[i]. */
+ * scales and clipping): a matrix's columns (input channels, ne[0])
+ * multiplied by col[c], its rows by row[r]; a vector's elements by
+ * col[i]; then, with clip, the values of each group of clip_group
+ * columns of row r clipped to clip[r * (ne[0] / clip_group) + group]
+ * times the group's largest magnitude (a ratio, so row factors do not
+ * change it). A GPTQ pass ignores clip (it searches its own). */
 typedef struct eng_tensor_edit {
     char name[96];
     float *col;  /* NULL or ne[0] factors */
     float *row;  /* NULL or ne[1] factors */
+    float *clip; /* NULL or ne[1] * (ne[0] / clip_group) ratios in (0, 1] */
+    uint32_t clip_group;
 } eng_tensor_edit;
 
 typedef struct eng_quant_opts {
@@ -54,7 +61,8 @@ typedef struct eng_quant_opts {
     int allow_requantize;  /* dequantize already-quantized matrices and quantize again */
     const eng_tensor_edit *edits; /* may be NULL */
     size_t n_edits;
-    const char *method;    /* recorded in nibble.quantize.method: "rtn" (default), "awq", "imatrix", "awq+imatrix" */
+    const char *method;    /* recorded in nibble.quantize.method: "rtn" (default), "awq", "gptq", "awq+gptq",
+                            * each with "+imatrix" when one is given */
     const char *calib;     /* recorded in nibble.quantize.calibration (may be NULL) */
     /* importance (may be NULL): each matrix whose entry matches its name
      * and width is quantized with the type's importance-weighted search
@@ -66,6 +74,13 @@ typedef struct eng_quant_opts {
      * .chunks_count. */
     const eng_imatrix *imatrix;
     const char *imatrix_file;
+    /* GPTQ (may be NULL): every 2-D matrix with a Hessian of its width,
+     * planned as a type eng_gptq_supports, goes through the GPTQ pass
+     * (after the edits' column and row factors; its block scales by the
+     * importance-weighted search when the imatrix has an entry); the rest
+     * round to nearest. gptq_params' col and imp are set per tensor. */
+    const eng_gptq *gptq;
+    eng_gptq_params gptq_params;
     /* progress: called after each tensor (done, total bytes of input
      * tensors); notes: one line per tensor whose type was changed from
      * the plan (fallbacks), and requantization warnings. Both optional. */
@@ -82,6 +97,8 @@ typedef struct eng_quant_report {
     uint64_t n_weighted;               /* matrices quantized with an importance */
     uint64_t n_unweighted;             /* quantized matrices without one (an imatrix given) */
     uint64_t n_unused;                 /* imatrix entries that named no tensor */
+    uint64_t n_gptq;                   /* matrices through the GPTQ pass */
+    double gptq_ratio;                 /* their mean output error (x^T H x) as a share of RTN's */
 } eng_quant_report;
 
 /* The type a tensor gets under target t (name, shape, layer count):

@@ -1,0 +1,624 @@
+/* GPTQ (see gptq.h): Hessians gathered through the forward pass's
+ * observer, and the column-by-column pass over a block format.
+ *
+ * The pass, for one row w of W (the rows are independent: each meets the
+ * same inputs, so they share H and its factor):
+ *   U = the upper Cholesky factor of (H + damp*I)^-1   (H^-1 = U^T U)
+ *   for each column j in order:
+ *     if j starts a block: the type's quantizer picks the block's scales
+ *       from w[j .. j+B) as the updates so far have left it
+ *     q = the level nearest w[j] under those scales
+ *     w[k] -= (w[j] - q) / U[j][j] * U[j][k]   for every k > j
+ * The levels: every supported format stores, per value, a small integer
+ * code whose value is A*g(code) + B, with A and B fixed by the block's
+ * scales (and minimum) and g the identity or, for iq4, a table. A and B of
+ * each position are read back by dequantizing the block with every code
+ * set to the lowest and then the highest code, so no format's scale
+ * encoding is repeated here, only where its codes sit (set_code). */
+#include "gptq.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calib.h"
+#include "gguf.h"
+#include "model_layout.h"
+#include "simd.h"
+
+/* ---- where each format keeps its codes ---- */
+
+typedef struct fmt {
+    int lo, hi;  /* code range */
+    int table;   /* levels are simd_iq4nl_values[code] rather than code */
+} fmt;
+
+static int fmt_of(int type, fmt *f)
+{
+    f->table = 0;
+    switch (type) {
+    case SIMD_Q4_0: case SIMD_Q4_1: case SIMD_Q4_K: f->lo = 0, f->hi = 15; return 1;
+    case SIMD_IQ4_NL: case SIMD_IQ4_XS: f->lo = 0, f->hi = 15, f->table = 1; return 1;
+    case SIMD_Q5_0: case SIMD_Q5_1: case SIMD_Q5_K: f->lo = 0, f->hi = 31; return 1;
+    case SIMD_Q8_0: f->lo = -127, f->hi = 127; return 1;
+    case SIMD_Q6_K: f->lo = 0, f->hi = 63; return 1;
+    case SIMD_Q3_K: f->lo = 0, f->hi = 7; return 1; /* level code - 4 */
+    case SIMD_Q2_K: f->lo = 0, f->hi = 3; return 1;
+    default: return 0;
+    }
+}
+
+int eng_gptq_supports(int type)
+{
+    fmt f;
+    return fmt_of(type, &f);
+}
+
+static double level(const fmt *f, int k) { return f->table ? (double)simd_iq4nl_values[k] : (double)k; }
+
+/* The nibble of value j (0..31) of a 32-value group stored as q4_0 does:
+ * low nibbles x[0..15], high nibbles x[16..31]. */
+static void set_nibble(uint8_t *qs, int j, int k)
+{
+    uint8_t *b = &qs[j & 15];
+    *b = j < 16 ? (uint8_t)((*b & 0xf0) | k) : (uint8_t)((*b & 0x0f) | k << 4);
+}
+
+static void set_bit(uint8_t *p, int bit, int on)
+{
+    if (on)
+        *p |= (uint8_t)(1u << bit);
+    else
+        *p &= (uint8_t)~(1u << bit);
+}
+
+/* Set value v's code in one block of type (layouts: simd.h). */
+static void set_code(int type, void *blk, int v, int k)
+{
+    switch (type) {
+    case SIMD_Q4_0: set_nibble(((simd_block_q4_0 *)blk)->qs, v, k); break;
+    case SIMD_Q4_1: set_nibble(((simd_block_q4_1 *)blk)->qs, v, k); break;
+    case SIMD_IQ4_NL: set_nibble(((simd_block_iq4_nl *)blk)->qs, v, k); break;
+    case SIMD_Q5_0: {
+        simd_block_q5_0 *b = blk;
+        set_nibble(b->qs, v, k & 15);
+        set_bit(&b->qh[v / 8], v % 8, k >> 4);
+        break;
+    }
+    case SIMD_Q5_1: {
+        simd_block_q5_1 *b = blk;
+        set_nibble(b->qs, v, k & 15);
+        set_bit(&b->qh[v / 8], v % 8, k >> 4);
+        break;
+    }
+    case SIMD_Q8_0: ((simd_block_q8_0 *)blk)->qs[v] = (int8_t)k; break;
+    case SIMD_Q4_K: {
+        /* pairs of sub-blocks share 32 bytes: low nibbles the first */
+        simd_block_q4_k *b = blk;
+        int c = v / 64, w = v % 64;
+        uint8_t *p = &b->qs[32 * c + (w & 31)];
+        *p = w < 32 ? (uint8_t)((*p & 0xf0) | k) : (uint8_t)((*p & 0x0f) | k << 4);
+        break;
+    }
+    case SIMD_Q5_K: {
+        simd_block_q5_k *b = blk;
+        int c = v / 64, w = v % 64;
+        uint8_t *p = &b->qs[32 * c + (w & 31)];
+        *p = w < 32 ? (uint8_t)((*p & 0xf0) | (k & 15)) : (uint8_t)((*p & 0x0f) | (k & 15) << 4);
+        set_bit(&b->qh[w & 31], 2 * c + (w >= 32), k >> 4);
+        break;
+    }
+    case SIMD_Q6_K: {
+        simd_block_q6_k *b = blk;
+        int h = v >> 7, kk = (v >> 5) & 3, l = v & 31;
+        uint8_t *p = &b->ql[64 * h + 32 * (kk & 1) + l], *q = &b->qh[32 * h + l];
+        *p = kk < 2 ? (uint8_t)((*p & 0xf0) | (k & 15)) : (uint8_t)((*p & 0x0f) | (k & 15) << 4);
+        *q = (uint8_t)((*q & ~(3u << 2 * kk)) | (unsigned)(k >> 4) << 2 * kk);
+        break;
+    }
+    case SIMD_Q2_K: {
+        simd_block_q2_k *b = blk;
+        int h = v >> 7, kk = (v >> 5) & 3, s = (v >> 4) & 1, l = v & 15;
+        uint8_t *p = &b->qs[32 * h + 16 * s + l];
+        *p = (uint8_t)((*p & ~(3u << 2 * kk)) | (unsigned)k << 2 * kk);
+        break;
+    }
+    case SIMD_Q3_K: {
+        simd_block_q3_k *b = blk;
+        int h = v >> 7, kk = (v >> 5) & 3, s = (v >> 4) & 1, l = v & 15;
+        uint8_t *p = &b->qs[32 * h + 16 * s + l];
+        *p = (uint8_t)((*p & ~(3u << 2 * kk)) | (unsigned)(k & 3) << 2 * kk);
+        set_bit(&b->hmask[v % 32], 4 * h + kk, k >> 2);
+        break;
+    }
+    case SIMD_IQ4_XS: set_nibble(((simd_block_iq4_xs *)blk)->qs + 16 * (v / 32), v % 32, k); break;
+    default: break;
+    }
+}
+
+/* ---- dense linear algebra on n x n doubles (row-major) ---- */
+
+/* Lower Cholesky factor in place (the upper triangle is left as is);
+ * -1 if a is not positive definite. */
+static int chol_lower(double *a, uint32_t n)
+{
+    for (uint32_t j = 0; j < n; j++) {
+        double *rj = a + (size_t)j * n, s = rj[j];
+        for (uint32_t k = 0; k < j; k++)
+            s -= rj[k] * rj[k];
+        if (!(s > 0))
+            return -1;
+        rj[j] = sqrt(s);
+        for (uint32_t i = j + 1; i < n; i++) {
+            double *ri = a + (size_t)i * n, t = ri[j];
+            for (uint32_t k = 0; k < j; k++)
+                t -= ri[k] * rj[k];
+            ri[j] = t / rj[j];
+        }
+    }
+    return 0;
+}
+
+/* U (upper, n x n, zero below the diagonal) with (H + damp)^-1 = U^T U,
+ * from H (n x n). Returns the damping used (a share of the mean diagonal,
+ * raised tenfold while the matrix is not positive definite), or -1. */
+static double inverse_factor(const double *H, uint32_t n, double damp, double *U, double *t)
+{
+    double mean = 0;
+    for (uint32_t i = 0; i < n; i++)
+        mean += H[(size_t)i * n + i];
+    mean = mean > 0 ? mean / n : 1;
+    for (int tries = 0; tries < 5; tries++, damp *= 10) {
+        /* t = L (lower Cholesky of the damped H); dead inputs get 1 */
+        memcpy(t, H, (size_t)n * n * sizeof *t);
+        for (uint32_t i = 0; i < n; i++) {
+            double *d = &t[(size_t)i * n + i];
+            *d = *d > 0 ? *d + damp * mean : 1;
+        }
+        if (chol_lower(t, n))
+            continue;
+        /* U's lower triangle = L^-1 (forward substitution, column by column) */
+        memset(U, 0, (size_t)n * n * sizeof *U);
+        for (uint32_t i = 0; i < n; i++) {
+            const double *li = t + (size_t)i * n;
+            double *ui = U + (size_t)i * n;
+            ui[i] = 1 / li[i];
+            for (uint32_t j = 0; j < i; j++) {
+                double s = 0;
+                for (uint32_t k = j; k < i; k++)
+                    s += li[k] * U[(size_t)k * n + j];
+                ui[j] = -s / li[i];
+            }
+        }
+        /* t = H^-1 = L^-T L^-1, lower triangle, summed a row of L^-1 at a time */
+        memset(t, 0, (size_t)n * n * sizeof *t);
+        for (uint32_t k = 0; k < n; k++) {
+            const double *lk = U + (size_t)k * n;
+            for (uint32_t i = 0; i <= k; i++) {
+                double *ti = t + (size_t)i * n;
+                for (uint32_t j = 0; j <= i; j++)
+                    ti[j] += lk[i] * lk[j];
+            }
+        }
+        if (chol_lower(t, n))
+            continue;
+        /* H^-1 = L2 L2^T = U^T U with U = L2^T */
+        for (uint32_t i = 0; i < n; i++)
+            for (uint32_t j = 0; j < n; j++)
+                U[(size_t)i * n + j] = j >= i ? t[(size_t)j * n + i] : 0;
+        return damp;
+    }
+    return -1;
+}
+
+/* (w - q)^T H (w - q) for one row (H symmetric, full). */
+static double quad(const double *H, const float *w, const float *q, uint32_t n, double *d)
+{
+    for (uint32_t i = 0; i < n; i++)
+        d[i] = (double)w[i] - q[i];
+    double s = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const double *h = H + (size_t)i * n;
+        double t = 0;
+        for (uint32_t j = 0; j < n; j++)
+            t += h[j] * d[j];
+        s += d[i] * t;
+    }
+    return s;
+}
+
+/* ---- the pass ---- */
+
+typedef struct pass {
+    int type;
+    fmt f;
+    const simd_traits *tr;
+    uint32_t B, cols;
+    size_t bb;        /* bytes per block */
+    const double *U;  /* cols x cols */
+    const float *imp;
+    int clip;
+    /* scratch of B values each, and a block */
+    float *t, *t0, *deq, *v0, *v1, *a, *b;
+    void *blk, *tmp;
+} pass;
+
+static void quant_block(const pass *p, const float *x, void *dst, uint32_t j0)
+{
+    if (p->imp && p->tr->quant_imp)
+        p->tr->quant_imp(x, dst, p->B, p->imp + j0);
+    else
+        p->tr->quant(x, dst, p->B);
+}
+
+/* The levels of block bytes blk into p->deq and their A, B (p->a, p->b). */
+static void probe_levels(pass *p, const void *blk)
+{
+    uint32_t B = p->B;
+    p->tr->dequant(blk, p->deq, B);
+    memcpy(p->tmp, blk, p->bb);
+    for (uint32_t i = 0; i < B; i++)
+        set_code(p->type, p->tmp, (int)i, p->f.lo);
+    p->tr->dequant(p->tmp, p->v0, B);
+    for (uint32_t i = 0; i < B; i++)
+        set_code(p->type, p->tmp, (int)i, p->f.hi);
+    p->tr->dequant(p->tmp, p->v1, B);
+    double g0 = level(&p->f, p->f.lo), g1 = level(&p->f, p->f.hi);
+    for (uint32_t i = 0; i < B; i++) {
+        p->a[i] = (float)(((double)p->v1[i] - p->v0[i]) / (g1 - g0));
+        p->b[i] = (float)(p->v0[i] - (double)p->a[i] * g0);
+    }
+}
+
+/* The code nearest x at position i, and its level in *q. */
+static int nearest(const pass *p, uint32_t i, float x, float *q)
+{
+    double a = p->a[i], b = p->b[i];
+    int k;
+    if (a == 0) {
+        k = p->f.lo;
+    } else if (!p->f.table) {
+        double c = rint((x - b) / a);
+        k = c < p->f.lo ? p->f.lo : c > p->f.hi ? p->f.hi : (int)c;
+    } else {
+        k = 0;
+        double bd = INFINITY;
+        for (int c = p->f.lo; c <= p->f.hi; c++) {
+            double d = fabs(a * level(&p->f, c) + b - x);
+            if (d < bd)
+                bd = d, k = c;
+        }
+    }
+    *q = (float)(a * level(&p->f, k) + b);
+    return k;
+}
+
+/* The columns of the block at j0 (x: its B values as the pass left them,
+ * updated in place), under the scales probe_levels last read: each value
+ * the pass has not moved since the block's start (p->t0) keeps the code
+ * the quantizer gave it, the others get the nearest level (written into
+ * blk when it is not NULL). Each column's error is folded into the later
+ * columns of the block and, with rest (the row's values after the block),
+ * into those too. Returns GPTQ's loss, the sum of ((w - q) / U[j][j])^2. */
+static double block_pass(pass *p, float *x, uint32_t j0, void *blk, float *rest)
+{
+    uint32_t B = p->B, n = p->cols;
+    double loss = 0;
+    for (uint32_t i = 0; i < B; i++) {
+        uint32_t j = j0 + i;
+        float q;
+        if (x[i] == p->t0[i]) {
+            q = p->deq[i];
+        } else {
+            int k = nearest(p, i, x[i], &q);
+            if (blk)
+                set_code(p->type, blk, (int)i, k);
+        }
+        const double *u = p->U + (size_t)j * n;
+        double err = ((double)x[i] - q) / u[j];
+        loss += err * err;
+        for (uint32_t k = i + 1; k < B; k++)
+            x[k] = (float)(x[k] - err * u[j0 + k]);
+        if (rest)
+            for (uint32_t k = j0 + B; k < n; k++)
+                rest[k - j0 - B] = (float)(rest[k - j0 - B] - err * u[k]);
+    }
+    return loss;
+}
+
+/* The block's scales at column j0 of row w, into p->blk: the type's
+ * quantizer on w[j0 .. j0+B) as the pass has left it; with clip, the
+ * best of that and the quantizer on the values clipped to 0.95 .. 0.5 of
+ * their largest magnitude, by GPTQ's own loss over the block (the
+ * block's columns run with each candidate's scales). */
+static void choose_scales(pass *p, const float *w, uint32_t j0)
+{
+    uint32_t B = p->B;
+    memcpy(p->t0, w + j0, B * sizeof *p->t0);
+    quant_block(p, p->t0, p->blk, j0);
+    if (!p->clip)
+        return;
+    float amax = 0;
+    for (uint32_t i = 0; i < B; i++)
+        amax = fmaxf(amax, fabsf(p->t0[i]));
+    double best = INFINITY;
+    for (int s = 0; s <= 10; s++) {
+        float lim = amax * (1.0f - 0.05f * (float)s);
+        for (uint32_t i = 0; i < B; i++)
+            p->t[i] = fminf(lim, fmaxf(-lim, p->t0[i]));
+        void *cand = (char *)p->tmp + p->bb;
+        quant_block(p, p->t, cand, j0);
+        probe_levels(p, cand);
+        memcpy(p->t, p->t0, B * sizeof *p->t);
+        double loss = block_pass(p, p->t, j0, NULL, NULL);
+        if (loss < best) {
+            best = loss;
+            memcpy(p->blk, cand, p->bb);
+        }
+    }
+}
+
+/* One row: w (cols, updated in place) into dst (a row of blocks). */
+static void pass_row(pass *p, float *w, char *dst)
+{
+    uint32_t B = p->B, n = p->cols;
+    for (uint32_t j0 = 0; j0 < n; j0 += B) {
+        choose_scales(p, w, j0);
+        probe_levels(p, p->blk);
+        block_pass(p, w + j0, j0, p->blk, j0 + B < n ? w + j0 + B : NULL);
+        memcpy(dst + (size_t)(j0 / B) * p->bb, p->blk, p->bb);
+    }
+}
+
+int eng_gptq_quant_matrix(int type, float *W, uint32_t rows, uint32_t cols, const double *H,
+                          const eng_gptq_params *prm, void *dst, eng_gptq_stats *stats)
+{
+    static const eng_gptq_params none;
+    const eng_gptq_params *pp = prm ? prm : &none;
+    pass p = {.type = type, .tr = simd_type_traits(type), .cols = cols, .imp = pp->imp, .clip = pp->clip};
+    if (!fmt_of(type, &p.f) || !p.tr || !p.tr->quant || !cols || cols % p.tr->block)
+        return ENG_EUNSUP;
+    p.B = p.tr->block;
+    p.bb = p.tr->bytes;
+    size_t n2 = (size_t)cols * cols, rb = simd_row_bytes(type, cols);
+    double *Hs = malloc(n2 * sizeof *Hs), *U = malloc(n2 * sizeof *U), *t = malloc(n2 * sizeof *t);
+    double *dv = malloc(cols * sizeof *dv);
+    float *scr = malloc((size_t)7 * p.B * sizeof *scr), *w0 = malloc((size_t)cols * sizeof *w0);
+    float *rq = malloc((size_t)cols * sizeof *rq);
+    void *blk = malloc(3 * p.bb), *rowq = malloc(rb);
+    int r = 0;
+    if (!Hs || !U || !t || !dv || !scr || !w0 || !rq || !blk || !rowq) {
+        r = ENG_ENOMEM;
+        goto done;
+    }
+    /* the matrix meets x / col: its Hessian is H / (col_i col_j) */
+    for (uint32_t i = 0; i < cols; i++)
+        for (uint32_t j = 0; j < cols; j++)
+            Hs[(size_t)i * cols + j] = pp->col ? H[(size_t)i * cols + j] / ((double)pp->col[i] * pp->col[j])
+                                               : H[(size_t)i * cols + j];
+    double damp = inverse_factor(Hs, cols, pp->damp > 0 ? pp->damp : 0.01, U, t);
+    if (damp < 0) {
+        r = ENG_EFORMAT;
+        goto done;
+    }
+    p.U = U;
+    p.t = scr, p.t0 = scr + p.B, p.deq = scr + 2 * p.B, p.v0 = scr + 3 * p.B, p.v1 = scr + 4 * p.B;
+    p.a = scr + 5 * p.B, p.b = scr + 6 * p.B;
+    p.blk = blk, p.tmp = (char *)blk + p.bb;
+    double e_rtn = 0, e_gptq = 0;
+    for (uint32_t rw = 0; rw < rows; rw++) {
+        float *w = W + (size_t)rw * cols;
+        char *out = (char *)dst + (size_t)rw * rb;
+        memcpy(w0, w, cols * sizeof *w0);
+        if (stats) {
+            if (p.imp && p.tr->quant_imp)
+                p.tr->quant_imp(w0, rowq, cols, p.imp);
+            else
+                p.tr->quant(w0, rowq, cols);
+            p.tr->dequant(rowq, rq, cols);
+            e_rtn += quad(Hs, w0, rq, cols, dv);
+        }
+        pass_row(&p, w, out);
+        if (stats) {
+            p.tr->dequant(out, rq, cols);
+            e_gptq += quad(Hs, w0, rq, cols, dv);
+        }
+    }
+    if (stats) {
+        stats->err_rtn = e_rtn;
+        stats->err_gptq = e_gptq;
+        stats->damp_used = damp;
+    }
+done:
+    free(Hs); free(U); free(t); free(dv); free(scr); free(w0); free(rq); free(blk); free(rowq);
+    return r;
+}
+
+/* ---- collecting the Hessians ---- */
+
+#define MAX_NAMES 3
+
+typedef struct site {
+    const eng_weight *key;
+    uint32_t cols;
+    double *h;   /* cols x cols; the lower triangle while summing */
+    int bad;
+    char names[MAX_NAMES][96];
+    int n_names;
+} site;
+
+struct eng_gptq {
+    site *s;
+    size_t n, cap, last;
+    uint32_t n_tok;
+};
+
+static void observe(void *user, const eng_weight *w, const float *x, uint32_t nt, uint32_t cols)
+{
+    eng_gptq *g = user;
+    site *s = NULL;
+    for (size_t k = 0; k < g->n && !s; k++) {
+        size_t i = (g->last + k) % g->n; /* matmuls come in the same order every batch */
+        if (g->s[i].key == w)
+            s = &g->s[g->last = i];
+    }
+    if (!s || s->cols != cols)
+        return;
+    for (uint32_t tk = 0; tk < nt; tk++) {
+        const float *row = x + (size_t)tk * cols;
+        for (uint32_t i = 0; i < cols; i++) {
+            double xi = row[i], *h = s->h + (size_t)i * cols;
+            if (xi == 0)
+                continue;
+            if (!isfinite(xi))
+                s->bad = 1;
+            for (uint32_t j = 0; j <= i; j++)
+                h[j] += xi * row[j];
+        }
+    }
+}
+
+static site *add_site(eng_gptq *g, const eng_weight *key)
+{
+    if (g->n == g->cap) {
+        size_t nc = g->cap ? 2 * g->cap : 32;
+        site *ns = realloc(g->s, nc * sizeof *ns);
+        if (!ns)
+            return NULL;
+        g->s = ns;
+        g->cap = nc;
+    }
+    site *s = &g->s[g->n++];
+    memset(s, 0, sizeof *s);
+    s->key = key;
+    s->cols = key->cols;
+    s->h = calloc((size_t)key->cols * key->cols, sizeof *s->h);
+    return s->h ? s : NULL;
+}
+
+static void name_site(site *s, const eng_model *m, const eng_weight *w, uint32_t l, const char *role)
+{
+    if (s->n_names == MAX_NAMES)
+        return;
+    tools_weight_name(m, w, (int)l, role, s->names[s->n_names], sizeof s->names[0]);
+    for (int i = 0; i < s->n_names; i++)
+        if (!strcmp(s->names[i], s->names[s->n_names]))
+            return;
+    s->n_names++;
+}
+
+/* A site per distinct input of the dense layers, if they fit the budget. */
+static int make_sites(eng_gptq *g, const eng_model *m, eng_err *e)
+{
+    const eng_model_info *in = eng_model_get_info(m);
+    uint64_t bytes = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t l = 0; l < in->n_layers; l++) {
+            const eng_layer *L = eng_model_layer(m, l);
+            const eng_weight *keys[4] = {NULL, NULL, NULL, NULL};
+            if (L->n_heads)
+                keys[0] = &L->wq, keys[1] = &L->wo;
+            if (L->ffn) {
+                keys[2] = eng_model_ffn(m) == ENG_FFN_GELU ? &L->w_up : &L->w_gate;
+                keys[3] = &L->w_down;
+            }
+            for (int k = 0; k < 4; k++) {
+                if (!keys[k] || !keys[k]->cols)
+                    continue;
+                if (!pass) {
+                    bytes += (uint64_t)keys[k]->cols * keys[k]->cols * sizeof(double);
+                    continue;
+                }
+                site *s = add_site(g, keys[k]);
+                if (!s)
+                    return eng_errf(e, ENG_ENOMEM, "GPTQ: out of memory for the Hessians (%.1f MB)", bytes / 1e6);
+                switch (k) {
+                case 0:
+                    name_site(s, m, &L->wq, l, "attn_q.weight");
+                    name_site(s, m, &L->wk, l, "attn_k.weight");
+                    name_site(s, m, &L->wv, l, "attn_v.weight");
+                    break;
+                case 1: name_site(s, m, &L->wo, l, "attn_output.weight"); break;
+                case 2:
+                    if (keys[2] == &L->w_gate)
+                        name_site(s, m, &L->w_gate, l, "ffn_gate.weight");
+                    name_site(s, m, &L->w_up, l, "ffn_up.weight");
+                    break;
+                default: name_site(s, m, &L->w_down, l, "ffn_down.weight"); break;
+                }
+            }
+        }
+        if (!pass && bytes > ENG_GPTQ_MAX_BYTES)
+            return eng_errf(e, ENG_EUNSUP,
+                            "GPTQ: this model's Hessians would take %.1f GB (more than the %.0f GB one collection "
+                            "holds); use --method awq or rtn for it",
+                            bytes / 1e9, ENG_GPTQ_MAX_BYTES / 1e9);
+    }
+    return 0;
+}
+
+int eng_gptq_collect(const char *model_path, const eng_gptq_opts *o, eng_gptq **out, eng_err *e)
+{
+    *out = NULL;
+    eng_model *m = NULL;
+    int32_t *ids = NULL;
+    uint32_t n_tok = 0;
+    eng_gptq *g = calloc(1, sizeof *g);
+    int r = g ? 0 : eng_errf(e, ENG_ENOMEM, "out of memory");
+    if (r || (r = eng_model_open(model_path, &m, e)))
+        goto done;
+    uint32_t n_ctx = o->n_ctx ? o->n_ctx : 256, max_tok = o->max_tokens ? o->max_tokens : 4096;
+    if (n_ctx > eng_model_get_info(m)->ctx_train)
+        n_ctx = eng_model_get_info(m)->ctx_train;
+    if ((r = tools_calib_tokens(m, o->calib_text ? NULL : o->calib_path, o->calib_text, o->calib_len, 16, max_tok,
+                                "GPTQ", &ids, &n_tok, e)) ||
+        (r = make_sites(g, m, e)) ||
+        (r = tools_calib_run(m, ids, n_tok, n_ctx, o->threads, observe, g, o->progress, o->user, 0, 1, e)))
+        goto done;
+    g->n_tok = n_tok;
+    for (size_t i = 0; i < g->n; i++) {
+        site *s = &g->s[i];
+        if (s->bad) {
+            r = eng_errf(e, ENG_EFORMAT, "GPTQ: non-finite activations reached '%s' (the model overflows on this "
+                         "text)", s->names[0]);
+            goto done;
+        }
+        for (uint32_t a = 0; a < s->cols; a++) /* mirror the lower triangle */
+            for (uint32_t b = 0; b < a; b++)
+                s->h[(size_t)b * s->cols + a] = s->h[(size_t)a * s->cols + b];
+    }
+done:
+    free(ids);
+    eng_model_close(m);
+    if (r) {
+        eng_gptq_free(g);
+        return r;
+    }
+    *out = g;
+    return 0;
+}
+
+const double *eng_gptq_hessian(const eng_gptq *g, const char *name, uint32_t *cols)
+{
+    for (size_t i = 0; g && i < g->n; i++)
+        for (int k = 0; k < g->s[i].n_names; k++)
+            if (!strcmp(g->s[i].names[k], name)) {
+                *cols = g->s[i].cols;
+                return g->s[i].h;
+            }
+    *cols = 0;
+    return NULL;
+}
+
+uint32_t eng_gptq_tokens(const eng_gptq *g) { return g ? g->n_tok : 0; }
+
+void eng_gptq_free(eng_gptq *g)
+{
+    if (!g)
+        return;
+    for (size_t i = 0; i < g->n; i++)
+        free(g->s[i].h);
+    free(g->s);
+    free(g);
+}

@@ -1,0 +1,94 @@
+/* GPTQ: quantize a weight matrix column by column, folding each column's
+ * rounding error into the columns not yet quantized, weighted by the
+ * inverse of the calibration Hessian H = sum over tokens of x x^T (the
+ * matrix's inputs), so that the output error ||X W^T - X Q^T|| is what is
+ * minimised rather than each weight's own error (Frantar et al., "GPTQ",
+ * 2022; the Optimal Brain Quantizer's update with a Cholesky factor).
+ *
+ * Block formats: GGUF stores a row in blocks of 32 (q4_0 .. q8_0,
+ * iq4_nl) or 256 values (the K-quants, iq4_xs) along the columns, each
+ * with its own scales. When the pass reaches a block's first column the
+ * type's own quantizer (its scale search; the importance-weighted one when
+ * importances are given) chooses the block's scales from the weights as
+ * the earlier columns' errors have left them; each column is then rounded
+ * to the nearest level those scales allow. A weight the pass has not moved
+ * keeps the code the quantizer gave it, so with a diagonal H (no error to
+ * fold) the result is exactly round-to-nearest.
+ *
+ * Hessians come from nibble's own forward pass over a calibration text
+ * (an observer on every matmul, as for AWQ and importance matrices): one
+ * per distinct matmul input (q, k and v share theirs, as do gate and up),
+ * named after the tensors that read it. The output is standard GGUF. */
+#ifndef NIBBLE_ENG_GPTQ_H
+#define NIBBLE_ENG_GPTQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+typedef struct eng_gptq eng_gptq;
+
+typedef struct eng_gptq_opts {
+    const char *calib_path;  /* calibration text file, or: */
+    const char *calib_text;  /* the text itself (calib_len bytes) */
+    size_t calib_len;
+    uint32_t max_tokens;     /* calibration tokens used (0: 4096) */
+    uint32_t n_ctx;          /* window of the calibration pass (0: 256) */
+    int threads;
+    void (*progress)(void *user, double frac, const char *what);
+    void *user;
+} eng_gptq_opts;
+
+/* The largest total size of the Hessians one collection holds (every
+ * dense layer matrix's input: sum of cols^2 doubles); a model above it is
+ * refused with a message saying how much it would take. */
+#define ENG_GPTQ_MAX_BYTES ((uint64_t)4 << 30)
+
+/* Run the calibration text through the model at model_path and collect
+ * the Hessian of every attention and FFN matrix of its dense layers
+ * (expert tensors and the output matrix get none: they are quantized
+ * round-to-nearest). Errors: the model cannot be opened, too few tokens,
+ * non-finite activations, the Hessians exceed ENG_GPTQ_MAX_BYTES, out of
+ * memory. */
+int eng_gptq_collect(const char *model_path, const eng_gptq_opts *o, eng_gptq **out, eng_err *e);
+/* The Hessian (cols x cols doubles, row-major, symmetric; borrowed) of the
+ * tensor called name, or NULL; *cols gets its width. */
+const double *eng_gptq_hessian(const eng_gptq *g, const char *name, uint32_t *cols);
+/* Tokens the Hessians were summed over. */
+uint32_t eng_gptq_tokens(const eng_gptq *g);
+void eng_gptq_free(eng_gptq *g);
+
+/* Whether the pass can write type (enum simd_type): the types whose
+ * levels are a scale times a code table plus an offset per block or
+ * sub-block: q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k iq4_nl
+ * iq4_xs. */
+int eng_gptq_supports(int type);
+
+typedef struct eng_gptq_params {
+    double damp;        /* added to H's diagonal, as a share of its mean (0: 0.01) */
+    int clip;           /* at each block's start, also try its values clipped to
+                         * 1.0 .. 0.5 of their largest magnitude and keep the
+                         * scales with the least diag(H)-weighted error */
+    const float *col;   /* NULL or cols factors the columns were scaled by (AWQ):
+                         * the matrix meets inputs divided by them */
+    const float *imp;   /* NULL or cols importances: the block scale search is
+                         * the type's importance-weighted one */
+} eng_gptq_params;
+
+typedef struct eng_gptq_stats {
+    double err_rtn;     /* sum over rows of (w - q)^T H (w - q), round-to-nearest */
+    double err_gptq;    /* the same for the pass's result */
+    double damp_used;   /* the damping that made H positive definite */
+} eng_gptq_stats;
+
+/* Quantize W (rows x cols floats, row-major; overwritten as scratch) to
+ * type into dst (rows * simd_row_bytes(type, cols) bytes) with the
+ * Hessian H (cols x cols). stats may be NULL. Returns 0; ENG_EUNSUP if
+ * the type is not supported or cols does not fit its block; ENG_EFORMAT
+ * if H is not positive definite even with 10000x the damping (dst is then
+ * untouched); ENG_ENOMEM. */
+int eng_gptq_quant_matrix(int type, float *W, uint32_t rows, uint32_t cols, const double *H,
+                          const eng_gptq_params *p, void *dst, eng_gptq_stats *stats);
+
+#endif
