@@ -13,6 +13,7 @@
 
 #include "app.h"
 #include "awq.h"
+#include "gptq.h"
 #include "model.h"
 #include "port.h"
 #include "ppl.h"
@@ -24,18 +25,24 @@
 
 static const char usage[] =
     "usage: nibble quant-sweep [-m MODEL] -f TEXT [--calib CALIB] [-c CTX] [--chunks N]\n"
-    "                          [--types LIST] [--out DIR] [-t N] [--json FILE] [--html FILE]\n"
+    "                          [--types LIST] [--methods LIST] [--out DIR] [-t N] [--json FILE] [--html FILE]\n"
     "                          [--prune-heads LIST] [--prune-neurons LIST] [--prune-then TYPE]\n"
     "\n"
     "Quantize MODEL (F32/F16/BF16) to every type, RTN and (with --calib) AWQ,\n"
-    "and measure each against MODEL on TEXT: file size, bits per weight,\n"
+    "GPTQ and AWQ+GPTQ (the methods of 'nibble quantize --method'), and\n"
+    "measure each against MODEL on TEXT: file size, bits per weight,\n"
     "perplexity, mean KL divergence, top-1 agreement, decode tokens/s.\n"
-    "Writes DIR/sweep.md (the table), DIR/sweep.svg (size vs KL, Pareto front\n"
+    "A second table, \"least KL for the size\", lists per size the type and\n"
+    "method of least KL at or under it and the KL each extra bit bought.\n"
+    "Writes DIR/sweep.md (the tables), DIR/sweep.svg (size vs KL, Pareto front\n"
     "marked) and DIR/sweep.tsv, prints the table and a chart. The u8g32/u4g32/\n"
     "u2g32 rows are the per-group (32) asymmetric uniform baseline, evaluated as\n"
     "fake quantization (stored dequantized; size is what the format would take).\n"
     "\n"
-    "  --calib CALIB     calibration text for AWQ (must not overlap TEXT)\n"
+    "  --calib CALIB     calibration text for AWQ and GPTQ (must not overlap TEXT)\n"
+    "  --methods LIST    comma-separated subset of rtn,awq,gptq,awq+gptq (default:\n"
+    "                    rtn, and all four with --calib; GPTQ rows only for the\n"
+    "                    types it writes)\n"
     "  -c CTX            window (default 256); --chunks N windows (default 40)\n"
     "  --types LIST      comma-separated subset (default: all)\n"
     "  --out DIR         where files go (default: sweep-out)\n"
@@ -54,7 +61,7 @@ static const char usage[] =
 
 typedef struct row {
     char name[32];
-    int awq;
+    int method; /* APP_QM_* bits: AWQ, GPTQ */
     double bytes, bpw, ppl, ppl_err, kl, kl_err, top1, tps;
     int pareto;
     /* for the results file: "base", "quant" or "prune", the weight type,
@@ -68,9 +75,21 @@ static const char *method_of(const row *r)
 {
     if (r->kind && strcmp(r->kind, "quant") && !strchr(r->name, '+'))
         return r->kind[0] == 'b' ? "base" : "pruned";
-    return r->awq ? "AWQ" : "RTN";
+    static const char *const names[] = {"RTN", "AWQ", "GPTQ", "AWQ+GPTQ"};
+    return names[r->method & 3];
 }
 
+/* A row's method as a name suffix ("" for RTN): sep + "awq" etc. */
+static const char *method_suffix(int method, const char *sep)
+{
+    static char buf[4][16];
+    static int k;
+    if (!(method & 3))
+        return "";
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s%s", sep, app_quant_method_name(method & 3, 0));
+    return buf[k];
+}
 
 static double now_s(void)
 {
@@ -173,6 +192,45 @@ static void table(FILE *f, const row *r, int n, const char *model, const char *t
                 100 * r[i].top1, r[i].tps, r[i].pareto ? "*" : "");
 }
 
+/* The "KL per bit" view: for each size a row offers (cheapest first), the
+ * row of least KL at or under it, listed when it beats every cheaper one
+ * (the Pareto front read by size), with the KL each extra bit per weight
+ * bought over the line before. */
+static void kl_per_bit(FILE *f, const row *r, int n)
+{
+    int *ix = malloc((size_t)n * sizeof *ix);
+    if (!ix)
+        return;
+    for (int i = 0; i < n; i++)
+        ix[i] = i;
+    for (int i = 1; i < n; i++) /* by size, then KL (a few dozen rows) */
+        for (int j = i; j > 0; j--) {
+            const row *x = &r[ix[j - 1]], *y = &r[ix[j]];
+            if (x->bytes < y->bytes || (x->bytes == y->bytes && x->kl <= y->kl))
+                break;
+            int t = ix[j];
+            ix[j] = ix[j - 1];
+            ix[j - 1] = t;
+        }
+    fprintf(f, "\nLeast KL for the size (KL per bit): each line is the best row at or under its size; "
+               "the last column is the mean KL each extra bit per weight bought over the line above.\n\n");
+    fprintf(f, "| bits/weight up to | size (bytes) | best type + method | mean KL vs base | same top-1 | KL saved per bit |\n");
+    fprintf(f, "|---:|---:|---|---:|---:|---:|\n");
+    const row *prev = NULL;
+    for (int k = 0; k < n; k++) {
+        const row *x = &r[ix[k]];
+        if (prev && !(x->kl < prev->kl))
+            continue;
+        char gain[32] = "";
+        if (prev && x->bpw > prev->bpw)
+            snprintf(gain, sizeof gain, "%.5f", (prev->kl - x->kl) / (x->bpw - prev->bpw));
+        fprintf(f, "| %.2f | %.0f | %s%s | %.5f | %.2f%% | %s |\n", x->bpw, x->bytes, x->name,
+                method_suffix(x->method, " + "), x->kl, 100 * x->top1, gain);
+        prev = x;
+    }
+    free(ix);
+}
+
 static double ylog(double kl) { return log10(kl > 1e-6 ? kl : 1e-6); }
 
 static int by_bytes(const void *a, const void *b)
@@ -232,23 +290,26 @@ static void svg(FILE *f, row *r, int n, const char *title)
         free(p);
     }
     for (int i = 0; i < n; i++) {
-        const char *col = r[i].awq ? "#1f77b4" : "#ff7f0e";
-        if (r[i].awq)
+        static const char *const cols[] = {"#ff7f0e", "#1f77b4", "#2ca02c", "#9467bd"};
+        const char *col = cols[r[i].method & 3];
+        if (r[i].method)
             fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" fill=\"%s\"%s/>\n", X(r[i].bytes) - 4,
                     Y(r[i].kl) - 4, col, r[i].pareto ? " stroke=\"#d62728\" stroke-width=\"2\"" : "");
         else
             fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\"%s/>\n", X(r[i].bytes), Y(r[i].kl), col,
                     r[i].pareto ? " stroke=\"#d62728\" stroke-width=\"2\"" : "");
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#333\">%s%s</text>\n", X(r[i].bytes) + 6,
-                Y(r[i].kl) + (r[i].awq ? 12 : -5), r[i].name, r[i].awq ? " awq" : "");
+                Y(r[i].kl) + (r[i].method ? 12 : -5), r[i].name, method_suffix(r[i].method, " "));
     }
     fprintf(f, "<circle cx=\"%.0f\" cy=\"%.0f\" r=\"4.5\" fill=\"#ff7f0e\"/><text x=\"%.0f\" y=\"%.0f\">RTN</text>\n",
             W - 150, T + 10, W - 140, T + 14);
-    fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"8\" height=\"8\" fill=\"#1f77b4\"/><text x=\"%.0f\" y=\"%.0f\">AWQ</text>\n",
-            W - 154, T + 22, W - 140, T + 30);
+    static const char *const legend[] = {"AWQ", "GPTQ", "AWQ+GPTQ"}, *const lcol[] = {"#1f77b4", "#2ca02c", "#9467bd"};
+    for (int k = 0; k < 3; k++)
+        fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"8\" height=\"8\" fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\">%s</text>\n",
+                W - 154, T + 22 + 14 * k, lcol[k], W - 140, T + 30 + 14 * k, legend[k]);
     fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#d62728\" stroke-dasharray=\"5,3\"/>"
                "<text x=\"%.0f\" y=\"%.0f\">Pareto front (ringed)</text>\n",
-            W - 158, T + 42, W - 144, T + 42, W - 140, T + 46);
+            W - 158, T + 70, W - 144, T + 70, W - 140, T + 74);
     fprintf(f, "</svg>\n");
 #undef X
 #undef Y
@@ -294,7 +355,7 @@ static void chart(FILE *f, const row *r, int n)
         fputc('-', f);
     fprintf(f, "\n           %-10.3g MB%*s%.3g MB\n", pow(10, xmin) / 1e6, CW - 22, "", pow(10, xmax) / 1e6);
     for (int i = 0; i < n; i++)
-        fprintf(f, "%c=%s%s%s%s", key(i), r[i].name, r[i].awq ? "+awq" : "", r[i].pareto ? "*" : "",
+        fprintf(f, "%c=%s%s%s%s", key(i), r[i].name, method_suffix(r[i].method, "+"), r[i].pareto ? "*" : "",
                 i + 1 < n ? (i % 6 == 5 ? "\n" : "  ") : "\n");
 }
 
@@ -306,6 +367,9 @@ typedef struct sweep {
     int chunks, calib_tokens;
     const char *outdir;
     const char *json, *html; /* --json (appended), --html */
+    const char *methods;     /* --methods (NULL: every one that applies) */
+    eng_gptq *gptq;          /* the Hessians, once a GPTQ row needs them */
+    char gptq_src[1200];     /* of this model */
 } sweep;
 
 static const char *base_type_name(const sweep *sw) { return simd_type_name(eng_model_get_info(sw->base)->main_type); }
@@ -343,26 +407,44 @@ static int measure_file(const sweep *sw, const char *path, row *w)
     return 0;
 }
 
-/* Quantize src to t (with AWQ on the sweep's calibration when awq) into
- * path; *rep gets the quantizer's report. Returns 0, or 1 after a message. */
-static int quantize_to(const sweep *sw, const char *src, const eng_qtarget *t, int awq, const char *path,
+/* Quantize src to t with method (APP_QM_* bits; AWQ searched for this
+ * type, GPTQ's Hessians of src collected once per sweep) into path; *rep
+ * gets the quantizer's report. Returns 0, or 1 after a message. */
+static int quantize_to(sweep *sw, const char *src, const eng_qtarget *t, int method, const char *path,
                        eng_quant_report *rep)
 {
     const app_opts *o = sw->o;
     eng_err e;
     app_bar bar = {.label = "  quantize", .quiet = o->quiet};
-    eng_quant_opts qo = {.target = t, .user = &bar};
+    eng_quant_opts qo = {.target = t, .user = &bar, .method = app_quant_method_name(method, 0)};
     eng_awq *aw = NULL;
-    if (awq) {
+    if (method & APP_QM_AWQ) {
         app_bar ab = {.label = "  awq     ", .quiet = o->quiet};
         eng_awq_opts ao = {.target = t, .calib_path = sw->calib, .max_tokens = (uint32_t)sw->calib_tokens,
-                           .threads = o->threads, .progress = app_awq_progress, .user = &ab};
+                           .threads = o->threads, .clip = !(method & APP_QM_GPTQ), .progress = app_awq_progress,
+                           .user = &ab};
         if (eng_awq_compute(src, &ao, &aw, &e)) {
             fprintf(stderr, "nibble quant-sweep: %s\n", e.msg);
             return 1;
         }
         qo.edits = eng_awq_edits(aw, &qo.n_edits);
-        qo.method = "awq";
+    }
+    if (method & APP_QM_GPTQ) {
+        if (!sw->gptq || strcmp(sw->gptq_src, src)) {
+            app_bar gb = {.label = "  gptq    ", .quiet = o->quiet};
+            eng_gptq_opts go = {.calib_path = sw->calib, .max_tokens = (uint32_t)sw->calib_tokens,
+                                .threads = o->threads, .progress = app_awq_progress, .user = &gb};
+            eng_gptq_free(sw->gptq);
+            sw->gptq = NULL;
+            if (eng_gptq_collect(src, &go, &sw->gptq, &e)) {
+                fprintf(stderr, "nibble quant-sweep: %s\n", e.msg);
+                eng_awq_free(aw);
+                return 1;
+            }
+            snprintf(sw->gptq_src, sizeof sw->gptq_src, "%s", src);
+        }
+        qo.gptq = sw->gptq;
+        qo.gptq_params.clip = 1;
     }
     int r = eng_quantize_file(src, path, &qo, rep, &e);
     eng_awq_free(aw);
@@ -373,34 +455,34 @@ static int quantize_to(const sweep *sw, const char *src, const eng_qtarget *t, i
     return 0;
 }
 
-/* Quantize the base model to t (with AWQ when awq), measure the result
- * against it into *w. Returns 0, or 1 after a message. */
-static int measure(const sweep *sw, const eng_qtarget *t, int awq, row *w)
+/* Quantize the base model to t with method, measure the result against
+ * it into *w. Returns 0, or 1 after a message. */
+static int measure(sweep *sw, const eng_qtarget *t, int method, row *w)
 {
     char path[1200];
-    snprintf(path, sizeof path, "%s/%s%s.gguf", sw->outdir, t->name, awq ? "-awq" : "");
-    fprintf(stderr, "== %s %s\n", t->name, awq ? "AWQ" : "RTN");
+    snprintf(path, sizeof path, "%s/%s%s.gguf", sw->outdir, t->name, method_suffix(method, "-"));
+    fprintf(stderr, "== %s %s\n", t->name, app_quant_method_name(method, 0));
     eng_quant_report rep;
     memset(w, 0, sizeof *w);
-    if (quantize_to(sw, sw->model, t, awq, path, &rep) || measure_file(sw, path, w))
+    if (quantize_to(sw, sw->model, t, method, path, &rep) || measure_file(sw, path, w))
         return 1;
     snprintf(w->name, sizeof w->name, "%s", t->name);
-    w->awq = awq;
+    w->method = method;
     w->kind = "quant";
     w->type = t->name;
     if (t->fake_bits) { /* what the format would take: bits + an f16 scale and min per 32 */
         w->bytes = w->bytes - (double)rep.out_bytes + (double)rep.n_weights * (t->fake_bits + 1) / 8.0;
         w->bpw = 8.0 * (w->bytes) / (double)eng_model_get_info(sw->base)->n_params;
     }
-    fprintf(stderr, "  %s%s: %.0f bytes, ppl %.4f, KL %.5f, top-1 %.2f%%, %.0f tok/s\n", w->name, awq ? "+awq" : "",
-            w->bytes, w->ppl, w->kl, 100 * w->top1, w->tps);
+    fprintf(stderr, "  %s%s: %.0f bytes, ppl %.4f, KL %.5f, top-1 %.2f%%, %.0f tok/s\n", w->name,
+            method_suffix(method, "+"), w->bytes, w->ppl, w->kl, 100 * w->top1, w->tps);
     return 0;
 }
 
 /* One pruning point: prune the base (heads or neurons share), measure;
  * with then, also quantize the pruned model and measure that. Adds one
  * or two rows at *n. */
-static int measure_pruned(const sweep *sw, double heads, double neurons, const eng_qtarget *then, row *rows, int *n,
+static int measure_pruned(sweep *sw, double heads, double neurons, const eng_qtarget *then, row *rows, int *n,
                           int cap)
 {
     const app_opts *o = sw->o;
@@ -422,7 +504,7 @@ static int measure_pruned(const sweep *sw, double heads, double neurons, const e
         if (q) {
             snprintf(qpath, sizeof qpath, "%s/prune-h%g-n%g-%s%s.gguf", sw->outdir, heads, neurons, then->name,
                      sw->calib ? "-awq" : "");
-            if (quantize_to(sw, path, then, sw->calib != NULL, qpath, &rep))
+            if (quantize_to(sw, path, then, sw->calib ? APP_QM_AWQ : 0, qpath, &rep))
                 return 1;
         }
         if (measure_file(sw, q ? qpath : path, w))
@@ -431,7 +513,7 @@ static int measure_pruned(const sweep *sw, double heads, double neurons, const e
                  100 * (heads > 0 ? heads : neurons), q ? " + " : "", q ? then->name : "");
         w->kind = "prune";
         w->type = q ? then->name : base_type_name(sw);
-        w->awq = q && sw->calib;
+        w->method = q && sw->calib ? APP_QM_AWQ : 0;
         w->heads = heads;
         w->neurons = neurons;
         fprintf(stderr, "  %s: %.0f bytes, %.0f params, ppl %.4f, KL %.5f, %.0f tok/s\n", w->name, w->bytes, w->params,
@@ -451,11 +533,13 @@ static void write_outputs(const sweep *sw, row *rows, int n)
     uint32_t ctx = (uint32_t)sw->o->n_ctx, chunks = (uint32_t)sw->chunks;
     char p[1200];
     table(stdout, rows, n, mb, tb, cb, ctx, chunks);
+    kl_per_bit(stdout, rows, n);
     chart(stdout, rows, n);
     snprintf(p, sizeof p, "%s/sweep.md", dir);
     FILE *f = fopen(p, "w");
     if (f) {
         table(f, rows, n, mb, tb, cb, ctx, chunks);
+        kl_per_bit(f, rows, n);
         fclose(f);
     }
     snprintf(p, sizeof p, "%s/sweep.svg", dir);
@@ -491,7 +575,8 @@ static void write_outputs(const sweep *sw, row *rows, int n)
         snprintf(x->name, sizeof x->name, "%.47s", w->name);
         snprintf(x->kind, sizeof x->kind, "%s", w->kind ? w->kind : "quant");
         snprintf(x->type, sizeof x->type, "%.15s", w->type ? w->type : w->name);
-        snprintf(x->method, sizeof x->method, "%s", w->awq ? "awq" : strcmp(method_of(w), "RTN") ? "none" : "rtn");
+        snprintf(x->method, sizeof x->method, "%s",
+                 w->method ? app_quant_method_name(w->method, 0) : strcmp(method_of(w), "RTN") ? "none" : "rtn");
         x->heads = w->heads, x->neurons = w->neurons, x->bytes = w->bytes, x->params = w->params, x->bpw = w->bpw;
         x->ppl = w->ppl, x->ppl_err = w->ppl_err, x->kl = w->kl, x->kl_err = w->kl_err, x->top1 = w->top1;
         x->tok_s = w->tps;
@@ -544,6 +629,7 @@ int cmd_sweep(int argc, char **argv)
     double hs[16], ns[16];
     const app_flag own[] = {APP_FLAG("--calib", NULL, APP_STR, &sw.calib),
                             APP_FLAG("--types", NULL, APP_STR, &types),
+                            APP_FLAG("--methods", NULL, APP_STR, &sw.methods),
                             APP_FLAG("--out", NULL, APP_STR, &sw.outdir),
                             APP_FLAG("--chunks", NULL, APP_INT, &sw.chunks, .min = 1, .max = INT_MAX),
                             APP_FLAG("--calib-tokens", NULL, APP_INT, &sw.calib_tokens, .min = 16, .max = INT_MAX),
@@ -566,6 +652,16 @@ int cmd_sweep(int argc, char **argv)
             fprintf(stderr, "nibble quant-sweep: unknown type '%s'\n", nm);
             return 2;
         }
+        p = end ? end + 1 : p + strlen(p);
+    }
+    for (const char *p = sw.methods; p && *p;) {
+        const char *end = strchr(p, ',');
+        char nm[32];
+        snprintf(nm, sizeof nm, "%.*s", (int)(end ? (size_t)(end - p) : strlen(p)), p);
+        if (app_quant_method(nm) < 0)
+            return app_usage_error("quant-sweep", "--methods", sw.methods, "expected rtn, awq, gptq, awq+gptq");
+        if (app_quant_method(nm) && !sw.calib)
+            return app_usage_error("quant-sweep", "--methods", sw.methods, "awq and gptq need --calib");
         p = end ? end + 1 : p + strlen(p);
     }
     int nh = shares("--prune-heads", ph, hs, 16), nn = shares("--prune-neurons", pn, ns, 16);
@@ -609,17 +705,22 @@ int cmd_sweep(int argc, char **argv)
     for (const eng_qtarget *t = eng_qtargets(); t->name && !status && (!(nh || nn) || types); t++) {
         if (!in_list(types, t->name))
             continue;
-        for (int awq = 0; awq < 2 && n < 96 && !status; awq++) {
+        for (int method = 0; method < 4 && n < 96 && !status; method++) {
             int quantized = t->type != 0 && t->type != 1 && t->type != 30; /* not f32/f16/bf16 */
-            if (awq && (!sw.calib || !(quantized || t->fake_bits)))
+            if (method && (!sw.calib || !(quantized || t->fake_bits)))
                 continue;
-            status = measure(&sw, t, awq, &rows[n]);
+            if ((method & APP_QM_GPTQ) && (t->fake_bits || !eng_gptq_supports(t->type)))
+                continue;
+            if (!in_list(sw.methods, app_quant_method_name(method, 0)))
+                continue;
+            status = measure(&sw, t, method, &rows[n]);
             n += !status;
         }
     }
     if (n)
         write_outputs(&sw, rows, n);
     eng_model_close(sw.base);
+    eng_gptq_free(sw.gptq);
     free(text);
     return status;
 }

@@ -418,6 +418,15 @@ typedef struct series_style {
     const char *color, *label;
 } series_style;
 
+/* " awq", " gptq", ... after a point's name; nothing for rtn and none. */
+static void method_label(FILE *f, const eng_result_row *r)
+{
+    if (strcmp(r->method, "rtn") && strcmp(r->method, "none") && r->method[0]) {
+        fputc(' ', f);
+        esc(f, r->method);
+    }
+}
+
 static series_style style_of(const eng_result_row *r)
 {
     if (!strcmp(r->kind, "base"))
@@ -427,6 +436,10 @@ static series_style style_of(const eng_result_row *r)
                                          : (series_style){"#9467bd", "pruned + quantized"};
     if (!strcmp(r->method, "awq"))
         return (series_style){"#1f77b4", "quantized, AWQ"};
+    if (!strcmp(r->method, "gptq"))
+        return (series_style){"#17becf", "quantized, GPTQ"};
+    if (!strcmp(r->method, "awq+gptq"))
+        return (series_style){"#8c564b", "quantized, AWQ+GPTQ"};
     return (series_style){"#ff7f0e", "quantized, RTN"};
 }
 
@@ -608,7 +621,7 @@ static void scatter(FILE *f, const eng_results *res, int only_prune_or_base)
         fprintf(f, " (%s): %.3f MB, ppl %.4f</title></circle>", r->method, r->bytes / 1e6, r->ppl);
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"pt\">", px + 7, py - 4);
         esc(f, r->name);
-        fputs(strcmp(r->method, "awq") ? "" : " awq", f);
+        method_label(f, r);
         fputs("</text>\n", f);
     }
     fputs("</svg>\n", f);
@@ -635,7 +648,7 @@ static void bars(FILE *f, const eng_results *res, const double *v, const char *t
                b = lw + (fmax(0, v[i]) - lo) / (hi - lo) * w;
         fprintf(f, "<text x=\"%d\" y=\"%.0f\" text-anchor=\"end\">", lw - 6, y0 + 12);
         esc(f, r->name);
-        fputs(strcmp(r->method, "awq") ? "" : " awq", f);
+        method_label(f, r);
         fprintf(f, "</text><rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>", a, y0 + 2,
                 isfinite(v[i]) ? fmax(b - a, 0.5) : 0, bh - 4, style_of(r).color);
         fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" class=\"pt\">%+.1f%%</text>\n", fmax(a, b) + 4, y0 + 12, v[i]);

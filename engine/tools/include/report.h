@@ -24,7 +24,7 @@ typedef struct eng_result_row {
     char name[48];   /* "q4_0", "heads 0.2", "neurons 0.3 + q4_0" */
     char kind[8];    /* "base", "quant", "prune" (pruned, maybe quantized after) */
     char type[16];   /* weight type of the file ("f32", "q4_0", ...) */
-    char method[8];  /* "rtn", "awq", "none" */
+    char method[16]; /* "rtn", "awq", "gptq", "awq+gptq", "none" */
     double heads, neurons; /* pruning shares asked (0: none) */
     double bytes, params, bpw, ppl, ppl_err, kl, kl_err, top1, tok_s;
     int run;         /* index of its run (set by the reader) */
