@@ -17,7 +17,7 @@ static const char usage[] =
     "       nibble bench [-m MODEL] [-t 1,2] [--kernel all]  prompt/decode speed, roofline\n"
     "       nibble synth --shape NAME OUT.gguf       a random model of a real shape\n"
     "       nibble score [-m MODEL] --ids \"1 2 3\"     teacher-forced top-1 per position\n"
-    "       nibble quantize IN.gguf OUT.gguf TYPE    quantize (RTN; --awq CALIB.txt, --imatrix FILE)\n"
+    "       nibble quantize IN.gguf OUT.gguf TYPE    quantize (--method rtn|awq|gptq|awq+gptq, --imatrix)\n"
     "       nibble imatrix [-m MODEL] -f CALIB.txt   importance matrix (llama.cpp's format)\n"
     "       nibble ppl [-m MODEL] -f TEXT            perplexity; --kl-base BASE for KL divergence\n"
     "       nibble quant-sweep [-m MODEL] -f TEXT    every type: size, ppl, KL, speed; table + plot\n"
