@@ -424,6 +424,10 @@ static void check_errors(void)
     expect_fail("ppl --chunks 0", a12, 2, "--chunks 0: expected a whole number in 1..");
     const char *a13[] = {"quant-sweep", "-m", model, "-f", text, "--calib-tokens", "many", NULL};
     expect_fail("quant-sweep --calib-tokens many", a13, 2, "--calib-tokens many: expected a whole number");
+    const char *a13b[] = {"quant-sweep", "-m", model, "-f", text, "--methods", "rtn,best", NULL};
+    expect_fail("quant-sweep --methods rtn,best", a13b, 2, "--methods rtn,best: expected rtn, awq, gptq, awq+gptq");
+    const char *a13c[] = {"quant-sweep", "-m", model, "-f", text, "--methods", "gptq", NULL};
+    expect_fail("quant-sweep --methods gptq without --calib", a13c, 2, "awq and gptq need --calib");
     const char *a14[] = {"ppl", "-m", model, "-f", text, "--kl-base", NULL};
     expect_fail("ppl --kl-base without a value", a14, 2, "--kl-base : needs a value");
     remove(missing);
@@ -670,6 +674,7 @@ static void check_sweep_combined(void)
     eng_err e = {{0}};
     CHECKF(j && eng_results_parse(&res, j, n, json, &e) == 0, "the sweep's results: %s", e.msg);
     const eng_result_row *base = NULL, *nq = NULL, *np = NULL, *hq = NULL, *hp = NULL, *q = NULL;
+    int n_gptq = 0;
     for (int i = 0; i < res.n_rows; i++) {
         const eng_result_row *w = &res.rows[i];
         if (!strcmp(w->kind, "base"))
@@ -684,9 +689,21 @@ static void check_sweep_combined(void)
             hq = w;
         else if (!strcmp(w->kind, "quant") && !strcmp(w->type, "q4_0") && !strcmp(w->method, "awq"))
             q = w;
+        else if (!strcmp(w->kind, "quant") && !strcmp(w->type, "q4_0") &&
+                 (!strcmp(w->method, "gptq") || !strcmp(w->method, "awq+gptq")))
+            n_gptq++;
     }
-    CHECKF(base && np && nq && hp && hq && q && res.n_rows == 7, "sweep rows: %d, base %d, neurons %d+%d, heads %d+%d, "
-           "q4_0 awq %d", res.n_rows, !!base, !!np, !!nq, !!hp, !!hq, !!q);
+    /* q4_0 has four rows with --calib: rtn, awq, gptq, awq+gptq */
+    CHECKF(base && np && nq && hp && hq && q && n_gptq == 2 && res.n_rows == 9,
+           "sweep rows: %d, base %d, neurons %d+%d, heads %d+%d, q4_0 awq %d, gptq %d", res.n_rows, !!base, !!np,
+           !!nq, !!hp, !!hq, !!q, n_gptq);
+    char mdp[4300];
+    snprintf(mdp, sizeof mdp, "%s/sweep.md", out);
+    char *md = tu_read(mdp, NULL);
+    CHECKF(md && strstr(md, "| q4_0 | GPTQ |") && strstr(md, "| q4_0 | AWQ+GPTQ |") &&
+           strstr(md, "Least KL for the size") && strstr(md, "| bits/weight up to |"),
+           "sweep.md: %s", md ? md : "(none)");
+    free(md);
     if (base && np && nq && hp && hq && q) {
         CHECKF(!strcmp(nq->kind, "prune") && !strcmp(nq->type, "q4_0") && !strcmp(nq->method, "awq") &&
                    nq->neurons > 0.29 && nq->neurons < 0.31 && nq->heads == 0,
