@@ -163,7 +163,7 @@ static void test_model(const char *model)
                            .threads = 1, .clip = c};
         CHECKF(eng_awq_compute(model, &ao, &aw[c], &e) == 0, "%s", e.msg);
     }
-    size_t len;
+    size_t len = 0;
     char *text = tu_read(test, &len);
     eng_model *base = NULL;
     CHECK(text && eng_model_open(model, &base, &e) == 0);
