@@ -222,8 +222,11 @@ int cmd_quantize(int argc, char **argv)
         return app_usage_error("quantize", "--method", mname, "needs --calib TEXT (the calibration text)");
     if (!method && calib)
         return app_usage_error("quantize", "--calib", calib, "is for --method awq, gptq or awq+gptq");
-    if (!(damp > 0 && damp <= 10))
-        return app_usage_error("quantize", "--damp", "", "expected a share of the diagonal in (0, 10]");
+    if (!(damp > 0 && damp <= 10)) {
+        char v[32];
+        snprintf(v, sizeof v, "%g", damp);
+        return app_usage_error("quantize", "--damp", v, "expected a share of the diagonal in (0, 10]");
+    }
     if ((method & APP_QM_GPTQ) && (t->fake_bits || t->type == SIMD_F32 || t->type == SIMD_F16 ||
                                    t->type == SIMD_BF16 || t->type == SIMD_MXFP4))
         return app_usage_error("quantize", "--method", mname,
