@@ -1,6 +1,6 @@
 /* The forward pass of the decoder families: pre-norm blocks (RMSNorm, or
  * LayerNorm with bias for gpt2), RoPE (or learned positions for gpt2),
- * grouped-query attention over an f16 KV cache, SwiGLU (or GELU for
+ * grouped-query attention over a KV cache of f16 (or q8_0/q4_0) rows, SwiGLU (or GELU for
  * gpt2, gated GELU for gemma3). Head counts and FFN sizes may differ per
  * layer. What a family adds comes in as hooks on the model (embedding
  * scale, post-norms, attention scale, sliding windows with their own
@@ -40,8 +40,13 @@ struct eng_ctx {
     uint32_t n_ctx, pos;
     eng_pool *pool;
     int pool_borrowed;     /* pool is another context's (eng_ctx_share_pool): not freed here */
-    simd_f16 *kc, *vc;     /* per layer l: [kv_slots[l]][n_kv(l)*head_dim] at kv_off[l] */
-    size_t *kv_off;        /* [n_layers] */
+    /* per layer l: [kv_slots[l]] rows of n_kv(l)*head_dim values, K in
+     * kv_type[0] at kc + kv_off[0][l] bytes, V in kv_type[1] at vc + kv_off[1][l] */
+    unsigned char *kc, *vc;
+    size_t *kv_off[2];     /* [n_layers] each */
+    int kv_type[2];        /* enum eng_kv_type */
+    size_t kvq_floats;     /* 0 for f16 caches; else the floats at the end of each thread's
+                            * scores that hold one chunk of a kv head's K and V as halves */
     uint32_t *kv_slots;    /* [n_layers]: n_ctx, or the ring of a windowed layer */
     uint32_t high;         /* highest position written + 1 since the cache was last emptied */
     float *x, *xb, *xb2;   /* [BATCH][dim] */
@@ -321,6 +326,105 @@ static void rope(float *v, uint32_t nh, uint32_t hd, uint32_t rd, int neox, cons
  * running the tokens one by one. A tile holds as many tokens as their
  * chunk rows fit in the thread's buffer (ATT_TILE_BYTES). */
 
+/* ---- the cache's rows ----
+ * An f16 cache is read where it lies. A q8_0/q4_0 row is dequantized a
+ * chunk of one kv head at a time into the thread's buffer, as halves the
+ * attention kernels read: d * q is exact in float and rounded to f16 once,
+ * the same arithmetic wherever it runs, so the kernels see the same
+ * halves for a position whichever path (a token alone, a tile, a split)
+ * reads it. */
+
+static int kv_simd_type(int t) { return t == ENG_KV_Q8_0 ? SIMD_Q8_0 : t == ENG_KV_Q4_0 ? SIMD_Q4_0 : SIMD_F16; }
+
+/* Bytes of one position's row of n values (0 if n does not fit the blocks). */
+static size_t kv_row_bytes(int t, size_t n)
+{
+    return t == ENG_KV_F16 ? n * sizeof(simd_f16) : simd_row_bytes(kv_simd_type(t), n);
+}
+
+/* One block of 32 values to floats (ggml's layouts, simd.h). */
+static void kv_deq_block(int t, const unsigned char *blk, float *y)
+{
+    if (t == ENG_KV_Q8_0) {
+        const simd_block_q8_0 *b = (const simd_block_q8_0 *)blk;
+        float d = simd_f16_to_f32(b->d);
+        for (int j = 0; j < SIMD_QK; j++)
+            y[j] = d * (float)b->qs[j];
+    } else {
+        const simd_block_q4_0 *b = (const simd_block_q4_0 *)blk;
+        float d = simd_f16_to_f32(b->d);
+        for (int j = 0; j < SIMD_QK / 2; j++) {
+            y[j] = d * (float)((b->qs[j] & 0x0f) - 8);
+            y[j + SIMD_QK / 2] = d * (float)((b->qs[j] >> 4) - 8);
+        }
+    }
+}
+
+/* Values [off, off + n) of a row r of type t as halves into dst. */
+static void kv_deq_slice(int t, const unsigned char *r, size_t off, size_t n, simd_f16 *dst)
+{
+    if (t == ENG_KV_F16) {
+        memcpy(dst, (const simd_f16 *)r + off, n * sizeof *dst);
+        return;
+    }
+    size_t bytes = t == ENG_KV_Q8_0 ? sizeof(simd_block_q8_0) : sizeof(simd_block_q4_0);
+    float y[SIMD_QK];
+    for (size_t i = off; i < off + n;) {
+        size_t b = i / SIMD_QK, j0 = i % SIMD_QK, j1 = off + n - b * SIMD_QK;
+        if (j1 > SIMD_QK)
+            j1 = SIMD_QK;
+        kv_deq_block(t, r + b * bytes, y);
+        simd_f32_to_f16_row(y + j0, dst + (i - off), j1 - j0);
+        i = b * SIMD_QK + j1;
+    }
+}
+
+/* Store position slot's K (v = 0) or V (v = 1) row of layer l from n floats. */
+static void kv_store(eng_ctx *c, int v, uint32_t l, size_t slot, const float *x, size_t n)
+{
+    int t = c->kv_type[v];
+    unsigned char *dst = (v ? c->vc : c->kc) + c->kv_off[v][l] + slot * kv_row_bytes(t, n);
+    if (t == ENG_KV_F16)
+        simd_f32_to_f16_row(x, (simd_f16 *)dst, n);
+    else
+        simd_type_traits(kv_simd_type(t))->quant(x, dst, n);
+}
+
+/* The K and V rows of kv head g of layer l for positions [p0, p1) of one
+ * chunk: *k and *v are position p0's, the next ones *stride halves on
+ * (a chunk is contiguous in a windowed layer's ring too). A quantized
+ * cache's (or a mixed pair's) go through buf (the thread's kvq_floats:
+ * K, then V, SIMD_ATTN_CHUNK rows of head_dim each). */
+static void kv_chunk(const eng_ctx *c, uint32_t l, uint32_t g, size_t p0, size_t p1, simd_f16 *buf,
+                     const simd_f16 **k, const simd_f16 **v, size_t *stride)
+{
+    const eng_layer *L = &c->m->layers[l];
+    size_t hd = c->m->info.head_dim, nkvd = (size_t)L->n_kv_heads * hd, slots = c->kv_slots[l];
+    if (!c->kvq_floats) {
+        *k = (const simd_f16 *)(c->kc + c->kv_off[0][l]) + p0 % slots * nkvd + (size_t)g * hd;
+        *v = (const simd_f16 *)(c->vc + c->kv_off[1][l]) + p0 % slots * nkvd + (size_t)g * hd;
+        *stride = nkvd;
+        return;
+    }
+    for (int w = 0; w < 2; w++) {
+        int t = c->kv_type[w];
+        size_t rb = kv_row_bytes(t, nkvd);
+        const unsigned char *base = (w ? c->vc : c->kc) + c->kv_off[w][l];
+        simd_f16 *out = buf + (size_t)w * SIMD_ATTN_CHUNK * hd;
+        for (size_t p = p0; p < p1; p++)
+            kv_deq_slice(t, base + p % slots * rb, (size_t)g * hd, hd, out + (p - p0) * hd);
+    }
+    *k = buf;
+    *v = buf + (size_t)SIMD_ATTN_CHUNK * hd;
+    *stride = hd;
+}
+
+/* The thread's buffer for kv_chunk (scratch: its scores). */
+static simd_f16 *kv_buf(const eng_ctx *c, float *scratch)
+{
+    return c->kvq_floats ? (simd_f16 *)(scratch + c->scores_per_thread - c->kvq_floats) : NULL;
+}
+
 /* The chunk rows one thread may hold for a tile of tokens, at least. */
 #define ATT_TILE_BYTES (2u << 20)
 
@@ -376,9 +480,10 @@ static void att_tile(const att_job *j, float *scratch, uint32_t g, uint32_t t0, 
     size_t nkvd = (size_t)nkv * hd, row = (size_t)hd + 2, cstride = grp * row, qts = (size_t)nh * hd;
     float *kvbuf = scratch + (size_t)c->grp_max * SIMD_ATTN_CHUNK;
     float *rows = kvbuf + SIMD_ATTN_TILE_BUF(hd); /* [token][chunk][head][row] */
-    const simd_f16 *kl = c->kc + c->kv_off[j->layer] + (size_t)g * hd, *vl = c->vc + c->kv_off[j->layer] + (size_t)g * hd;
+    simd_f16 *kvb = kv_buf(c, scratch);
+    const simd_f16 *kl, *vl;
     const float *q = c->q + (size_t)g * grp * hd;
-    size_t slots = c->kv_slots[j->layer], first, lo, tn;
+    size_t first, lo, tn, u0, un;
     size_t tokstride = att_tile_chunks(L, (size_t)j->pos + t0, t1 - t0, &first) * cstride;
     size_t last = (size_t)(j->pos + t1 - 1) / SIMD_ATTN_CHUNK;
     simd_attn_args a = {.hd = hd, .nq = grp, .qstride = hd, .kvstride = nkvd, .scale = c->m->attn_scale,
@@ -386,6 +491,12 @@ static void att_tile(const att_job *j, float *scratch, uint32_t g, uint32_t t0, 
     for (size_t ch = first; ch <= last; ch++) {
         size_t c0 = ch * SIMD_ATTN_CHUNK, c1 = c0 + SIMD_ATTN_CHUNK;
         uint32_t ta = t1, tb = t1; /* the tokens that see all of the chunk */
+        /* the chunk's positions some token of the tile sees: from the
+         * first token's window to the last token */
+        att_span(L->window, (size_t)j->pos + t0, &u0, &un);
+        u0 = u0 > c0 ? u0 : c0;
+        un = (size_t)j->pos + t1 < c1 ? (size_t)j->pos + t1 : c1;
+        kv_chunk(c, j->layer, g, u0, un, kvb, &kl, &vl, &a.kvstride);
         for (uint32_t t = t0; t < t1; t++) {
             size_t p = (size_t)j->pos + t;
             att_span(L->window, p, &lo, &tn);
@@ -400,16 +511,16 @@ static void att_tile(const att_job *j, float *scratch, uint32_t g, uint32_t t0, 
             }
             a.n = p1 - p0;
             a.q = q + (size_t)t * qts;
-            a.k = kl + p0 % slots * nkvd;
-            a.v = vl + p0 % slots * nkvd;
+            a.k = kl + (p0 - u0) * a.kvstride;
+            a.v = vl + (p0 - u0) * a.kvstride;
             a.part = rows + (t - t0) * tokstride + (ch - first) * cstride;
             simd_attn_chunk(&a);
         }
         if (ta < tb) {
             a.n = SIMD_ATTN_CHUNK;
             a.q = q + (size_t)ta * qts;
-            a.k = kl + c0 % slots * nkvd;
-            a.v = vl + c0 % slots * nkvd;
+            a.k = kl + (c0 - u0) * a.kvstride;
+            a.v = vl + (c0 - u0) * a.kvstride;
             a.part = rows + (ta - t0) * tokstride + (ch - first) * cstride;
             simd_attn_tile(&a, tb - ta, qts, tokstride, kvbuf);
         }
@@ -434,7 +545,8 @@ static uint32_t att_tile_fit(const eng_ctx *c, const eng_layer *L, uint32_t pos,
 {
     size_t first, grp = L->n_heads / L->n_kv_heads;
     size_t per_tok = grp * att_tile_chunks(L, pos, nt, &first) * (c->m->info.head_dim + 2);
-    size_t room = c->scores_per_thread - (size_t)c->grp_max * SIMD_ATTN_CHUNK - SIMD_ATTN_TILE_BUF(c->m->info.head_dim);
+    size_t room = c->scores_per_thread - (size_t)c->grp_max * SIMD_ATTN_CHUNK - SIMD_ATTN_TILE_BUF(c->m->info.head_dim) -
+                  c->kvq_floats;
     size_t fit = room / per_tok;
     return fit < nt ? (uint32_t)fit : nt;
 }
@@ -448,8 +560,7 @@ static void att_worker(void *arg, int ith, int nth)
     size_t nkvd = (size_t)nkv * hd, row = (size_t)hd + 2;
     float *scratch = c->scores + (size_t)ith * c->scores_per_thread;
     float *tparts = scratch + (size_t)c->grp_max * SIMD_ATTN_CHUNK; /* [chunk][head of the group][row] */
-    const simd_f16 *kl = c->kc + c->kv_off[j->layer], *vl = c->vc + c->kv_off[j->layer];
-    size_t slots = c->kv_slots[j->layer];
+    simd_f16 *kvb = kv_buf(c, scratch);
     simd_attn_args a = {.hd = hd, .nq = grp, .qstride = hd, .kvstride = nkvd, .scale = c->m->attn_scale,
                         .softcap = c->m->attn_softcap, .scratch = scratch};
     if (j->tile) {
@@ -480,8 +591,7 @@ static void att_worker(void *arg, int ith, int nth)
             if (p1 > p + 1)
                 p1 = p + 1;
             a.n = p1 - p0;
-            a.k = kl + p0 % slots * nkvd + (size_t)g * hd;
-            a.v = vl + p0 % slots * nkvd + (size_t)g * hd;
+            kv_chunk(c, j->layer, g, p0, p1, kvb, &a.k, &a.v, &a.kvstride);
             a.part = base + ch * cstride;
             simd_attn_chunk(&a);
         }
@@ -561,12 +671,12 @@ static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
             rope(c->q + (size_t)t * nq, L->n_heads, hd, in->rope_dims, in->rope_neox, cs, sn);
             rope(c->k + (size_t)t * nkvd, L->n_kv_heads, hd, in->rope_dims, in->rope_neox, cs, sn);
         }
-        size_t at = c->kv_off[l] + (size_t)((c->pos + t) % c->kv_slots[l]) * nkvd;
-        /* the cache holds halves, as llama.cpp's does by default: half
+        size_t slot = (size_t)((c->pos + t) % c->kv_slots[l]);
+        /* the cache holds halves by default, as llama.cpp's does: half
          * the bytes for attention to read, and within f16's range and
-         * precision for keys and values */
-        simd_f32_to_f16_row(c->k + (size_t)t * nkvd, c->kc + at, nkvd);
-        simd_f32_to_f16_row(c->v + (size_t)t * nkvd, c->vc + at, nkvd);
+         * precision for keys and values; q8_0/q4_0 when asked */
+        kv_store(c, 0, l, slot, c->k + (size_t)t * nkvd, nkvd);
+        kv_store(c, 1, l, slot, c->v + (size_t)t * nkvd, nkvd);
     }
     att_job aj = {c, l, nt, c->pos, 1, 0};
     if (nt > 1)
@@ -1001,17 +1111,44 @@ static uint32_t kv_slots(const eng_layer *L, uint32_t n_ctx)
     return ring < n_ctx ? (uint32_t)ring : n_ctx;
 }
 
-uint64_t eng_model_kv_bytes(const eng_model *m, uint32_t n_ctx, int full)
+static const char *const kv_names[ENG_KV_COUNT] = {"f16", "q8_0", "q4_0"};
+
+const char *eng_kv_type_name(int t) { return t >= 0 && t < ENG_KV_COUNT ? kv_names[t] : "?"; }
+
+int eng_kv_type_parse(const char *s)
 {
-    uint64_t b = 0;
-    for (uint32_t l = 0; l < m->info.n_layers; l++) {
-        const eng_layer *L = &m->layers[l];
-        b += (uint64_t)L->n_kv_heads * m->info.head_dim * (full ? n_ctx : kv_slots(L, n_ctx));
-    }
-    return 2 * b * sizeof(simd_f16);
+    for (int t = 0; s && t < ENG_KV_COUNT; t++)
+        if (!strcmp(s, kv_names[t]))
+            return t;
+    return -1;
 }
 
-size_t eng_ctx_kv_bytes(const eng_ctx *c) { return (size_t)eng_model_kv_bytes(c->m, c->n_ctx, 0); }
+uint64_t eng_model_kv_bytes_typed(const eng_model *m, uint32_t n_ctx, int full, int type_k, int type_v)
+{
+    uint64_t b = 0;
+    if (type_k < 0 || type_k >= ENG_KV_COUNT || type_v < 0 || type_v >= ENG_KV_COUNT)
+        return 0;
+    for (uint32_t l = 0; l < m->info.n_layers; l++) {
+        const eng_layer *L = &m->layers[l];
+        size_t n = (size_t)L->n_kv_heads * m->info.head_dim, rk = kv_row_bytes(type_k, n), rv = kv_row_bytes(type_v, n);
+        if (n && (!rk || !rv))
+            return 0;
+        b += (uint64_t)(rk + rv) * (full ? n_ctx : kv_slots(L, n_ctx));
+    }
+    return b;
+}
+
+uint64_t eng_model_kv_bytes(const eng_model *m, uint32_t n_ctx, int full)
+{
+    return eng_model_kv_bytes_typed(m, n_ctx, full, ENG_KV_F16, ENG_KV_F16);
+}
+
+size_t eng_ctx_kv_bytes(const eng_ctx *c)
+{
+    return (size_t)eng_model_kv_bytes_typed(c->m, c->n_ctx, 0, c->kv_type[0], c->kv_type[1]);
+}
+
+int eng_ctx_kv_type(const eng_ctx *c, int v) { return c->kv_type[v ? 1 : 0]; }
 
 /* The mixture of experts' scratch (sizes at struct eng_ctx). */
 static int moe_alloc(eng_ctx *c)
@@ -1080,8 +1217,30 @@ static void rope_setup(eng_ctx *c)
 
 int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_err *e)
 {
+    eng_ctx_opts o = {.n_ctx = n_ctx, .n_threads = n_threads};
+    return eng_ctx_new_opts(m, &o, out, e);
+}
+
+int eng_ctx_new_opts(eng_model *m, const eng_ctx_opts *o, eng_ctx **out, eng_err *e)
+{
     *out = NULL;
     const eng_model_info *in = &m->info;
+    uint32_t n_ctx = o->n_ctx;
+    int n_threads = o->n_threads;
+    for (int w = 0; w < 2; w++) {
+        int t = w ? o->type_v : o->type_k;
+        if (t < 0 || t >= ENG_KV_COUNT)
+            return eng_errf(e, ENG_EINVAL, "unknown %s cache type %d (allowed: %s)", w ? "V" : "K", t,
+                            ENG_KV_TYPE_NAMES);
+        for (uint32_t l = 0; t != ENG_KV_F16 && l < in->n_layers; l++) {
+            uint32_t nkv = m->layers[l].n_kv_heads;
+            if ((size_t)nkv * in->head_dim % SIMD_QK)
+                return eng_errf(e, ENG_EINVAL,
+                                "%s cache type %s needs rows of a multiple of %d values, but layer %u's are %u "
+                                "(%u kv heads x head size %u); use f16",
+                                w ? "V" : "K", kv_names[t], SIMD_QK, l, nkv * in->head_dim, nkv, in->head_dim);
+        }
+    }
     if (n_ctx == 0)
         n_ctx = in->ctx_train < 4096 ? in->ctx_train : 4096;
     if (m->pos_embd.data && n_ctx > in->ctx_train)
@@ -1094,6 +1253,10 @@ int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_
         return eng_errf(e, ENG_ENOMEM, "out of memory");
     c->m = m;
     c->n_ctx = n_ctx;
+    c->kv_type[0] = o->type_k;
+    c->kv_type[1] = o->type_v;
+    if (o->type_k != ENG_KV_F16 || o->type_v != ENG_KV_F16)
+        c->kvq_floats = (size_t)SIMD_ATTN_CHUNK * in->head_dim; /* 2 x 64 rows of halves */
     uint32_t grp_max = 1;
     for (uint32_t l = 0; l < in->n_layers; l++)
         if (m->layers[l].n_kv_heads && m->layers[l].n_heads / m->layers[l].n_kv_heads > grp_max)
@@ -1105,22 +1268,25 @@ int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_
     size_t tok_rows = (size_t)grp_max * c->nch_max * (in->head_dim + 2);
     if (tok_rows < ATT_TILE_BYTES / sizeof(float))
         tok_rows = ATT_TILE_BYTES / sizeof(float);
-    c->scores_per_thread = (size_t)grp_max * SIMD_ATTN_CHUNK + SIMD_ATTN_TILE_BUF(in->head_dim) + tok_rows;
+    c->scores_per_thread = (size_t)grp_max * SIMD_ATTN_CHUNK + SIMD_ATTN_TILE_BUF(in->head_dim) + tok_rows + c->kvq_floats;
     size_t nq = m->max_q, nkvd = m->max_kv, dim = in->dim, ffn = m->max_ffn ? m->max_ffn : 1;
     size_t maxc = dim > nq ? dim : nq;
     if (ffn > maxc)
         maxc = ffn;
-    size_t kv = 0;
+    size_t kvb[2] = {0, 0};
     c->apart = malloc((in->head_dim ? nq / in->head_dim : 1) * c->nch_max * (in->head_dim + 2) * sizeof(float) + 1);
-    c->kv_off = malloc(in->n_layers * sizeof *c->kv_off);
+    c->kv_off[0] = malloc(in->n_layers * sizeof *c->kv_off[0]);
+    c->kv_off[1] = malloc(in->n_layers * sizeof *c->kv_off[1]);
     c->kv_slots = malloc(in->n_layers * sizeof *c->kv_slots);
-    for (uint32_t l = 0; c->kv_off && c->kv_slots && l < in->n_layers; l++) {
-        c->kv_off[l] = kv;
+    for (uint32_t l = 0; c->kv_off[0] && c->kv_off[1] && c->kv_slots && l < in->n_layers; l++) {
         c->kv_slots[l] = kv_slots(&m->layers[l], n_ctx);
-        kv += (size_t)m->layers[l].n_kv_heads * in->head_dim * c->kv_slots[l];
+        for (int w = 0; w < 2; w++) {
+            c->kv_off[w][l] = kvb[w];
+            kvb[w] += kv_row_bytes(c->kv_type[w], (size_t)m->layers[l].n_kv_heads * in->head_dim) * c->kv_slots[l];
+        }
     }
-    c->kc = malloc(kv * sizeof(simd_f16) + 1);
-    c->vc = malloc(kv * sizeof(simd_f16) + 1);
+    c->kc = malloc(kvb[0] + 1);
+    c->vc = malloc(kvb[1] + 1);
     c->x = malloc(BATCH * dim * sizeof(float));
     c->xb = malloc(BATCH * maxc * sizeof(float));
     c->xb2 = malloc(BATCH * dim * sizeof(float));
@@ -1137,10 +1303,11 @@ int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_
     c->rsin = malloc(2 * BATCH * (in->rope_dims / 2 + 1) * sizeof(float));
     c->embrow = malloc(m->tok_embd.row_bytes + 64);
     if (!c->embrow || !c->kc || !c->vc || !c->x || !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->att || !c->hb || !c->hb2 ||
-        !c->act || !c->act_k || !c->inv_freq || !c->rcos || !c->rsin || !c->kv_off || !c->kv_slots || !c->apart) {
+        !c->act || !c->act_k || !c->inv_freq || !c->rcos || !c->rsin || !c->kv_off[0] || !c->kv_off[1] ||
+        !c->kv_slots || !c->apart) {
         eng_ctx_free(c);
         return eng_errf(e, ENG_ENOMEM, "out of memory for a context of %u tokens (KV cache %.1f MB)", n_ctx,
-                        2.0 * kv * sizeof(simd_f16) / 1e6);
+                        (double)(kvb[0] + kvb[1]) / 1e6);
     }
     if (in->n_expert && moe_alloc(c)) {
         eng_ctx_free(c);
@@ -1166,7 +1333,7 @@ void eng_ctx_free(eng_ctx *c)
     free(c->rlog); free(c->sel); free(c->selw); free(c->gidx); free(c->gtok); free(c->gexp); free(c->ecount);
     free(c->estart); free(c->xe); free(c->ye); free(c->he); free(c->he2); free(c->eact); free(c->eact_k);
     free(c->eparts); free(c->eview);
-    free(c->scores); free(c->apart); free(c->act); free(c->act_k); free(c->inv_freq); free(c->rcos); free(c->rsin); free(c->embrow); free(c->kv_off); free(c->kv_slots);
+    free(c->scores); free(c->apart); free(c->act); free(c->act_k); free(c->inv_freq); free(c->rcos); free(c->rsin); free(c->embrow); free(c->kv_off[0]); free(c->kv_off[1]); free(c->kv_slots);
     free(c);
 }
 

@@ -73,7 +73,7 @@ void eng_model_kernel_changed(eng_model *m);
 const eng_model_info *eng_model_get_info(const eng_model *m);
 const eng_tok *eng_model_tok(const eng_model *m);
 const eng_gguf *eng_model_gguf(const eng_model *m);
-/* Bytes of the K and V caches for n_ctx positions: as a context keeps
+/* Bytes of the f16 K and V caches for n_ctx positions: as a context keeps
  * them (windowed layers hold only their window and a batch), or, with
  * full, as if every layer kept every position (to show what windows save). */
 uint64_t eng_model_kv_bytes(const eng_model *m, uint32_t n_ctx, int full);
@@ -83,11 +83,40 @@ uint64_t eng_model_kv_bytes(const eng_model *m, uint32_t n_ctx, int full);
  * each layer's). */
 uint64_t eng_model_bytes_per_token(const eng_model *m);
 
+/* The types a context's K and V caches store a position's row in
+ * (llama.cpp's --cache-type-k/-v names): f16, or ggml's q8_0 / q4_0
+ * blocks of 32 values with an f16 scale over the row of n_kv*head_dim
+ * values (which must then be a multiple of 32). */
+enum eng_kv_type { ENG_KV_F16 = 0, ENG_KV_Q8_0, ENG_KV_Q4_0, ENG_KV_COUNT };
+/* "f16", "q8_0", "q4_0"; "?" for anything else. */
+const char *eng_kv_type_name(int t);
+/* The type named s, or -1 (the names: ENG_KV_TYPE_NAMES). */
+int eng_kv_type_parse(const char *s);
+#define ENG_KV_TYPE_NAMES "f16, q8_0, q4_0"
+/* eng_model_kv_bytes with the K and V caches in these types (enum
+ * eng_kv_type); 0 if a type does not fit a layer's rows. */
+uint64_t eng_model_kv_bytes_typed(const eng_model *m, uint32_t n_ctx, int full, int type_k, int type_v);
+
 typedef struct eng_ctx eng_ctx;
 
 /* A context of n_ctx positions (0: the model's training length, capped at
- * 4096) with n_threads workers (0: physical cores). */
+ * 4096) with n_threads workers (0: physical cores), f16 caches. */
 int eng_ctx_new(eng_model *m, uint32_t n_ctx, int n_threads, eng_ctx **out, eng_err *e);
+/* eng_ctx_new's arguments, and the cache types (zero: eng_ctx_new). */
+typedef struct eng_ctx_opts {
+    uint32_t n_ctx;
+    int n_threads;
+    int type_k, type_v; /* enum eng_kv_type */
+} eng_ctx_opts;
+/* eng_ctx_new with options. A quantized type where a layer's K/V row
+ * (n_kv heads x head_dim) is not a multiple of 32 values, or a type out
+ * of range, is ENG_EINVAL with a message naming the width. Quantized
+ * rows are dequantized (exactly, then rounded to f16 once) a chunk at a
+ * time as attention reads them, so every kernel set gives the same bits,
+ * and a batch the bits of its tokens one by one, as with f16. */
+int eng_ctx_new_opts(eng_model *m, const eng_ctx_opts *o, eng_ctx **out, eng_err *e);
+/* The type of the K (v = 0) or V (v = 1) cache. */
+int eng_ctx_kv_type(const eng_ctx *c, int v);
 void eng_ctx_free(eng_ctx *c);
 uint32_t eng_ctx_size(const eng_ctx *c);
 /* Positions already in the KV cache. */
@@ -108,7 +137,8 @@ int eng_ctx_threads(const eng_ctx *c);
  * pool again. 0, or ENG_ENOMEM. */
 int eng_ctx_share_pool(eng_ctx *c, eng_ctx *owner);
 /* Bytes of the K and V caches of this context (allocated; pages become
- * resident as positions fill): eng_model_kv_bytes(m, n_ctx, 0). */
+ * resident as positions fill): eng_model_kv_bytes_typed(m, n_ctx, 0,
+ * its types). */
 size_t eng_ctx_kv_bytes(const eng_ctx *c);
 
 /* Run n tokens at the next n positions. If logits is not NULL, write the
