@@ -975,6 +975,148 @@ static void test_prefill_tiles(void)
     free(ref);
 }
 
+/* ---- quantized K and V caches ----
+ * A model with f32 weights, so the cache is all that differs from f16:
+ * gemma3's windowed layers (head size 16: two kv heads share a block of
+ * 32) and qwen3's per-layer kv heads (head size 32). For each pair of
+ * cache types: token by token on 1 thread is the reference; one call on
+ * 2 threads (the tiles) gives its bits on every kernel set; truncating
+ * and evaluating again gives them too; the logits differ from f16's (the
+ * cache really is quantized) but stay within a bound of them; the bytes
+ * are the blocks'. */
+#define KVQ_SEQ 300
+#define KVQ_CTX 512
+#define KVQ_CUT 200
+static void kvq_case(const char *name, int window, const int32_t *toks, float *base, float *one, float *got,
+                     double *based)
+{
+    static const struct {
+        int k, v;
+        double bound; /* largest relative logit error against the f16 cache (random
+                       * weights; measured 0.021 for q8_0, 0.30 for q4_0) */
+    } kt[] = {{ENG_KV_Q8_0, ENG_KV_Q8_0, 3e-2}, {ENG_KV_Q4_0, ENG_KV_Q4_0, 4.5e-1}, {ENG_KV_F16, ENG_KV_Q4_0, 4.5e-1},
+              {ENG_KV_Q8_0, ENG_KV_F16, 3e-2}};
+    size_t nl = (size_t)KVQ_SEQ * N_VOCAB;
+    fcase fc = cases[find_case(name)];
+    if (window)
+        fc.window = window;
+    static tmodel tm;
+    tm_build(&tm, &fc, SIMD_F32, 91);
+    char path[4096];
+    eng_err e = {{0}};
+    eng_model *m = NULL;
+    if (tmp_path(path, sizeof path) == 0) {
+        CHECKF(tm_write(&tm, path, NULL, &e) == 0, "kv cache %s: write: %s", name, e.msg);
+        CHECKF(eng_model_open(path, &m, &e) == 0, "kv cache %s: open: %s", name, e.msg);
+        unlink(path);
+    }
+    eng_ctx *ctx = NULL;
+    enum simd_kernel k0 = simd_kernel_current();
+    if (m && eng_ctx_new(m, KVQ_CTX, 1, &ctx, &e) == 0) {
+        CHECK(eng_ctx_eval(ctx, toks, KVQ_SEQ, base, 1, &e) == 0);
+        CHECK(eng_ctx_kv_type(ctx, 0) == ENG_KV_F16 && eng_ctx_kv_type(ctx, 1) == ENG_KV_F16);
+        eng_ctx_free(ctx);
+    }
+    for (size_t i = 0; i < nl; i++)
+        based[i] = base[i];
+    for (size_t ti = 0; m && ti < sizeof kt / sizeof kt[0]; ti++) {
+        char what[96];
+        snprintf(what, sizeof what, "%s, K %s, V %s", name, eng_kv_type_name(kt[ti].k), eng_kv_type_name(kt[ti].v));
+        eng_ctx_opts o = {.n_ctx = KVQ_CTX, .n_threads = 1, .type_k = kt[ti].k, .type_v = kt[ti].v};
+        if (eng_ctx_new_opts(m, &o, &ctx, &e)) {
+            CHECKF(0, "kv cache %s: %s", what, e.msg);
+            continue;
+        }
+        CHECK(eng_ctx_kv_type(ctx, 0) == kt[ti].k && eng_ctx_kv_type(ctx, 1) == kt[ti].v);
+        /* every row here is n_kv*head_dim = 32k values: k blocks of 34
+         * or 18 bytes against 64k bytes of halves */
+        size_t bpb[ENG_KV_COUNT] = {64, 34, 18};
+        uint64_t f16b = eng_model_kv_bytes(m, KVQ_CTX, 0);
+        CHECKF(eng_ctx_kv_bytes(ctx) == f16b / 2 * bpb[kt[ti].k] / 64 + f16b / 2 * bpb[kt[ti].v] / 64,
+               "kv cache %s: %zu bytes, f16 %llu", what, eng_ctx_kv_bytes(ctx), (unsigned long long)f16b);
+        CHECK(eng_model_kv_bytes_typed(m, KVQ_CTX, 0, kt[ti].k, kt[ti].v) == eng_ctx_kv_bytes(ctx));
+        int rc = 0;
+        for (int t = 0; t < KVQ_SEQ && rc == 0; t++)
+            rc = eng_ctx_eval(ctx, toks + t, 1, one + (size_t)t * N_VOCAB, 0, &e);
+        CHECKF(rc == 0, "kv cache %s: token by token: %s", what, e.msg);
+        eng_ctx_free(ctx);
+        CHECKF(memcmp(one, base, sizeof(float) * nl) != 0, "kv cache %s: the same bits as an f16 cache", what);
+        double err = vs_ref("kv cache", what, one, based, KVQ_SEQ, kt[ti].bound);
+        printf("kv cache %-40s worst relative logit error against f16 %.3g (bound %g)\n", what, err, kt[ti].bound);
+        for (int k = 0; k < SIMD_K_COUNT; k++) {
+            if (!simd_kernel_supported((enum simd_kernel)k, NULL))
+                continue;
+            CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
+            o.n_threads = 2;
+            if (eng_ctx_new_opts(m, &o, &ctx, &e) == 0) {
+                CHECK(eng_ctx_eval(ctx, toks, KVQ_SEQ, got, 1, &e) == 0);
+                CHECKF(memcmp(got, one, sizeof(float) * nl) == 0,
+                       "kv cache %s: one call on kernel set %s differs from token by token on %s", what,
+                       simd_kernel_name((enum simd_kernel)k), simd_kernel_name(k0));
+                /* back to KVQ_CUT (or where the window lets it) and on again */
+                uint32_t at = eng_ctx_truncate(ctx, KVQ_CUT);
+                CHECK(at <= KVQ_CUT);
+                CHECK(eng_ctx_eval(ctx, toks + at, KVQ_SEQ - at, got, 1, &e) == 0);
+                CHECKF(memcmp(got, one + (size_t)at * N_VOCAB, sizeof(float) * (KVQ_SEQ - at) * N_VOCAB) == 0,
+                       "kv cache %s: on %s, truncated to %u and evaluated again: not the bits of one pass", what,
+                       simd_kernel_name((enum simd_kernel)k), at);
+                eng_ctx_free(ctx);
+            }
+        }
+        simd_kernel_select(k0);
+    }
+    eng_model_close(m);
+    tm_free(&tm.ts);
+}
+
+static void test_kv_quant(void)
+{
+    int32_t toks[KVQ_SEQ];
+    rng_s = 777;
+    toks[0] = 1;
+    for (int i = 1; i < KVQ_SEQ; i++)
+        toks[i] = 3 + (int32_t)(rng_next() % (N_VOCAB - 3));
+    size_t nl = (size_t)KVQ_SEQ * N_VOCAB;
+    float *base = xmalloc(sizeof(float) * nl), *one = xmalloc(sizeof(float) * nl), *got = xmalloc(sizeof(float) * nl);
+    double *based = xmalloc(sizeof(double) * nl);
+    kvq_case("gemma3-window", 80, toks, base, one, got, based);
+    kvq_case("qwen3-per-layer-keylen", 0, toks, base, one, got, based);
+    free(base);
+    free(one);
+    free(got);
+    free(based);
+
+    /* a row that is not whole blocks: llama-per-layer's layer 1 has one
+     * kv head of 16 */
+    static tmodel tm;
+    tm_build(&tm, &cases[find_case("llama-per-layer")], SIMD_F32, 5);
+    char path[4096];
+    eng_err e = {{0}};
+    eng_model *m = NULL;
+    if (tmp_path(path, sizeof path) == 0) {
+        CHECKF(tm_write(&tm, path, NULL, &e) == 0, "kv refusal: write: %s", e.msg);
+        CHECKF(eng_model_open(path, &m, &e) == 0, "kv refusal: open: %s", e.msg);
+        unlink(path);
+    }
+    eng_ctx *ctx = NULL;
+    eng_ctx_opts o = {.n_ctx = 64, .n_threads = 1, .type_v = ENG_KV_Q8_0};
+    if (m) {
+        CHECK(eng_ctx_new_opts(m, &o, &ctx, &e) == ENG_EINVAL && !ctx);
+        CHECKF(strstr(e.msg, "V cache type q8_0") && strstr(e.msg, "layer 1's are 16"), "kv refusal: %s", e.msg);
+        CHECK(eng_model_kv_bytes_typed(m, 64, 0, ENG_KV_F16, ENG_KV_Q4_0) == 0);
+        o.type_v = ENG_KV_COUNT;
+        CHECK(eng_ctx_new_opts(m, &o, &ctx, &e) == ENG_EINVAL && !ctx);
+        CHECKF(strstr(e.msg, "f16, q8_0, q4_0"), "kv refusal: %s", e.msg);
+        o.type_v = ENG_KV_F16;
+        CHECK(eng_ctx_new_opts(m, &o, &ctx, &e) == 0);
+        eng_ctx_free(ctx);
+    }
+    CHECK(eng_kv_type_parse("q4_0") == ENG_KV_Q4_0 && eng_kv_type_parse("f16") == ENG_KV_F16);
+    CHECK(eng_kv_type_parse("q5_0") == -1 && eng_kv_type_parse(NULL) == -1);
+    eng_model_close(m);
+    tm_free(&tm.ts);
+}
+
 int main(void)
 {
     simd_init();
@@ -996,6 +1138,7 @@ int main(void)
     test_refusals();
     test_window_ring();
     test_prefill_tiles();
+    test_kv_quant();
 
     /* worst per-position error over both runs and all positions */
     printf("kernel sets: %s (all runs)", simd_kernel_name(simd_kernel_current()));
