@@ -26,6 +26,8 @@ typedef struct app_opts {
     unsigned given;         /* CFG_* bits (config.h) of the flags given, so they win over the config file */
     eng_sampler_params sp;
     const char *quantize;   /* --quantize TYPE: convert float weights on load */
+    int cache_type_k;       /* -ctk / --cache-type-k: enum eng_kv_type (0: f16) */
+    int cache_type_v;       /* -ctv / --cache-type-v */
 } app_opts;
 
 /* How a flag takes its value. */
@@ -38,6 +40,7 @@ enum app_flag_kind {
     APP_ON,     /* no value: *(int *)dst = 1 */
     APP_OFF,    /* no value: *(int *)dst = 0 */
     APP_HELP,   /* no value: print the usage to stdout, as -h does */
+    APP_KV,     /* a KV cache type name (f16, q8_0, q4_0): dst is int *, enum eng_kv_type */
 };
 
 /* One flag of a command. Tables end with a NULL name. */

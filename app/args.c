@@ -63,7 +63,7 @@ static int to_u64(const char *s, uint64_t *out)
 
 /* The flags of app_opts, with o's fields as destinations. The CFG_* marks
  * let the chat tell a flag from a config file setting. */
-#define N_COMMON 21 /* entries of common_flags' table, the end included */
+#define N_COMMON 23 /* entries of common_flags' table, the end included */
 static void common_flags(app_opts *o, app_flag *f)
 {
     const app_flag t[] = {
@@ -77,6 +77,8 @@ static void common_flags(app_opts *o, app_flag *f)
         APP_FLAG("-c", "--ctx-size", APP_INT, &o->n_ctx, .min = 0, .max = 1 << 20,
                  .why = "expected a context size (0 for the model's)", .mark = CFG_CTX),
         APP_FLAG("--kernel", NULL, APP_STR, &o->kernel, .mark = CFG_KERNEL),
+        APP_FLAG("-ctk", "--cache-type-k", APP_KV, &o->cache_type_k, .mark = CFG_CACHE_K),
+        APP_FLAG("-ctv", "--cache-type-v", APP_KV, &o->cache_type_v, .mark = CFG_CACHE_V),
         APP_FLAG("--quantize", NULL, APP_STR, &o->quantize),
         APP_FLAG("--temp", NULL, APP_FLOAT, &o->sp.temp, .mark = CFG_TEMP),
         APP_FLAG("--top-k", NULL, APP_INT, &o->sp.top_k, .min = 0, .max = INT_MAX,
@@ -150,6 +152,10 @@ static int apply(const app_cmd *cmd, const app_flag *f, int argc, char **argv, i
     case APP_STR:
         *(const char **)f->dst = v;
         return 0;
+    case APP_KV:
+        if ((*(int *)f->dst = eng_kv_type_parse(v)) >= 0)
+            return 0;
+        return app_usage_error(cmd->name, a, v, "unknown cache type (allowed: " ENG_KV_TYPE_NAMES ")");
     case APP_INT:
         if (!to_int(v, f->min, f->max, f->dst))
             return 0;

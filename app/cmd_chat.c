@@ -30,7 +30,9 @@ static const char usage[] =
     "  --no-config          ignore the config file\n"
     "  -n N                 longest reply in tokens (0: no limit)\n"
     "Model and sampler options are those of 'nibble run': -t, -c, --kernel,\n"
-    "--temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, --seed.\n"
+    "-ctk/--cache-type-k and -ctv/--cache-type-v (f16, q8_0, q4_0; the KV cache's\n"
+    "memory shows on the status row), --temp, --top-k, --top-p, --min-p,\n"
+    "--repeat-penalty, --repeat-last-n, --seed.\n"
     "\n"
     "Slash commands: /help /new /regen /stop /system /set /model /kernel\n"
     "/threads /save /rename /load /list /export /copy /quit. Conversations are\n"
@@ -84,6 +86,8 @@ static void settings_for(void *ud, const char *path, ui_model_settings *out)
     g->max_tokens = f & CFG_MAX_TOKENS ? (w->o.n_predict < 0 ? 0 : w->o.n_predict) : v.max_tokens;
     out->threads = f & CFG_THREADS ? w->o.threads : v.threads;
     out->n_ctx = f & CFG_CTX ? w->o.n_ctx : v.ctx;
+    snprintf(out->cache_k, sizeof out->cache_k, "%s", f & CFG_CACHE_K ? eng_kv_type_name(w->o.cache_type_k) : v.cache_k);
+    snprintf(out->cache_v, sizeof out->cache_v, "%s", f & CFG_CACHE_V ? eng_kv_type_name(w->o.cache_type_v) : v.cache_v);
     snprintf(out->kernel, sizeof out->kernel, "%s", f & CFG_KERNEL ? w->o.kernel : v.kernel);
     snprintf(out->tmpl, sizeof out->tmpl, "%s", w->tmpl_flag ? w->tmpl_flag : v.tmpl);
     snprintf(out->system, sizeof out->system, "%s", w->system_flag ? w->system_flag : v.system);

@@ -10,7 +10,7 @@
 #include "ppl.h"
 
 static const char usage[] =
-    "usage: nibble ppl [-m MODEL] -f TEXT [-c CTX] [--chunks N] [--kl-base BASE.gguf] [--json] [-t N]\n"
+    "usage: nibble ppl [-m MODEL] -f TEXT [-c CTX] [--chunks N] [--kl-base BASE.gguf] [-ctk T] [-ctv T] [--json] [-t N]\n"
     "\n"
     "Perplexity as llama-perplexity measures it: the text is tokenized once\n"
     "(BOS first), cut into windows of CTX tokens (default 512), each window\n"
@@ -20,6 +20,10 @@ static const char usage[] =
     "  --chunks N         use only the first N windows\n"
     "  --kl-base BASE     also measure against BASE (e.g. the F32 model): mean\n"
     "                     KL divergence, top-1 agreement and the change in ppl\n"
+    "  -ctk, --cache-type-k T, -ctv, --cache-type-v T\n"
+    "                     MODEL's K / V cache type: f16 (default), q8_0, q4_0\n"
+    "                     (BASE keeps f16: --kl-base MODEL -ctk q4_0 measures\n"
+    "                     what the quantized cache costs)\n"
     "  --json             one JSON object on stdout instead of text\n"
     "  --quantize TYPE    quantize MODEL's float weights on load (q8_0, q4_k, ...)\n"
     "  --kernel K, -t N   kernel set and threads\n"
@@ -65,6 +69,7 @@ int cmd_ppl(int argc, char **argv)
     }
     app_bar bar = {.label = "ppl", .quiet = o.quiet};
     eng_ppl_opts po = {.n_ctx = (uint32_t)o.n_ctx, .max_chunks = (uint32_t)chunks, .threads = o.threads, .base = b,
+                       .type_k = o.cache_type_k, .type_v = o.cache_type_v,
                        .progress = on_progress, .user = &bar};
     eng_ppl_result r;
     int rc = eng_ppl_run(m, text, len, &po, &r, &e);
@@ -77,9 +82,9 @@ int cmd_ppl(int argc, char **argv)
     }
     if (json) {
         printf("{\"model\": \"%s\", \"text_tokens\": %llu, \"n_ctx\": %u, \"chunks\": %u, \"scored\": %llu, "
-               "\"ppl\": %.6f, \"ppl_err\": %.6f, \"seconds\": %.3f",
+               "\"ppl\": %.6f, \"ppl_err\": %.6f, \"seconds\": %.3f, \"type_k\": \"%s\", \"type_v\": \"%s\"",
                path, (unsigned long long)r.n_text_tokens, r.n_ctx, r.n_chunks, (unsigned long long)r.n_scored, r.ppl,
-               r.ppl_err, r.seconds);
+               r.ppl_err, r.seconds, eng_kv_type_name(o.cache_type_k), eng_kv_type_name(o.cache_type_v));
         if (r.has_base)
             printf(", \"base\": \"%s\", \"base_ppl\": %.6f, \"delta_ppl\": %.6f, \"kl\": %.8f, \"kl_err\": %.8f, "
                    "\"kl_p99\": %.6f, \"kl_max\": %.6f, \"top1\": %.6f",

@@ -25,6 +25,9 @@ static const char usage[] =
     "  -f, --file FILE        read the prompt from FILE\n"
     "  -n, --n-predict N      tokens to generate (default -1: until end of text)\n"
     "  -c, --ctx-size N       context size (default: the model's, at most 4096)\n"
+    "  -ctk, --cache-type-k T K cache type: f16 (default), q8_0 (about half the\n"
+    "                         memory), q4_0 (about a quarter)\n"
+    "  -ctv, --cache-type-v T V cache type: the same\n"
     "  -t, --threads N        worker threads (default: physical cores)\n"
     "      --kernel NAME      force a kernel set (see 'nibble info --cpu')\n"
     "      --quantize TYPE    quantize float weights as they load (q8_0, q4_0, q4_k, ...)\n"
@@ -130,7 +133,9 @@ int cmd_run(int argc, char **argv)
         return 1;
     }
     eng_session *s = NULL;
-    if (eng_session_new(m, (uint32_t)o.n_ctx, o.threads, &o.sp, &s, &e)) {
+    eng_ctx_opts co = {.n_ctx = (uint32_t)o.n_ctx, .n_threads = o.threads, .type_k = o.cache_type_k,
+                       .type_v = o.cache_type_v};
+    if (eng_session_new_opts(m, &co, &o.sp, &s, &e)) {
         ui_term_printf(stderr, "nibble: %s\n", e.msg);
         eng_model_close(m);
         free(owned);

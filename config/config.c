@@ -204,6 +204,17 @@ static int set_value(parse *ps, cfg_values *v, const char *key, const char *val)
         v->set |= k ? CFG_KERNEL : CFG_TEMPLATE;
         return 1;
     }
+    if (!strcmp(key, "cache_type_k") || !strcmp(key, "cache_type_v")) {
+        int k = key[11] == 'k';
+        /* the engine's names (model.h's ENG_KV_TYPE_NAMES; config does not link the engine) */
+        if (strcmp(val, "f16") && strcmp(val, "q8_0") && strcmp(val, "q4_0")) {
+            warn(ps, "%s: '%s' is not a cache type (f16, q8_0, q4_0); f16 kept", key, val);
+            return -1;
+        }
+        memcpy(k ? v->cache_k : v->cache_v, val, strlen(val) + 1);
+        v->set |= k ? CFG_CACHE_K : CFG_CACHE_V;
+        return 1;
+    }
     if (!strcmp(key, "draft")) {
         if (!*val || strlen(val) >= sizeof v->draft) {
             warn(ps, "draft: '%.60s' is not a model file name; no draft model", val);
@@ -372,6 +383,8 @@ static void overlay(cfg_values *dst, const cfg_values *src)
     if (s & CFG_DRAFT) memcpy(dst->draft, src->draft, sizeof dst->draft);
     if (s & CFG_LOOKUP) dst->lookup = src->lookup;
     if (s & CFG_DRAFT_MAX) dst->draft_max = src->draft_max;
+    if (s & CFG_CACHE_K) memcpy(dst->cache_k, src->cache_k, sizeof dst->cache_k);
+    if (s & CFG_CACHE_V) memcpy(dst->cache_v, src->cache_v, sizeof dst->cache_v);
     dst->set |= s;
 }
 

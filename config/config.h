@@ -20,7 +20,7 @@ enum {
     CFG_REPEAT_PENALTY = 1 << 4, CFG_REPEAT_LAST_N = 1 << 5, CFG_MAX_TOKENS = 1 << 6,
     CFG_THREADS = 1 << 7, CFG_CTX = 1 << 8, CFG_KERNEL = 1 << 9, CFG_TEMPLATE = 1 << 10,
     CFG_SEED = 1 << 11, CFG_SYSTEM = 1 << 12, CFG_THINKING = 1 << 13, CFG_DRAFT = 1 << 14, CFG_LOOKUP = 1 << 15,
-    CFG_DRAFT_MAX = 1 << 16
+    CFG_DRAFT_MAX = 1 << 16, CFG_CACHE_K = 1 << 17, CFG_CACHE_V = 1 << 18
 };
 
 typedef struct cfg_values {
@@ -38,6 +38,9 @@ typedef struct cfg_values {
      * length (0 off); tokens drafted per check (0: the engine's default) */
     char draft[1024];
     int lookup, draft_max;
+    /* the K and V cache types (cache_type_k / cache_type_v): "f16", "q8_0"
+     * or "q4_0"; "" when not set (f16) */
+    char cache_k[8], cache_v[8];
 } cfg_values;
 
 typedef struct cfg_model {

@@ -12,6 +12,7 @@
 #include "catalog.h"
 #include "files.h"
 #include "port.h"
+#include "sys.h"
 #include "think.h"
 #include "utf8.h"
 
@@ -764,8 +765,14 @@ static void on_loaded(ui_chat *ch, const eng_state *st)
             ui_chat_set_gen(ch, &ch->load_set.gen);
         }
         ch->stats.ctx_size = st->ctx_size;
-        ui_chat_notice(ch, "loaded %s: %s (%s, %s, %s template, context %u)", eng_path_base(st->model_path),
-                       st->model_name, st->arch, st->weight_type, st->tmpl, st->ctx_size);
+        char kv[64] = "";
+        if (strcmp(st->cache_k, "f16") || strcmp(st->cache_v, "f16")) {
+            char b[32];
+            eng_format_bytes((double)st->kv_bytes, b, sizeof b);
+            snprintf(kv, sizeof kv, ", KV cache %s/%s %s", st->cache_k, st->cache_v, b);
+        }
+        ui_chat_notice(ch, "loaded %s: %s (%s, %s, %s template, context %u%s)", eng_path_base(st->model_path),
+                       st->model_name, st->arch, st->weight_type, st->tmpl, st->ctx_size, kv);
         /* its configured speculation: the LOAD turned any other off */
         const ui_model_settings *sp = &ch->spec_set;
         int mine = !strcmp(st->model_path, ch->loading_path);
@@ -1210,6 +1217,8 @@ void ui_chat_load_model(ui_chat *ch, const char *path)
     }
     eng_cmd c = {.type = ENG_CMD_LOAD, .n = s.n_ctx, .n2 = s.threads};
     snprintf(c.name, sizeof c.name, "%s", s.tmpl);
+    snprintf(c.kv_type[0], sizeof c.kv_type[0], "%s", s.cache_k);
+    snprintf(c.kv_type[1], sizeof c.kv_type[1], "%s", s.cache_v);
     c.text = malloc(strlen(path) + 1);
     if (!c.text)
         return;

@@ -19,6 +19,7 @@ typedef struct ui_model_settings {
     eng_gen_params gen;
     int threads;        /* 0: physical cores */
     int n_ctx;          /* 0: model default */
+    char cache_k[8], cache_v[8]; /* K and V cache types ("f16", "q8_0", "q4_0"; "": f16) */
     char kernel[24];    /* "": leave as is */
     char tmpl[16];      /* "auto", "none", "chatml", ... */
     char system[2048];  /* "": none */

@@ -186,9 +186,15 @@ static void memory(tui *t, const hdr *h, int y, int x, int cols)
 {
     (void)h;
     ui_chat *ch = t->ch;
-    char mem[32], buf[96];
+    char mem[32], kv[32], buf[128];
     eng_format_bytes((double)eng_rss_bytes(), mem, sizeof mem);
-    snprintf(buf, sizeof buf, "Mem %s   %s", mem, ch->busy ? "replying..." : ch->loading ? "loading..." : "ready");
+    eng_format_bytes((double)ch->st.kv_bytes, kv, sizeof kv);
+    /* the cache's share of it, and its types (the context gauge's memory) */
+    const char *state = ch->busy ? "replying..." : ch->loading ? "loading..." : "ready";
+    if (ch->st.cache_k[0])
+        snprintf(buf, sizeof buf, "Mem %s (KV %s %s/%s)   %s", mem, kv, ch->st.cache_k, ch->st.cache_v, state);
+    else
+        snprintf(buf, sizeof buf, "Mem %s   %s", mem, state);
     tui_putz(y, x, cols, buf);
 }
 

@@ -193,6 +193,10 @@ static void fill_state(run *r)
     snprintf(st->kernel, sizeof st->kernel, "%s", simd_kernel_name(simd_kernel_current()));
     st->threads = r->s ? eng_ctx_threads(eng_session_ctx(r->s)) : 0;
     st->ctx_size = r->s ? eng_session_ctx_size(r->s) : 0;
+    for (int w = 0; w < 2; w++)
+        snprintf(w ? st->cache_v : st->cache_k, sizeof st->cache_k, "%s",
+                 eng_kv_type_name(r->s ? eng_ctx_kv_type(eng_session_ctx(r->s), w) : ENG_KV_F16));
+    st->kv_bytes = r->s ? eng_ctx_kv_bytes(eng_session_ctx(r->s)) : 0;
     st->gen = r->gen;
     st->has_system = r->system && *r->system;
     snprintf(st->tmpl, sizeof st->tmpl, "%s", r->jinja ? "jinja" : eng_tmpl_name(r->tmpl));
@@ -1102,9 +1106,19 @@ static void do_load(run *r, eng_cmd *c)
     eng_session *s = NULL;
     load_prog lp = {r, now_ms(), now_ms()};
     eng_model_opts mo = {.progress = on_load_progress, .progress_user = &lp};
-    int rc = eng_model_open_opts(path, &mo, &m, &e);
+    eng_ctx_opts co = {.n_ctx = (uint32_t)(c->n > 0 ? c->n : 0), .n_threads = c->n2};
+    int rc = 0;
+    for (int w = 0; w < 2 && !rc; w++) {
+        int t = c->kv_type[w][0] ? eng_kv_type_parse(c->kv_type[w]) : ENG_KV_F16;
+        if (t < 0)
+            rc = eng_errf(&e, ENG_EINVAL, "unknown %s cache type '%.7s' (allowed: %s)", w ? "V" : "K", c->kv_type[w],
+                          ENG_KV_TYPE_NAMES);
+        *(w ? &co.type_v : &co.type_k) = t;
+    }
     if (!rc)
-        rc = eng_session_new(m, (uint32_t)(c->n > 0 ? c->n : 0), c->n2, &r->gen.sp, &s, &e);
+        rc = eng_model_open_opts(path, &mo, &m, &e);
+    if (!rc)
+        rc = eng_session_new_opts(m, &co, &r->gen.sp, &s, &e);
     if (rc) {
         /* the old model (if any) stays */
         eng_model_close(m);

@@ -19,6 +19,13 @@ struct eng_session {
 int eng_session_new(eng_model *m, uint32_t n_ctx, int n_threads, const eng_sampler_params *sp, eng_session **out,
                     eng_err *e)
 {
+    eng_ctx_opts o = {.n_ctx = n_ctx, .n_threads = n_threads};
+    return eng_session_new_opts(m, &o, sp, out, e);
+}
+
+int eng_session_new_opts(eng_model *m, const eng_ctx_opts *o, const eng_sampler_params *sp, eng_session **out,
+                         eng_err *e)
+{
     *out = NULL;
     const char *bad = eng_sampler_check(sp);
     if (bad)
@@ -27,7 +34,7 @@ int eng_session_new(eng_model *m, uint32_t n_ctx, int n_threads, const eng_sampl
     if (!s)
         return eng_errf(e, ENG_ENOMEM, "out of memory");
     s->m = m;
-    int r = eng_ctx_new(m, n_ctx, n_threads, &s->ctx, e);
+    int r = eng_ctx_new_opts(m, o, &s->ctx, e);
     if (r) {
         free(s);
         return r;

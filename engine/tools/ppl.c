@@ -89,7 +89,8 @@ int eng_ppl_run(eng_model *m, const char *text, size_t len, const eng_ppl_opts *
         rc = eng_errf(e, ENG_ENOMEM, "out of memory for the logits of %u positions", n_ctx);
         goto done;
     }
-    if ((rc = eng_ctx_new(m, n_ctx, o->threads, &c, e)) || (o->base && (rc = eng_ctx_new(o->base, n_ctx, o->threads, &cb, e))))
+    eng_ctx_opts co = {.n_ctx = n_ctx, .n_threads = o->threads, .type_k = o->type_k, .type_v = o->type_v};
+    if ((rc = eng_ctx_new_opts(m, &co, &c, e)) || (o->base && (rc = eng_ctx_new(o->base, n_ctx, o->threads, &cb, e))))
         goto done;
     int32_t bos = eng_tok_bos(tok);
     double nll = 0, nll2 = 0, bnll = 0, bnll2 = 0, kl = 0, kl2 = 0;

@@ -17,7 +17,8 @@
 
 enum eng_cmd_type {
     ENG_CMD_LOAD = 1,    /* text: model path; n: n_ctx (0 default); n2: threads (0 default);
-                            name: template ("" or "auto": from the file) */
+                            name: template ("" or "auto": from the file); kv_type: the K and
+                            V cache types ("f16", "q8_0", "q4_0"; "": f16) */
     ENG_CMD_SUBMIT,      /* text: the user's message; a reply follows */
     ENG_CMD_STOP,        /* end the reply in progress, keeping what was written */
     ENG_CMD_RESET,       /* forget the conversation (the system prompt stays) */
@@ -54,6 +55,7 @@ typedef struct eng_cmd {
     enum eng_cmd_type type;
     char *text;        /* heap, owned by the message (NULL if unused) */
     char name[32];     /* kernel or template name */
+    char kv_type[2][8];/* LOAD: K and V cache type names */
     int n, n2;
     eng_gen_params gen;
 } eng_cmd;
@@ -135,6 +137,8 @@ typedef struct eng_state {
     char kernel[24];
     int threads;
     uint32_t ctx_size;
+    char cache_k[8], cache_v[8]; /* the K and V cache types ("f16", "q8_0", "q4_0") */
+    uint64_t kv_bytes;    /* the context's K and V caches (allocated) */
     eng_gen_params gen;
     int has_system;
     char draft[1024];     /* speculative decoding: the draft model's path ("": none) */

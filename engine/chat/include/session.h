@@ -20,6 +20,11 @@ typedef struct eng_session eng_session;
  * borrowed and must outlive the session. */
 int eng_session_new(eng_model *m, uint32_t n_ctx, int n_threads, const eng_sampler_params *sp, eng_session **out,
                     eng_err *e);
+/* eng_session_new with the context's options (model.h: eng_ctx_opts,
+ * the cache types among them). */
+typedef struct eng_ctx_opts eng_ctx_opts;
+int eng_session_new_opts(eng_model *m, const eng_ctx_opts *o, const eng_sampler_params *sp, eng_session **out,
+                         eng_err *e);
 void eng_session_free(eng_session *s);
 
 /* Run tokens through the model (prefill), keeping them in the history.

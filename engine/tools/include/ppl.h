@@ -17,6 +17,7 @@ typedef struct eng_ppl_opts {
     uint32_t n_ctx;       /* window; 0: 512, capped at the model's training context */
     uint32_t max_chunks;  /* 0: every whole window in the text */
     int threads;          /* 0: physical cores */
+    int type_k, type_v;   /* the model's K and V cache types (enum eng_kv_type; 0: f16); the base's stay f16 */
     eng_model *base;      /* optional: the reference model for KL (same vocabulary), borrowed */
     /* called after each window with windows done / total (optional) */
     void (*progress)(void *user, uint32_t done, uint32_t total, double ppl_so_far);
