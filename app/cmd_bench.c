@@ -12,7 +12,8 @@
 #include "spec.h"
 
 static const char usage[] =
-    "usage: nibble bench [-m MODEL] [-p N] [-n N] [-d N] [-t LIST] [-r N] [--kernel all|LIST] [--json] [--no-load] [--no-pack] [--peak]\n"
+    "usage: nibble bench [-m MODEL] [-p N] [-n N] [-d N] [-t LIST] [-ctk LIST] [-ctv LIST] [-r N] [--kernel all|LIST]\n"
+    "                    [--json] [--no-load] [--no-pack] [--peak]\n"
     "       nibble bench --membw [-t LIST]\n"
     "\n"
     "  -p N             prompt tokens for the prefill test, 0 to skip (default 128)\n"
@@ -20,6 +21,10 @@ static const char usage[] =
     "  -d N             context depth: run both tests after N tokens already in the\n"
     "                   context (prefilled once, not timed), as llama-bench -d (default 0)\n"
     "  -t LIST          thread counts, e.g. 1,2 (default: physical cores)\n"
+    "  -ctk LIST, -ctv LIST\n"
+    "                   K and V cache types, e.g. f16,q8_0,q4_0 (default f16): every\n"
+    "                   pair is measured, as llama-bench -ctk/-ctv; the table's test\n"
+    "                   cell names the pair, and JSON has type_k, type_v always\n"
     "  -r N             repetitions after one warm-up (default 3)\n"
     "  --kernel LIST    kernel sets, e.g. scalar,avx2, or all usable ones (default: the best)\n"
     "  --json           one JSON object per result line instead of a table\n"
@@ -39,7 +44,9 @@ static const char usage[] =
     "                   sentences written six times, a prompt the continuation repeats)\n"
     "\n"
     "Decode is bounded by memory bandwidth: each token reads every weight once.\n"
-    "The roofline column is bandwidth / bytes per token; 'of roof' the fraction reached.\n"
+    "The roofline column is bandwidth / bytes per token: the weights, and the K and V\n"
+    "rows a step halfway through the test reads (depth + n/2 positions, in the cache's\n"
+    "types); 'of roof' the fraction reached.\n"
     "Prefill is bounded by arithmetic instead: with --peak its roofline is the rate\n"
     "of the set's int8 multiply-add instruction issued back to back (for a float\n"
     "model, its own kernel's rate on weights in cache) over the multiply-adds of one\n"
@@ -59,6 +66,20 @@ static const char usage[] =
 static const char spec_text[] = SPEC_LINE SPEC_LINE SPEC_LINE SPEC_LINE SPEC_LINE SPEC_LINE;
 
 #define MAXLIST 16
+
+/* Cache type names ("f16,q8_0") into out; how many, or -1. */
+static int parse_kv_list(const char *s, int *out, int max)
+{
+    char buf[256];
+    int n = 0;
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (n == max || (out[n] = eng_kv_type_parse(tok)) < 0)
+            return -1;
+        n++;
+    }
+    return n;
+}
 
 static int parse_list(const char *s, int *out, int max)
 {
@@ -117,6 +138,7 @@ static int pick_kernels(const char *list, int ks[SIMD_K_COUNT])
 typedef struct result {
     const eng_model_info *in;
     int kernel, threads, depth, json;
+    int type_k, type_v, kvcol; /* the cache types; kvcol: the table shows them (-ctk or -ctv given) */
     double bw, roof; /* GB/s; tokens/s the bandwidth allows */
     double peak, peak_roof; /* --peak: int8 GMAC/s in cache; prompt tokens/s it allows (0: not measured) */
     eng_bench_mem mem;
@@ -136,14 +158,19 @@ static void print_result(const result *r, int test, int count, const eng_bench_s
         snprintf(name, sizeof name, "%s @ d%d", test_id, r->depth);
     else
         snprintf(name, sizeof name, "%s", test_id);
+    if (r->kvcol && !r->json) /* the K/V column, after threads */
+        snprintf(name + strlen(name), sizeof name - strlen(name), "  (KV %s/%s)", eng_kv_type_name(r->type_k),
+                 eng_kv_type_name(r->type_v));
     if (r->json)
         printf("{\"model\": \"%s\", \"file_bytes\": %llu, \"params\": %llu, \"type\": \"%s\", "
-               "\"kernel\": \"%s\", \"threads\": %d, \"test\": \"%s\", \"depth\": %d, \"tps\": %.2f, \"sd\": %.2f, "
+               "\"kernel\": \"%s\", \"threads\": %d, \"type_k\": \"%s\", \"type_v\": \"%s\", \"test\": \"%s\", "
+               "\"depth\": %d, \"tps\": %.2f, \"sd\": %.2f, "
                "\"membw_gbs\": %.2f, \"roofline_tps\": %.2f, \"rss_bytes\": %llu, \"kv_bytes\": %llu, "
-               "\"rss_budget_bytes\": %llu, \"peak_gmacs\": %.2f}\n",
+               "\"kv_read_bytes\": %llu, \"rss_budget_bytes\": %llu, \"peak_gmacs\": %.2f}\n",
                in->name, (unsigned long long)in->file_size, (unsigned long long)in->n_params, type, kname, r->threads,
-               test_id, r->depth, s->mean, s->sd, r->bw, test ? r->roof : r->peak_roof, (unsigned long long)r->mem.rss,
-               (unsigned long long)r->mem.kv_bytes, (unsigned long long)r->mem.budget, r->peak);
+               eng_kv_type_name(r->type_k), eng_kv_type_name(r->type_v), test_id, r->depth, s->mean, s->sd, r->bw,
+               test ? r->roof : r->peak_roof, (unsigned long long)r->mem.rss, (unsigned long long)r->mem.kv_bytes,
+               (unsigned long long)r->mem.kv_read_bytes, (unsigned long long)r->mem.budget, r->peak);
     else if (test)
         printf("| %s | %.1f MB | %.1f M | %s | %s | %d | %s | %.1f ± %.1f | %.1f | %.0f%% | %s |\n", in->name,
                in->file_size / 1e6, in->n_params / 1e6, type, kname, r->threads, name, s->mean, s->sd, r->roof,
@@ -221,6 +248,7 @@ static int bench_load(const char *path, const eng_model_opts *mo, const eng_mode
 int cmd_bench(int argc, char **argv)
 {
     const char *model = NULL, *kernels = NULL, *tlist = NULL, *draft_path = NULL, *spec_file = NULL;
+    const char *ctk = NULL, *ctv = NULL;
     int draft_max = ENG_SPEC_DEFAULT_MAX, draft_min = 0, lookup = 0;
     int n_prompt = 128, n_gen = 64, n_depth = 0, reps = 3, json = 0, membw_only = 0, load = 1, peak = 0;
     eng_model_opts mo;
@@ -231,6 +259,8 @@ int cmd_bench(int argc, char **argv)
                             APP_FLAG("-d", NULL, APP_INT, &n_depth, .min = 0, .max = 65536),
                             APP_FLAG("-r", NULL, APP_INT, &reps, .min = 1, .max = 1000000),
                             APP_FLAG("-t", NULL, APP_STR, &tlist),
+                            APP_FLAG("-ctk", "--cache-type-k", APP_STR, &ctk),
+                            APP_FLAG("-ctv", "--cache-type-v", APP_STR, &ctv),
                             APP_FLAG("--kernel", NULL, APP_STR, &kernels),
                             APP_FLAG("--json", NULL, APP_ON, &json),
                             APP_FLAG("--membw", NULL, APP_ON, &membw_only),
@@ -251,6 +281,11 @@ int cmd_bench(int argc, char **argv)
     threads[0] = eng_physical_cores();
     if (tlist && (nt = parse_list(tlist, threads, MAXLIST)) <= 0)
         return app_usage_error("bench", "-t", tlist, "expected thread counts like 1,2");
+    int tks[ENG_KV_COUNT] = {ENG_KV_F16}, tvs[ENG_KV_COUNT] = {ENG_KV_F16}, ntk = 1, ntv = 1;
+    if (ctk && (ntk = parse_kv_list(ctk, tks, ENG_KV_COUNT)) <= 0)
+        return app_usage_error("bench", "-ctk", ctk, "expected cache types like f16,q8_0 (allowed: " ENG_KV_TYPE_NAMES ")");
+    if (ctv && (ntv = parse_kv_list(ctv, tvs, ENG_KV_COUNT)) <= 0)
+        return app_usage_error("bench", "-ctv", ctv, "expected cache types like f16,q8_0 (allowed: " ENG_KV_TYPE_NAMES ")");
     simd_init();
     /* the kernel sets to measure, checked before the bandwidth run */
     int ks[SIMD_K_COUNT], nk = pick_kernels(kernels, ks);
@@ -297,7 +332,7 @@ int cmd_bench(int argc, char **argv)
              lookup ? (dm ? " + lookup" : "lookup") : "");
     if (lookup)
         snprintf(drafter + strlen(drafter), sizeof drafter - strlen(drafter), " %d", lookup);
-    result r = {.in = eng_model_get_info(m), .depth = n_depth, .json = json};
+    result r = {.in = eng_model_get_info(m), .depth = n_depth, .json = json, .kvcol = ctk || ctv};
     uint64_t bpt = eng_bench_bytes_per_token(m);
     int status = load ? bench_load(path, &mo, r.in, threads[0], reps, json) : 0;
     if (!json && !status)
@@ -313,21 +348,27 @@ int cmd_bench(int argc, char **argv)
             eng_model_kernel_changed(dm);
             eng_model_pack_wait(dm);
         }
-        for (int ti = 0; ti < nt && !status; ti++) {
+        for (int ti = 0; ti < nt * ntk * ntv && !status; ti++) {
             eng_bench_stat pp, tg;
-            if (eng_bench_run(m, threads[ti], n_depth, n_prompt, n_gen, reps, &pp, &tg, &r.mem, &e)) {
+            r.type_k = tks[ti / ntv % ntk];
+            r.type_v = tvs[ti % ntv];
+            if (eng_bench_run_kv(m, threads[ti / (ntk * ntv)], r.type_k, r.type_v, n_depth, n_prompt, n_gen, reps, &pp,
+                                 &tg, &r.mem, &e)) {
                 fprintf(stderr, "nibble bench: %s\n", e.msg);
                 status = 1;
                 break;
             }
+            /* rows per (threads, K type, V type); the peak once per thread count */
+            int first = ti % (ntk * ntv) == 0;
             r.kernel = ks[ki];
-            r.threads = threads[ti];
-            r.bw = bw[ti];
-            r.roof = bw[ti] * 1e9 / (double)bpt;
-            r.peak = r.peak_roof = 0;
-            if (peak && (r.peak = eng_bench_int8_peak(threads[ti])) > 0) {
+            r.threads = threads[ti / (ntk * ntv)];
+            r.bw = bw[ti / (ntk * ntv)];
+            r.roof = r.bw * 1e9 / (double)(bpt + r.mem.kv_read_bytes);
+            if (first)
+                r.peak = r.peak_roof = 0;
+            if (peak && first && (r.peak = eng_bench_int8_peak(r.threads)) > 0) {
                 uint64_t macs = eng_bench_macs_per_prompt_token(m);
-                double q8 = eng_bench_peak(SIMD_Q8_0, threads[ti]), own = eng_bench_peak(r.in->main_type, threads[ti]);
+                double q8 = eng_bench_peak(SIMD_Q8_0, r.threads), own = eng_bench_peak(r.in->main_type, r.threads);
                 /* a float model's products are float ones: its own kernel's rate is its ceiling */
                 const simd_traits *mt = simd_type_traits(r.in->main_type);
                 double ceiling = mt && mt->act == SIMD_ACT_F32 && own > 0 ? own : r.peak;
@@ -336,12 +377,12 @@ int cmd_bench(int argc, char **argv)
                     printf("{\"model\": \"%s\", \"kernel\": \"%s\", \"threads\": %d, \"test\": \"peak\", "
                            "\"peak_gmacs\": %.2f, \"q8_0_gmacs\": %.2f, \"type\": \"%s\", \"type_gmacs\": %.2f, "
                            "\"macs_per_token\": %llu, \"roofline_tps\": %.2f}\n",
-                           r.in->name, simd_kernel_name((enum simd_kernel)ks[ki]), threads[ti], r.peak, q8,
+                           r.in->name, simd_kernel_name((enum simd_kernel)ks[ki]), r.threads, r.peak, q8,
                            simd_type_name(r.in->main_type), own, (unsigned long long)macs, r.peak_roof);
                 else
                     fprintf(stderr, "int8 peak, %s, %d thread%s: %.1f G multiply-adds/s; in-cache kernels: q8_0 %.1f, "
                             "%s %.1f; %.1f M per prompt token: %.1f prompt tokens/s at most\n",
-                            simd_kernel_name((enum simd_kernel)ks[ki]), threads[ti], threads[ti] > 1 ? "s" : "", r.peak,
+                            simd_kernel_name((enum simd_kernel)ks[ki]), r.threads, r.threads > 1 ? "s" : "", r.peak,
                             q8, simd_type_name(r.in->main_type), own, macs / 1e6, r.peak_roof);
             }
             if (dm) /* the draft model is resident too */
@@ -362,7 +403,7 @@ int cmd_bench(int argc, char **argv)
             if (n_gen && spec_on) {
                 eng_bench_spec_opts so = {.prompt = spec_prompt, .draft = dm, .draft_max = (uint32_t)draft_max,
                                           .draft_min = (uint32_t)draft_min, .lookup = (uint32_t)lookup,
-                                          .n_gen = n_gen, .reps = reps, .n_threads = threads[ti]};
+                                          .n_gen = n_gen, .reps = reps, .n_threads = r.threads};
                 eng_bench_spec_result sr;
                 if (eng_bench_spec(m, &so, &sr, &e)) {
                     fprintf(stderr, "nibble bench: speculative decoding: %s\n", e.msg);

@@ -4,12 +4,15 @@
 #include <string.h>
 
 #include "app.h"
+#include "config.h" /* CFG_CACHE_K/V: which flags were given */
 #include "gguf.h"
 #include "model.h"
 #include "simd.h"
 
 static const char usage[] =
-    "usage: nibble info MODEL     metadata, tensors, types, sizes, parameter count\n"
+    "usage: nibble info MODEL     metadata, tensors, types, sizes, parameter count,\n"
+    "                             the KV cache's memory per cache type (-c N for a\n"
+    "                             context of N; -ctk/-ctv T for one pair of types)\n"
     "       nibble info --cpu     CPU features and the kernel sets this CPU runs\n";
 
 static void print_cpu(void)
@@ -115,6 +118,22 @@ int cmd_info(int argc, char **argv)
         printf("experts: %u a layer, %u a token, ffn %u each; active parameters %llu (%.2f M) of %llu\n",
                in->n_expert, in->n_expert_used, in->expert_ffn, (unsigned long long)in->n_active_params,
                in->n_active_params / 1e6, (unsigned long long)in->n_params);
+    /* the K and V caches of a context (-c; the default as a context makes
+     * it): each type for both, then the pair -ctk/-ctv chose */
+    uint32_t nctx = o.n_ctx ? (uint32_t)o.n_ctx : in->ctx_train < 4096 ? in->ctx_train : 4096;
+    printf("KV cache, context %u:", nctx);
+    for (int t = 0; t < ENG_KV_COUNT; t++) {
+        uint64_t b = eng_model_kv_bytes_typed(m, nctx, 0, t, t);
+        if (b)
+            printf("%s %s %.2f MB", t ? "," : "", eng_kv_type_name(t), b / 1048576.0);
+        else
+            printf("%s %s n/a (a layer's rows are not whole blocks of 32)", t ? "," : "", eng_kv_type_name(t));
+    }
+    printf("\n");
+    if (o.given & (CFG_CACHE_K | CFG_CACHE_V))
+        printf("KV cache, context %u, K %s, V %s: %.2f MB\n", nctx, eng_kv_type_name(o.cache_type_k),
+               eng_kv_type_name(o.cache_type_v),
+               eng_model_kv_bytes_typed(m, nctx, 0, o.cache_type_k, o.cache_type_v) / 1048576.0);
     uint64_t bpt = eng_model_bytes_per_token(m);
     printf("bytes read per token: %llu (%.1f MB)%s\n", (unsigned long long)bpt, bpt / 1e6,
            in->n_expert ? ", the experts a token runs only" : "");

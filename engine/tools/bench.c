@@ -228,11 +228,18 @@ static int back_to(eng_ctx *c, const int32_t *ids, uint32_t depth, eng_err *e)
 int eng_bench_run(eng_model *m, int n_threads, int n_depth, int n_prompt, int n_gen, int reps, eng_bench_stat *pp,
                   eng_bench_stat *tg, eng_bench_mem *mem, eng_err *e)
 {
+    return eng_bench_run_kv(m, n_threads, ENG_KV_F16, ENG_KV_F16, n_depth, n_prompt, n_gen, reps, pp, tg, mem, e);
+}
+
+int eng_bench_run_kv(eng_model *m, int n_threads, int type_k, int type_v, int n_depth, int n_prompt, int n_gen,
+                     int reps, eng_bench_stat *pp, eng_bench_stat *tg, eng_bench_mem *mem, eng_err *e)
+{
     const eng_model_info *in = eng_model_get_info(m);
     uint32_t depth = n_depth > 0 ? (uint32_t)n_depth : 0;
     uint32_t need = depth + (uint32_t)(n_prompt > n_gen + 1 ? n_prompt : n_gen + 1);
     eng_ctx *c;
-    int r = eng_ctx_new(m, need, n_threads, &c, e);
+    eng_ctx_opts co = {.n_ctx = need, .n_threads = n_threads, .type_k = type_k, .type_v = type_v};
+    int r = eng_ctx_new_opts(m, &co, &c, e);
     if (r)
         return r;
     int32_t *ids = malloc(need * sizeof *ids);
@@ -255,7 +262,9 @@ int eng_bench_run(eng_model *m, int n_threads, int n_depth, int n_prompt, int n_
     if (mem) {
         memset(mem, 0, sizeof *mem);
         mem->kv_bytes = eng_ctx_kv_bytes(c);
-        mem->kv_full_bytes = eng_model_kv_bytes(m, need, 1);
+        mem->kv_full_bytes = eng_model_kv_bytes_typed(m, need, 1, type_k, type_v);
+        mem->kv_read_bytes = eng_model_kv_bytes_typed(m, depth + (uint32_t)(n_gen > 0 ? n_gen : 0) / 2 + 1, 0, type_k,
+                                                      type_v);
         mem->budget = in->file_size + mem->kv_bytes + ((uint64_t)64 << 20);
     }
     for (int run = 0; n_prompt > 0 && run <= reps; run++) {

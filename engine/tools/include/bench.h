@@ -46,6 +46,8 @@ typedef struct eng_bench_mem {
     uint64_t kv_bytes; /* the context's K and V caches */
     uint64_t kv_full_bytes; /* the same if every layer kept every position (more where layers have sliding windows) */
     uint64_t budget;   /* what decoding may use: file + KV cache + 64 MB */
+    uint64_t kv_read_bytes; /* the K and V bytes one decode step reads halfway through tg (depth +
+                             * n_gen/2 positions; a windowed layer at most its ring), for the roofline */
 } eng_bench_mem;
 
 /* pp: n_prompt tokens as one prefill; tg: n_gen single-token steps after
@@ -56,6 +58,9 @@ typedef struct eng_bench_mem {
  * count skips that test. mem (may be NULL) gets the memory figures. */
 int eng_bench_run(eng_model *m, int n_threads, int n_depth, int n_prompt, int n_gen, int reps, eng_bench_stat *pp,
                   eng_bench_stat *tg, eng_bench_mem *mem, eng_err *e);
+/* eng_bench_run with the K and V caches in these types (enum eng_kv_type). */
+int eng_bench_run_kv(eng_model *m, int n_threads, int type_k, int type_v, int n_depth, int n_prompt, int n_gen,
+                     int reps, eng_bench_stat *pp, eng_bench_stat *tg, eng_bench_mem *mem, eng_err *e);
 
 /* Load time, as a user waits for it: open path (map, check, build the
  * tokenizer) and make a context of the default size (open_ms), then run
