@@ -440,6 +440,64 @@ static void check_errors(void)
 /* Every subcommand parses its flags with the one parser (app/args.c):
  * an unknown flag and a flag without its value give the same one-line
  * message, naming the command, with exit status 2 and nothing on stdout. */
+/* -ctk/-ctv (issue 24): run, ppl, bench and info take the cache types;
+ * a bad name is refused naming the allowed ones; bench measures every
+ * pair and its JSON names them, with the quantized pair's KV bytes the
+ * blocks' share of f16's (34 and 18 bytes a block of 32 against 64). */
+static void check_kv_cache(void)
+{
+    const char *a1[] = {"run", "-m", model, "-n", "24", "--temp", "0", "-ctk", "q8_0", "-ctv", "q4_0", "-q", NULL};
+    result r = run(a1);
+    CHECKF(r.status == 0 && r.out_len > 20, "run -ctk q8_0 -ctv q4_0: %d %s%s", r.status, r.out, r.err);
+    done(&r);
+    const char *bad[] = {"run", "-m", model, "--cache-type-k", "q5_1", NULL};
+    expect_fail("run --cache-type-k q5_1", bad, 2,
+                "nibble run: --cache-type-k q5_1: unknown cache type (allowed: f16, q8_0, q4_0)");
+    const char *badv[] = {"chat", "-ctv", "f32", NULL};
+    expect_fail("chat -ctv f32", badv, 2, "nibble chat: -ctv f32: unknown cache type (allowed: f16, q8_0, q4_0)");
+    const char *badb[] = {"bench", "-m", model, "-ctk", "f16,q5", NULL};
+    expect_fail("bench -ctk f16,q5", badb, 2, "nibble bench: -ctk f16,q5: expected cache types like f16,q8_0");
+    const char *a2[] = {"bench", "-m", model, "-p", "8", "-n", "4", "-r", "1", "-t", "1", "--json", "--no-load",
+                        "-ctk", "f16,q8_0", "-ctv", "q4_0", NULL};
+    r = run(a2);
+    CHECKF(r.status == 0, "bench -ctk f16,q8_0 -ctv q4_0 exited %d: %s", r.status, r.err);
+    int rows = 0;
+    double kv[2] = {0, 0};
+    for (char *line = r.out; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        const char *tk = js_find(line, "type_k"), *tv = js_find(line, "type_v"), *b = js_find(line, "kv_bytes");
+        int q8 = tk && !strncmp(tk, "\"q8_0\"", 6);
+        CHECKF(tk && tv && b && (q8 || !strncmp(tk, "\"f16\"", 5)) && !strncmp(tv, "\"q4_0\"", 6),
+               "bench cache line: %s", line);
+        if (b)
+            kv[q8] = atof(b);
+        rows++;
+        line = nl ? nl + 1 : NULL;
+    }
+    CHECKF(rows == 4, "bench printed %d rows for two cache pairs:\n%s", rows, r.out);
+    /* K f16 + V q4_0 = (64 + 18) / 128 of f16's; K q8_0 + V q4_0 = (34 + 18) / 128 */
+    CHECKF(kv[0] > 0 && kv[1] > 0 && fabs(kv[1] / kv[0] - 52.0 / 82.0) < 1e-9, "kv bytes %g %g", kv[0], kv[1]);
+    done(&r);
+    const char *a3[] = {"info", model, "-ctk", "q8_0", NULL};
+    r = run(a3);
+    CHECKF(r.status == 0 && strstr(r.out, "KV cache, context 2048: f16 1.25 MB, q8_0 0.66 MB, q4_0 0.35 MB") &&
+               strstr(r.out, "KV cache, context 2048, K q8_0, V f16: 0.96 MB"),
+           "info -ctk q8_0: %s%s", r.out, r.err);
+    done(&r);
+    char tbuf[4096];
+    const char *text = tu_shared("text/wiki.test.raw", tbuf);
+    if (text) {
+        const char *a4[] = {"ppl", "-m", model, "-f", text, "-c", "128", "--chunks", "2", "-t", "1", "--json", "-q",
+                            "-ctk", "q4_0", "-ctv", "q8_0", NULL};
+        r = run(a4);
+        CHECKF(r.status == 0 && strstr(r.out, "\"type_k\": \"q4_0\", \"type_v\": \"q8_0\""), "ppl -ctk: %d %s%s",
+               r.status, r.out, r.err);
+        done(&r);
+    }
+}
+
 static void check_flag_errors(void)
 {
     static const struct {
@@ -964,6 +1022,7 @@ int main(void)
     check_export_template();
     check_errors();
     check_flag_errors();
+    check_kv_cache();
     check_imatrix();
     check_golden();
     check_bench();
