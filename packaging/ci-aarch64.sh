@@ -49,5 +49,15 @@ for k in $sets; do
     exit 1
   fi
   echo "aarch64 $k: same 32 greedy tokens as the host"
+  # a quantized KV cache (dequantized before the set's attention kernels
+  # read it): the same text as the host's scalar set with the same cache
+  kvwant=$("$host_bin" run -p "Once upon a time" -n 32 --temp 0 -t 1 -q --kernel scalar -ctk q8_0 -ctv q4_0)
+  kvgot=$("$qemu" "$b/bin/nibble" run -p "Once upon a time" -n 32 --temp 0 -t 1 -q --kernel "$k" -ctk q8_0 -ctv q4_0)
+  if [ "$kvgot" != "$kvwant" ]; then
+    echo "ci-aarch64: kernel set $k with a q8_0/q4_0 KV cache gives other text than the host:" >&2
+    printf '  host: %s\n  arm:  %s\n' "$kvwant" "$kvgot" >&2
+    exit 1
+  fi
+  echo "aarch64 $k: same 32 greedy tokens as the host with a q8_0/q4_0 KV cache"
 done
 echo "ci-aarch64: ok ($(echo $sets | wc -w) kernel sets)"
