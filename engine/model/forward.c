@@ -360,6 +360,25 @@ static void kv_deq_block(int t, const unsigned char *blk, float *y)
     }
 }
 
+/* dst[i] = simd_f32_to_f16(src[i]) in a loop the compiler vectorises:
+ * normal halves and zeros (all a dequantized block gives but for tiny
+ * or huge scales) in straight-line integer arithmetic, the same rounding
+ * as simd_f32_to_f16; any other value is done again by it. */
+static void kv_to_f16(const float *src, simd_f16 *dst, size_t n)
+{
+    uint32_t odd = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t x;
+        memcpy(&x, src + i, sizeof x);
+        uint32_t ax = x & 0x7fffffffu, r = ax + 0x0fffu + ((ax >> 13) & 1);
+        uint32_t h = ((x >> 16) & 0x8000u) | (ax ? (r - 0x38000000u) >> 13 : 0);
+        dst[i] = (simd_f16)h;
+        odd |= ax && ax - 0x38800000u >= 0x477ff000u - 0x38800000u; /* not a normal half */
+    }
+    for (size_t i = 0; odd && i < n; i++)
+        dst[i] = simd_f32_to_f16(src[i]);
+}
+
 /* Values [off, off + n) of a row r of type t as halves into dst. */
 static void kv_deq_slice(int t, const unsigned char *r, size_t off, size_t n, simd_f16 *dst)
 {
@@ -374,7 +393,7 @@ static void kv_deq_slice(int t, const unsigned char *r, size_t off, size_t n, si
         if (j1 > SIMD_QK)
             j1 = SIMD_QK;
         kv_deq_block(t, r + b * bytes, y);
-        simd_f32_to_f16_row(y + j0, dst + (i - off), j1 - j0);
+        kv_to_f16(y + j0, dst + (i - off), j1 - j0);
         i = b * SIMD_QK + j1;
     }
 }
