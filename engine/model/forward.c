@@ -1,10 +1,10 @@
 /* The forward pass of the decoder families: pre-norm blocks (RMSNorm, or
  * LayerNorm with bias for gpt2), RoPE (or learned positions for gpt2),
- * grouped-query attention over a KV cache of f16 (or q8_0/q4_0) rows, SwiGLU (or GELU for
- * gpt2, gated GELU for gemma3). Head counts and FFN sizes may differ per
- * layer. What a family adds comes in as hooks on the model (embedding
- * scale, post-norms, attention scale, sliding windows with their own
- * RoPE, logit soft-cap), not as a copy of the pass.
+ * grouped-query attention over a KV cache of f16 (or q8_0/q4_0) rows,
+ * SwiGLU (or GELU for gpt2, gated GELU for gemma3). Head counts and FFN
+ * sizes may differ per layer. What a family adds comes in as hooks on
+ * the model (embedding scale, post-norms, attention scale, sliding
+ * windows with their own RoPE, logit soft-cap), not as a copy of the pass.
  *
  * Sliding-window layers keep a ring of kv_slots positions, a multiple of
  * SIMD_ATTN_CHUNK of at least window + BATCH - 1 (a batch writes its
