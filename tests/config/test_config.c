@@ -66,6 +66,19 @@ int main(void)
     cfg_load_string(&c, "[chat]\nenable_thinking = maybe\n", "think2.ini");
     CHECK(warned(&c, "think2.ini:2: enable_thinking") && c.v.thinking == -1);
 
+    /* the KV cache's types: in [chat] and per model; a bad name warns and keeps f16 ("") */
+    cfg_defaults(&c);
+    CHECK(!c.v.cache_k[0] && !c.v.cache_v[0]);
+    cfg_load_string(&c, "[chat]\ncache_type_k = q8_0\n[model:big.gguf]\ncache_type_v = q4_0\n", "kv.ini");
+    CHECKF(c.n_warn == 0, "%s", c.warn[0]);
+    cfg_for_model(&c, "/m/big.gguf", &v);
+    CHECK(!strcmp(v.cache_k, "q8_0") && !strcmp(v.cache_v, "q4_0") && (v.set & CFG_CACHE_K) && (v.set & CFG_CACHE_V));
+    cfg_for_model(&c, "/m/small.gguf", &v);
+    CHECK(!strcmp(v.cache_k, "q8_0") && !v.cache_v[0]);
+    cfg_defaults(&c);
+    cfg_load_string(&c, "[chat]\ncache_type_v = q5_0\n", "kv2.ini");
+    CHECK(warned(&c, "kv2.ini:2: cache_type_v: 'q5_0' is not a cache type (f16, q8_0, q4_0)") && !c.v.cache_v[0]);
+
     /* speculative decoding: a draft model per target model ([model:NAME]
      * only), lookup and draft_max anywhere; bad values warn, named */
     cfg_defaults(&c);

@@ -305,6 +305,43 @@ int main(void)
     CHECKF(d.n[ENG_EV_ERROR] == 0, "%s", d.last_error);
     CHECK(d.n[ENG_EV_DONE] == 5);
     CHECK(d.st.ctx_size == 64);
+    CHECK(!strcmp(d.st.cache_k, "f16") && !strcmp(d.st.cache_v, "f16") && d.st.kv_bytes > 0);
+    {
+        /* the same with q8_0 keys and q4_0 values: the replies and the
+         * context shifts run on it, LOADED names it, and its bytes are
+         * the blocks' share of f16's (34 + 18 of 128 a 32-value row pair) */
+        got q = {0};
+        eng_cmd c = {.type = ENG_CMD_LOAD, .n = 64, .n2 = 1};
+        c.text = strdup(model);
+        snprintf(c.name, sizeof c.name, "auto");
+        snprintf(c.kv_type[0], sizeof c.kv_type[0], "q8_0");
+        snprintf(c.kv_type[1], sizeof c.kv_type[1], "q4_0");
+        CHECK(eng_engine_send(en, &c) == 0);
+        CHECK(run_until(&q, ENG_EV_LOADED, long_wait, 0, 0));
+        CHECK(!strcmp(q.st.cache_k, "q8_0") && !strcmp(q.st.cache_v, "q4_0"));
+        CHECKF(q.st.kv_bytes * 128 == d.st.kv_bytes * 52, "kv bytes %llu, f16 %llu", (unsigned long long)q.st.kv_bytes,
+               (unsigned long long)d.st.kv_bytes);
+        for (int i = 0; i < 4; i++) {
+            CHECK(eng_engine_send_simple(en, ENG_CMD_SUBMIT, " Once upon a time there was a cat.", 0) == 0);
+            CHECK(run_until(&q, ENG_EV_DONE, long_wait, 0, 0));
+        }
+        CHECKF(q.n[ENG_EV_ERROR] == 0, "%s", q.last_error);
+        CHECK(q.notices_ctx >= 1 && q.len > 0);
+        /* an unknown type: refused, naming the allowed ones */
+        eng_cmd b = {.type = ENG_CMD_LOAD, .n = 64, .n2 = 1};
+        b.text = strdup(model);
+        snprintf(b.kv_type[1], sizeof b.kv_type[1], "q5_0");
+        CHECK(eng_engine_send(en, &b) == 0);
+        got e = {0};
+        CHECK(run_until(&e, ENG_EV_ERROR, long_wait, 0, 0));
+        CHECKF(e.last_err_cmd == ENG_CMD_LOAD && e.last_err == ENG_EINVAL &&
+                   strstr(e.last_error, "unknown V cache type 'q5_0' (allowed: f16, q8_0, q4_0)"),
+               "%s", e.last_error);
+        load(model, 64, 1); /* back to f16 for what follows */
+        got f = {0};
+        CHECK(run_until(&f, ENG_EV_LOADED, long_wait, 0, 0));
+        CHECK(!strcmp(f.st.cache_k, "f16"));
+    }
     /* the stories model has no chat template: said after LOADED, so it may come with the next reply */
     CHECK(g2.notices_tmpl + a.notices_tmpl == 1 && d.notices_tmpl == 1);
 
