@@ -163,14 +163,14 @@ static void print_result(const result *r, int test, int count, const eng_bench_s
                  eng_kv_type_name(r->type_v));
     if (r->json)
         printf("{\"model\": \"%s\", \"file_bytes\": %llu, \"params\": %llu, \"type\": \"%s\", "
-               "\"kernel\": \"%s\", \"threads\": %d, \"type_k\": \"%s\", \"type_v\": \"%s\", \"test\": \"%s\", "
-               "\"depth\": %d, \"tps\": %.2f, \"sd\": %.2f, "
+               "\"kernel\": \"%s\", \"threads\": %d, \"test\": \"%s\", \"depth\": %d, \"tps\": %.2f, \"sd\": %.2f, "
                "\"membw_gbs\": %.2f, \"roofline_tps\": %.2f, \"rss_bytes\": %llu, \"kv_bytes\": %llu, "
-               "\"kv_read_bytes\": %llu, \"rss_budget_bytes\": %llu, \"peak_gmacs\": %.2f}\n",
+               "\"rss_budget_bytes\": %llu, \"peak_gmacs\": %.2f, \"type_k\": \"%s\", \"type_v\": \"%s\", "
+               "\"kv_read_bytes\": %llu}\n",
                in->name, (unsigned long long)in->file_size, (unsigned long long)in->n_params, type, kname, r->threads,
-               eng_kv_type_name(r->type_k), eng_kv_type_name(r->type_v), test_id, r->depth, s->mean, s->sd, r->bw,
-               test ? r->roof : r->peak_roof, (unsigned long long)r->mem.rss, (unsigned long long)r->mem.kv_bytes,
-               (unsigned long long)r->mem.kv_read_bytes, (unsigned long long)r->mem.budget, r->peak);
+               test_id, r->depth, s->mean, s->sd, r->bw, test ? r->roof : r->peak_roof, (unsigned long long)r->mem.rss,
+               (unsigned long long)r->mem.kv_bytes, (unsigned long long)r->mem.budget, r->peak,
+               eng_kv_type_name(r->type_k), eng_kv_type_name(r->type_v), (unsigned long long)r->mem.kv_read_bytes);
     else if (test)
         printf("| %s | %.1f MB | %.1f M | %s | %s | %d | %s | %.1f ± %.1f | %.1f | %.0f%% | %s |\n", in->name,
                in->file_size / 1e6, in->n_params / 1e6, type, kname, r->threads, name, s->mean, s->sd, r->roof,
