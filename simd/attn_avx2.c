@@ -24,7 +24,7 @@ AI void attn_scores(const simd_attn_args *a, const float *q, size_t p, int m, fl
             if (j < m)
                 acc[j] = madd(acc[j], qv, ldh(k + j * a->kvstride + d));
     }
-    __m256 sv = _mm256_mul_ps(reduce8x8(acc), set1(a->scale));
+    __m256 sv = _mm256_mul_ps(x86_reduce8x8(acc), set1(a->scale));
     if (m == 8) {
         _mm256_storeu_ps(s + p, sv);
     } else {
@@ -94,7 +94,7 @@ AI void tile_scores(const float *kf, size_t hd, float scale, const float *q, siz
             if (j < m)
                 acc[j] = madd(acc[j], qv, _mm256_loadu_ps(k + j * hd + d));
     }
-    __m256 sv = _mm256_mul_ps(reduce8x8(acc), set1(scale));
+    __m256 sv = _mm256_mul_ps(x86_reduce8x8(acc), set1(scale));
     if (m == 8) {
         _mm256_storeu_ps(s + p, sv);
     } else {

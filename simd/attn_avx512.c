@@ -6,7 +6,7 @@
  *    into kvbuf with positions 2i and 2i+1 side by side, 16 floats for
  *    each 8 columns, and a query's 8 columns are broadcast to both
  *    halves; four such vectors give eight positions, whose lanes
- *    reduce8x8 combines in simd_reduce8's order;
+ *    x86_reduce8x8 combines in simd_reduce8's order;
  *  - four heads go together, so each K vector is loaded once for them;
  *  - the V sum runs over d in vectors of 16 columns, positions in order;
  *  - the max, the exp and the sum are attn_x86.h's (eight lanes).
@@ -66,7 +66,7 @@ static inline __attribute__((always_inline)) void scores8(const float *kf, size_
             l[2 * j] = _mm512_castps512_ps256(acc[i][j]);
             l[2 * j + 1] = _mm512_extractf32x8_ps(acc[i][j], 1);
         }
-        __m256 sv = _mm256_mul_ps(reduce8x8(l), set1(scale));
+        __m256 sv = _mm256_mul_ps(x86_reduce8x8(l), set1(scale));
         if (m == 8) {
             _mm256_storeu_ps(s[i] + p, sv);
         } else {

@@ -23,6 +23,7 @@
 #define NIBBLE_KERNELS_X86_H
 
 #include "simd_internal.h"
+#include "reduce_x86.h"
 
 #include <immintrin.h>
 #include <stddef.h>
@@ -148,6 +149,100 @@ static float nb_dot_f32(size_t n, const float *a, const float *b)
 NB_FDOT(nb_dot_w_f32, SIMD_F32)
 NB_FDOT(nb_dot_w_f16, SIMD_F16)
 NB_FDOT(nb_dot_w_bf16, SIMD_BF16)
+
+/* ---- float weights, several rows and tokens at once (dot_rows) ----
+ * A batch (prefill, a speculative check) multiplies each row by many
+ * tokens. nb_frows keeps one row's vector for up to NB_MAXT tokens and
+ * adds each token's 8 lanes by simd_reduce8 through memory, which on
+ * short rows (a tiny model's 64 columns) costs as much as the products.
+ * Here a tile of NR rows by NT tokens keeps NR*NT accumulators, each
+ * row's vector and each token's vector loaded once per 8 columns, and
+ * x86_reduce8x8 adds 8 accumulators' lanes at once in simd_reduce8's
+ * tree. Each accumulator is the reference's 8 lanes for its (row, token)
+ * (lane = column mod 8, columns in order, started at +0), so the bits are
+ * nb_frows'. */
+
+/* Widest tile: with AVX-512's 32 vector registers, 2 rows by 8 tokens
+ * (16 accumulators, 8 token vectors, a row vector); with AVX2's 16, 2 by 4. */
+#ifdef __AVX512F__
+#define NB_FT_MAXT 8
+#define NB_FT_WIDE(TYPE) NB_FT_PASS(TYPE, 2, 8)
+#else
+#define NB_FT_MAXT 4
+#define NB_FT_WIDE(TYPE)
+#endif
+
+/* Rows w, w + ws (nr of them) by tokens a, a + as (nt of them), nr*nt a
+ * multiple of 8, both constants after inlining; out[t*os + r]. */
+NB_INLINE void nb_ftile(int type, size_t n, const char *w, size_t ws, const char *a, size_t as, int nr, int nt,
+                        float *out, size_t os)
+{
+    __m256 acc[16], av[NB_FT_MAXT];
+    for (int i = 0; i < nr * nt; i++)
+        acc[i] = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        for (int t = 0; t < nt; t++)
+            av[t] = _mm256_loadu_ps((const float *)(a + t * as) + i);
+        for (int r = 0; r < nr; r++) {
+            __m256 wv = nb_wload8(type, w + r * ws, i);
+            for (int t = 0; t < nt; t++)
+                acc[r * nt + t] = _mm256_add_ps(acc[r * nt + t], _mm256_mul_ps(wv, av[t]));
+        }
+    }
+    if (i < n) { /* the last n mod 8 columns, zero-padded as nb_frows pads them */
+        size_t rest = n - i;
+        for (int t = 0; t < nt; t++) {
+            float ab[8] = {0};
+            memcpy(ab, (const float *)(a + t * as) + i, rest * sizeof(float));
+            av[t] = _mm256_loadu_ps(ab);
+        }
+        for (int r = 0; r < nr; r++) {
+            unsigned char wb[32] = {0};
+            memcpy(wb, w + r * ws + i * nb_welem(type), rest * nb_welem(type));
+            __m256 wv = nb_wload8(type, wb, 0);
+            for (int t = 0; t < nt; t++)
+                acc[r * nt + t] = _mm256_add_ps(acc[r * nt + t], _mm256_mul_ps(wv, av[t]));
+        }
+    }
+    for (int g = 0; g < nr * nt; g += 8) {
+        float s[8];
+        _mm256_storeu_ps(s, x86_reduce8x8(acc + g));
+        for (int j = 0; j < 8; j++)
+            out[(size_t)((g + j) % nt) * os + (size_t)((g + j) / nt)] = s[j];
+    }
+}
+
+/* Rows r0.. of the float weights by tokens [t0, t0 + nt) in tiles of NT
+ * tokens (NR = 8 / NT or 16 / NT rows); the rows left over, one by one. */
+#define NB_FT_PASS(TYPE, NR, NT)                                                                          \
+    for (; nt - t0 >= (NT); t0 += (NT)) {                                                                 \
+        size_t r_ = 0;                                                                                    \
+        for (; r_ + (NR) <= nr; r_ += (NR))                                                               \
+            nb_ftile(TYPE, n, (const char *)w + r_ * ws, ws, (const char *)a + t0 * as, as, NR, NT,       \
+                     out + t0 * os + r_, os);                                                             \
+        for (; r_ < nr; r_++)                                                                             \
+            NB_BATCH_DRIVER(nb_frows, TYPE, n, (const char *)w + r_ * ws, (const char *)a + t0 * as, as,  \
+                            NT, out + t0 * os + r_, os);                                                  \
+    }
+
+/* dot_rows of a float type: tiles over tokens while two or more are left;
+ * a single token (decode, or a batch's last) goes row by row as before. */
+#define NB_FROWS(NAME, TYPE)                                                                              \
+    static void NAME##_rows(size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as,     \
+                            size_t nt, float *out, size_t os)                                             \
+    {                                                                                                     \
+        size_t t0 = 0;                                                                                    \
+        NB_FT_WIDE(TYPE)                                                                                  \
+        NB_FT_PASS(TYPE, 2, 4)                                                                            \
+        NB_FT_PASS(TYPE, 4, 2)                                                                            \
+        for (size_t r_ = 0; t0 < nt && r_ < nr; r_++)                                                     \
+            NAME##_batch(n, (const char *)w + r_ * ws, (const char *)a + t0 * as, as, nt - t0,            \
+                         out + t0 * os + r_, os);                                                         \
+    }
+NB_FROWS(nb_dot_w_f32, SIMD_F32)
+NB_FROWS(nb_dot_w_f16, SIMD_F16)
+NB_FROWS(nb_dot_w_bf16, SIMD_BF16)
 
 /* ---- activation quantization (q8a, q8k), byte for byte the references ---- */
 

@@ -194,9 +194,9 @@ void NB_SET_FN(simd_kernel_set *s)
 #define NB_PUTQ(T, F)            \
     NB_PUT(T, F)                 \
     s->dot_rows[T] = F##_rows;
-    NB_PUT(SIMD_F32, nb_dot_w_f32)
-    NB_PUT(SIMD_F16, nb_dot_w_f16)
-    NB_PUT(SIMD_BF16, nb_dot_w_bf16)
+    NB_PUTQ(SIMD_F32, nb_dot_w_f32)
+    NB_PUTQ(SIMD_F16, nb_dot_w_f16)
+    NB_PUTQ(SIMD_BF16, nb_dot_w_bf16)
     NB_PUTQ(SIMD_Q8_0, nb_dot_q8_0)
     NB_PUTQ(SIMD_Q4_0, nb_dot_q4_0)
     NB_PUTQ(SIMD_Q4_1, nb_dot_q4_1)

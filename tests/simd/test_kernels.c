@@ -324,16 +324,21 @@ static void check_rows(const char *name, const simd_kernel_set *ks, const simd_k
     /* 33024: past the 1024 blocks an x86 set caches scales for at once */
     static const size_t rlens[] = {32, 64, 96, 160, 256, 288, 512, 544, 576, 864, 896, 1536, 2048, 4864, 33024};
     static float want[RMAXR * RMAXT], out[RMAXR * RMAXT * 2 + 8];
+    static const size_t frlens[] = {1, 7, 12, 63, 100, 172};
     for (int ti = 0; ti < NTYPES; ti++) {
         int type = types[ti];
         const simd_traits *tr = simd_type_traits(type);
         if (!ks->dot_rows[type])
             continue;
-        for (size_t li = 0; li < sizeof rlens / sizeof rlens[0]; li++)
+        /* float rows also at lengths that are no multiple of 8 (a tiny
+         * model's 172-wide FFN; the x86 tiles pad the last columns) */
+        size_t nl = sizeof rlens / sizeof rlens[0], nf = tr->block == 1 ? sizeof frlens / sizeof frlens[0] : 0;
+        for (size_t li = 0; li < nl + nf; li++)
             for (int rep = 0; rep < 4; rep++) {
                 /* rep 3: many rows and tokens at once (x86 sets put 16
-                 * rows in the lanes from 4 tokens up: full and part tiles) */
-                size_t n = rlens[li], rb = simd_row_bytes(type, n), ab = act_bytes(type, n);
+                 * rows in the lanes from 4 tokens up: full and part tiles;
+                 * float rows 2 by 8, 2 by 4 or 4 by 2 at once) */
+                size_t n = li < nl ? rlens[li] : frlens[li - nl], rb = simd_row_bytes(type, n), ab = act_bytes(type, n);
                 size_t nr = rep == 0 || rep == 3 ? 1 + rndn(RMAXR) : 1 + rndn(5);
                 size_t nt = rep == 0 ? 1 : rep == 1 ? 1 + rndn(RMAXT) : rep == 2 ? 1 + rndn(8) : 4 + rndn(RMAXT - 3);
                 int wmode = rep == 2 ? W_RAW : W_QUANT;
