@@ -5,6 +5,7 @@
  * lquants.h. */
 #include "lquants.h"
 #include "kquants.h"
+#include "iquants.h"
 
 #include <math.h>
 #include <string.h>
@@ -375,6 +376,7 @@ void simd_set_lquants(enum simd_kernel k, simd_kernel_set *s)
     LQ_PUT(SIMD_IQ4_XS, dot_iq4_xs)
     LQ_PUT(SIMD_IQ4_NL, dot_iq4_nl)
 #undef LQ_PUT
+    simd_set_iquants_scalar(s); /* the i-quants below 4 bits (iquants.c) */
     switch (k) {
 #if defined(NIBBLE_X86_SETS)
     case SIMD_K_AVX2: simd_set_lquants_avx2(s); break;

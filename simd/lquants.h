@@ -13,6 +13,7 @@
 #define NIBBLE_SIMD_LQUANTS_H
 
 #include "simd_internal.h"
+#include "iquants.h"
 
 void simd_deq_q2_k(const void *src, float *dst, size_t n);
 void simd_deq_q3_k(const void *src, float *dst, size_t n);
@@ -48,7 +49,8 @@ static inline int simd_iq4xs_scale(const simd_block_iq4_xs *b, int j)
     return ((b->scales_l[j >> 1] >> (4 * (j & 1))) & 0x0f) | ((b->scales_h >> (2 * j)) & 3) << 4;
 }
 
-/* Put set k's dots of the four types into s: the scalar ones, then the
+/* Put set k's dots of the four types and of the i-quants below 4 bits
+ * (iquants.h) into s: the scalar ones, then the
  * set's own. Called by simd_kernel_select for every set. */
 void simd_set_lquants(enum simd_kernel k, simd_kernel_set *s);
 

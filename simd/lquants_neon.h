@@ -78,6 +78,14 @@ NBK_INLINE void nbl_prep(int type, const unsigned char *x, nbk_codes *w, nbl_sca
         }
         *d = nbk_h2f(b->d);
         *dmin = 0;
+    } else if (simd_is_iquant(type)) {
+        /* the codes (|c| <= 62) and scales (1..31) of the plain-C expansion */
+        int8_t c[SIMD_QKK], s[16];
+        simd_iq_expand(type, x, c, s, d);
+        for (int i = 0; i < 16; i++)
+            w->v[i] = vld1q_s8(c + 16 * i);
+        nbl_scales16(vld1q_s8(s), sc);
+        *dmin = 0;
     } else {
         const simd_block_iq4_xs *b = (const simd_block_iq4_xs *)x;
         const int8x16_t lut = nbl_iq4_lut();
@@ -120,9 +128,10 @@ NBK_INLINE void nbl_sums(int type, const nbk_codes *w, const nbl_scales *sc, con
 
 NBK_INLINE size_t nbl_bytes(int type)
 {
-    return type == SIMD_Q2_K ? sizeof(simd_block_q2_k)
-           : type == SIMD_Q3_K ? sizeof(simd_block_q3_k)
-                               : sizeof(simd_block_iq4_xs);
+    return type == SIMD_Q2_K        ? sizeof(simd_block_q2_k)
+           : type == SIMD_Q3_K      ? sizeof(simd_block_q3_k)
+           : type == SIMD_IQ4_XS    ? sizeof(simd_block_iq4_xs)
+                                    : simd_iq_bytes(type);
 }
 
 #include "lquants_rows.h"

@@ -1,4 +1,5 @@
-/* The row driver of the q2_k, q3_k and iq4_xs dots (against q8k), shared
+/* The row driver of the q2_k, q3_k, iq4_xs and i-quant (iquants.h) dots
+ * (against q8k), shared
  * by lquants_x86.h and lquants_neon.h, as kquants_rows.h is for the other
  * K types: the loop over super-blocks, the float accumulation and the
  * tiling of rows and tokens are the same on every set. The including
@@ -12,7 +13,8 @@
  *
  * Float work per super-block and token is the reference's (lquants.c),
  *     acc[b & 7] += (d_w * d_a) * (float)sumi [- (dmin_w * d_a) * (float)summ]
- * (the second product for q2_k only), in plain scalar C, the 8 lanes
+ * (the second product for q2_k only; an i-quant's d_w is simd_iq_expand's),
+ * in plain scalar C, the 8 lanes
  * combined by simd_reduce8. */
 #ifndef NIBBLE_LQUANTS_ROWS_H
 #define NIBBLE_LQUANTS_ROWS_H
@@ -89,6 +91,13 @@ NBK_INLINE void nbl_rows(int type, size_t n, const void *w, size_t ws, size_t nr
 NBL_KDOT(nbl_dot_q2_k, SIMD_Q2_K)
 NBL_KDOT(nbl_dot_q3_k, SIMD_Q3_K)
 NBL_KDOT(nbl_dot_iq4_xs, SIMD_IQ4_XS)
+NBL_KDOT(nbl_dot_iq2_xxs, SIMD_IQ2_XXS)
+NBL_KDOT(nbl_dot_iq2_xs, SIMD_IQ2_XS)
+NBL_KDOT(nbl_dot_iq2_s, SIMD_IQ2_S)
+NBL_KDOT(nbl_dot_iq3_xxs, SIMD_IQ3_XXS)
+NBL_KDOT(nbl_dot_iq3_s, SIMD_IQ3_S)
+NBL_KDOT(nbl_dot_iq1_s, SIMD_IQ1_S)
+NBL_KDOT(nbl_dot_iq1_m, SIMD_IQ1_M)
 #undef NBL_KDOT
 
 static void nbl_set_dots(simd_kernel_set *s)
@@ -102,6 +111,18 @@ static void nbl_set_dots(simd_kernel_set *s)
     s->dot[SIMD_IQ4_XS] = nbl_dot_iq4_xs;
     s->dot_batch[SIMD_IQ4_XS] = nbl_dot_iq4_xs_batch;
     s->dot_rows[SIMD_IQ4_XS] = nbl_dot_iq4_xs_rows;
+#define NBL_PUT(T, F)            \
+    s->dot[T] = F;               \
+    s->dot_batch[T] = F##_batch; \
+    s->dot_rows[T] = F##_rows;
+    NBL_PUT(SIMD_IQ2_XXS, nbl_dot_iq2_xxs)
+    NBL_PUT(SIMD_IQ2_XS, nbl_dot_iq2_xs)
+    NBL_PUT(SIMD_IQ2_S, nbl_dot_iq2_s)
+    NBL_PUT(SIMD_IQ3_XXS, nbl_dot_iq3_xxs)
+    NBL_PUT(SIMD_IQ3_S, nbl_dot_iq3_s)
+    NBL_PUT(SIMD_IQ1_S, nbl_dot_iq1_s)
+    NBL_PUT(SIMD_IQ1_M, nbl_dot_iq1_m)
+#undef NBL_PUT
 }
 
 #endif

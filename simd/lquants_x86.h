@@ -94,6 +94,16 @@ NBK_INLINE void nbl_prep(int type, const unsigned char *x, nbk_codes *w, nbl_sca
         }
         *d = nbk_h2f(b->d);
         *dmin = 0;
+    } else if (simd_is_iquant(type)) {
+        /* the codes (|c| <= 62) and scales (1..31) of the plain-C
+         * expansion, multiplied as signed bytes like iq4's */
+        int8_t c[SIMD_QKK], s[16];
+        simd_iq_expand(type, x, c, s, d);
+        for (int g = 0; g < 8; g++)
+            w->v[g] = nbk_load(c + 32 * g);
+        nbl_scales16(_mm_loadu_si128((const __m128i *)s), sc);
+        sc->m16 = _mm256_setzero_si256();
+        *dmin = 0;
     } else {
         const simd_block_iq4_xs *b = (const simd_block_iq4_xs *)x;
         const __m256i lut = nbl_iq4_lut();
@@ -119,11 +129,11 @@ NBK_INLINE void nbl_sums(int type, const nbk_codes *w, const nbl_scales *sc, con
     __m256i v[8];
     for (int g = 0; g < 8; g++) {
         __m256i a = nbk_load(y->qs + 32 * g);
-        v[g] = type == SIMD_IQ4_XS ? nbl_sdot(w->v[g], a) : nbk_dot(w->v[g], a);
+        v[g] = type == SIMD_IQ4_XS || simd_is_iquant(type) ? nbl_sdot(w->v[g], a) : nbk_dot(w->v[g], a);
     }
     __m256i s = _mm256_add_epi32(_mm256_mullo_epi32(nbk_fold4(v[0], v[1], v[2], v[3]), sc->sx),
                                  _mm256_mullo_epi32(nbk_fold4(v[4], v[5], v[6], v[7]), sc->sy));
-    __m256i m = type == SIMD_IQ4_XS ? _mm256_setzero_si256() : _mm256_madd_epi16(nbk_load(y->bsums), sc->m16);
+    __m256i m = type == SIMD_IQ4_XS || simd_is_iquant(type) ? _mm256_setzero_si256() : _mm256_madd_epi16(nbk_load(y->bsums), sc->m16);
     int32_t a, b;
     nbk_hsum2(s, m, &a, &b);
     *sumi = type == SIMD_Q3_K ? a - 4 * b : a;
@@ -132,9 +142,10 @@ NBK_INLINE void nbl_sums(int type, const nbk_codes *w, const nbl_scales *sc, con
 
 NBK_INLINE size_t nbl_bytes(int type)
 {
-    return type == SIMD_Q2_K ? sizeof(simd_block_q2_k)
-           : type == SIMD_Q3_K ? sizeof(simd_block_q3_k)
-                               : sizeof(simd_block_iq4_xs);
+    return type == SIMD_Q2_K        ? sizeof(simd_block_q2_k)
+           : type == SIMD_Q3_K      ? sizeof(simd_block_q3_k)
+           : type == SIMD_IQ4_XS    ? sizeof(simd_block_iq4_xs)
+                                    : simd_iq_bytes(type);
 }
 
 #include "lquants_rows.h"

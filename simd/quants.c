@@ -415,16 +415,18 @@ simd_dispatch simd_table = {.type = {
     [SIMD_Q3_K] = TRAITS_I("q3_k", 256, 110, SIMD_ACT_Q8K, simd_deq_q3_k, simd_quant_q3_k, simd_quant_q3_k_imp),
     [SIMD_IQ4_NL] = TRAITS_I("iq4_nl", 32, 18, SIMD_ACT_Q8, simd_deq_iq4_nl, simd_quant_iq4_nl, simd_quant_iq4_nl_imp),
     [SIMD_IQ4_XS] = TRAITS_I("iq4_xs", 256, 136, SIMD_ACT_Q8K, simd_deq_iq4_xs, simd_quant_iq4_xs, simd_quant_iq4_xs_imp),
+    /* the i-quants below 4 bits (iquants.c): read and run, not written;
+     * dot kernels from simd_set_lquants */
+    [SIMD_IQ2_XXS] = TRAITS("iq2_xxs", 256, 66, SIMD_ACT_Q8K, simd_deq_iq2_xxs, NULL),
+    [SIMD_IQ2_XS] = TRAITS("iq2_xs", 256, 74, SIMD_ACT_Q8K, simd_deq_iq2_xs, NULL),
+    [SIMD_IQ2_S] = TRAITS("iq2_s", 256, 82, SIMD_ACT_Q8K, simd_deq_iq2_s, NULL),
+    [SIMD_IQ3_XXS] = TRAITS("iq3_xxs", 256, 98, SIMD_ACT_Q8K, simd_deq_iq3_xxs, NULL),
+    [SIMD_IQ3_S] = TRAITS("iq3_s", 256, 110, SIMD_ACT_Q8K, simd_deq_iq3_s, NULL),
+    [SIMD_IQ1_S] = TRAITS("iq1_s", 256, 50, SIMD_ACT_Q8K, simd_deq_iq1_s, NULL),
+    [SIMD_IQ1_M] = TRAITS("iq1_m", 256, 56, SIMD_ACT_Q8K, simd_deq_iq1_m, NULL),
     /* Known to the reader (so `info` names them) but without kernels yet:
      * a model using them is refused at load with the type's name. */
     [SIMD_Q8_1] = TRAITS("q8_1", 32, 36, SIMD_ACT_NONE, NULL, NULL),
-    [SIMD_IQ2_XXS] = TRAITS("iq2_xxs", 256, 66, SIMD_ACT_NONE, NULL, NULL),
-    [SIMD_IQ2_XS] = TRAITS("iq2_xs", 256, 74, SIMD_ACT_NONE, NULL, NULL),
-    [SIMD_IQ2_S] = TRAITS("iq2_s", 256, 82, SIMD_ACT_NONE, NULL, NULL),
-    [SIMD_IQ3_XXS] = TRAITS("iq3_xxs", 256, 98, SIMD_ACT_NONE, NULL, NULL),
-    [SIMD_IQ3_S] = TRAITS("iq3_s", 256, 110, SIMD_ACT_NONE, NULL, NULL),
-    [SIMD_IQ1_S] = TRAITS("iq1_s", 256, 50, SIMD_ACT_NONE, NULL, NULL),
-    [SIMD_IQ1_M] = TRAITS("iq1_m", 256, 56, SIMD_ACT_NONE, NULL, NULL),
     [SIMD_Q4_K] = TRAITS_I("q4_k", 256, 144, SIMD_ACT_Q8K, simd_deq_q4_k, simd_quant_q4_k, simd_quant_q4_k_imp),
     [SIMD_Q5_K] = TRAITS_I("q5_k", 256, 176, SIMD_ACT_Q8K, simd_deq_q5_k, simd_quant_q5_k, simd_quant_q5_k_imp),
     [SIMD_Q6_K] = TRAITS_I("q6_k", 256, 210, SIMD_ACT_Q8K, simd_deq_q6_k, simd_quant_q6_k, simd_quant_q6_k_imp),

@@ -175,6 +175,92 @@ typedef struct {
     uint8_t qs[SIMD_QKK / 2];
 } simd_block_iq4_xs;
 
+/* ---- i-quants below 4 bits: super-blocks of 256 values (ggml's
+ * layouts; the grids are in simd/iquants_grids.c). Values come in groups
+ * of 8 whose magnitudes are one entry of a type's grid (an iq3 group: two
+ * entries of 4); a sign byte says which of the 8 are negative (bit j:
+ * value j), either stored whole or as 7 bits whose parity gives the 8th
+ * (ggml's ksigns_iq2xs). Sub-block scales ls are odd, 2s+1 from a stored
+ * s. Multi-byte fields are little-endian. ---- */
+
+/* iq2_xxs (2.06 bpw): per 32 values, 8 bytes of qs: bytes 0-3 the
+ * iq2xxs grid indices of its 4 groups, bytes 4-7 a 32-bit u with the
+ * 7-bit sign indices of group l at bits 7l and s at bits 28-31;
+ * x = d * (2s+1)/8 * grid value * sign. */
+typedef struct {
+    simd_f16 d;
+    uint16_t qs[SIMD_QKK / 8];
+} simd_block_iq2_xxs;
+
+/* iq2_xs (2.31 bpw): qs[4i + l] for group l of the 32 values i: low 9
+ * bits an iq2xs grid index, top 7 the sign index; scales[i] the s of
+ * values 0-15 (low nibble) and 16-31 (high); x = d * (2s+1)/8 * ... */
+typedef struct {
+    simd_f16 d;
+    uint16_t qs[SIMD_QKK / 8];
+    uint8_t scales[SIMD_QKK / 32];
+} simd_block_iq2_xs;
+
+/* iq2_s (2.56 bpw): group l of the 32 values i: 10-bit iq2s grid index
+ * qs[4i + l] | bits 2l, 2l+1 of qh[i] as bits 8-9; its sign byte
+ * qs[32 + 4i + l] whole; scales as iq2_xs; x = d * (2s+1)/8 * ... */
+typedef struct {
+    simd_f16 d;
+    uint8_t qs[SIMD_QKK / 4];
+    uint8_t qh[SIMD_QKK / 32];
+    uint8_t scales[SIMD_QKK / 32];
+} simd_block_iq2_s;
+
+/* iq3_xxs (3.06 bpw): 64 bytes of iq3xxs grid indices (8 per 32 values,
+ * groups of 4), then per 32 values a 32-bit u as iq2_xxs's bytes 4-7
+ * (group l of 8: indices 2l, 2l+1); x = d * (2s+1)/4 * ... */
+typedef struct {
+    simd_f16 d;
+    uint8_t qs[3 * SIMD_QKK / 8];
+} simd_block_iq3_xxs;
+
+/* iq3_s (3.44 bpw): group l of the 32 values i takes iq3s grid indices
+ * qs[8i + 2l] | bit 2l of qh[i] as bit 8 and qs[8i + 2l + 1] | bit
+ * 2l+1 of qh[i], its whole sign byte signs[4i + l]; the s of values i
+ * is nibble i%2 of scales[i/2]; x = d * (2s+1) * ... */
+typedef struct {
+    simd_f16 d;
+    uint8_t qs[SIMD_QKK / 4];
+    uint8_t qh[SIMD_QKK / 32];
+    uint8_t signs[SIMD_QKK / 8];
+    uint8_t scales[SIMD_QKK / 64];
+} simd_block_iq3_s;
+
+/* iq1_s (1.56 bpw): group l of the 32 values i: 11-bit iq1s grid index
+ * qs[4i + l] | bits 3l..3l+2 of qh[i] as bits 8-10 (grid bytes are int8
+ * -1, 0, 1, no signs); s bits 12-14 of qh[i], delta -1/8 if bit 15 is
+ * set else +1/8; x = d * (2s+1) * (grid value + delta). */
+typedef struct {
+    simd_f16 d;
+    uint8_t qs[SIMD_QKK / 8];
+    uint16_t qh[SIMD_QKK / 32];
+} simd_block_iq1_s;
+
+/* iq1_m (1.75 bpw): no d field; read as 4 uint16 sc[0..3], the f16 d is
+ * the top nibbles of sc[0..3] (sc[0]'s lowest). Group l of the 32 values
+ * i: 11-bit index qs[4i + l] | bits 0-2 (l even) or 4-6 (l odd) of
+ * qh[2i + l/2] as bits 8-10, delta -1/8 if bit 3 (l even) or 7 (l odd)
+ * is set else +1/8; 3-bit s at bits 6(i%2) (values 0-15) and 6(i%2)+3
+ * (16-31) of sc[i/2]; x = d * (2s+1) * (grid value + delta). */
+typedef struct {
+    uint8_t qs[SIMD_QKK / 8];
+    uint8_t qh[SIMD_QKK / 16];
+    uint8_t scales[SIMD_QKK / 32];
+} simd_block_iq1_m;
+
+_Static_assert(sizeof(simd_block_iq2_xxs) == 66, "iq2_xxs block");
+_Static_assert(sizeof(simd_block_iq2_xs) == 74, "iq2_xs block");
+_Static_assert(sizeof(simd_block_iq2_s) == 82, "iq2_s block");
+_Static_assert(sizeof(simd_block_iq3_xxs) == 98, "iq3_xxs block");
+_Static_assert(sizeof(simd_block_iq3_s) == 110, "iq3_s block");
+_Static_assert(sizeof(simd_block_iq1_s) == 50, "iq1_s block");
+_Static_assert(sizeof(simd_block_iq1_m) == 56, "iq1_m block");
+
 /* The 16 levels of iq4_nl and iq4_xs (ggml's kvalues_iq4nl). */
 extern const int8_t simd_iq4nl_values[16];
 

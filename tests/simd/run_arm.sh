@@ -34,6 +34,7 @@ tests=(test_kernels test_dispatch)
 [ -f "$root/tests/simd/test_attn.c" ] && tests+=(test_attn)
 [ -f "$root/tests/simd/test_pack.c" ] && tests+=(test_pack)
 [ -f "$root/tests/simd/test_lquants.c" ] && tests+=(test_lquants)
+[ -f "$root/tests/simd/test_iquants.c" ] && tests+=(test_iquants)
 mkdir -p "$build/wrap"
 cat >"$build/wrap/CMakeLists.txt.new" <<EOF
 cmake_minimum_required(VERSION 3.20)
@@ -111,6 +112,10 @@ fi
 if [ -f "$root/tests/simd/test_lquants.c" ]; then
   run max test_lquants '^neon +lquants bit-identical' '^neon-dotprod +lquants bit-identical'
   run cortex-a53 test_lquants '^neon +lquants bit-identical'
+fi
+if [ -f "$root/tests/simd/test_iquants.c" ]; then
+  run max test_iquants '^neon +iquants bit-identical' '^neon-dotprod +iquants bit-identical'
+  run cortex-a53 test_iquants '^neon +iquants bit-identical'
 fi
 
 if [ "$fail" = 0 ]; then
