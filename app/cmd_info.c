@@ -89,9 +89,19 @@ int cmd_info(int argc, char **argv)
            params / 1e6, (unsigned long long)bytes, params ? 8.0 * bytes / params : 0.0);
     printf("types:");
     for (int t = 0; t < SIMD_TYPE_COUNT; t++)
-        if (per_type[t])
+        if (per_type[t]) {
+            const simd_traits *tr = simd_type_traits(t);
             printf(" %s %.1f%%", simd_type_name(t), 100.0 * per_type[t] / params);
+            if (tr)
+                printf(" (%.4g bpw)", 8.0 * tr->bytes / tr->block);
+        }
     printf("\n");
+    uint32_t ft;
+    eng_err fe = {{0}};
+    if (eng_gguf_find(g, "general.file_type") >= 0 && eng_gguf_get_u32(g, "general.file_type", &ft, &fe) == 0) {
+        const char *fn = eng_gguf_ftype_name(ft);
+        printf("file type: %s (general.file_type %u)\n", fn ? fn : "unknown to llama.cpp", ft);
+    }
     eng_gguf_close(g);
     /* and whether this version can run it */
     eng_model *m;

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # ppl_check.sh - nibble's perplexity against llama-perplexity's on the low-bit types, both ways:
-# files written by llama-quantize (Q2_K, Q3_K_M, IQ4_XS, IQ4_NL) and files written by
-# `nibble quantize` (q2_k, q3_k_m, iq4_xs), which llama.cpp must load and decode.
+# files written by llama-quantize (Q2_K, Q3_K_M, IQ4_XS, IQ4_NL, and with an importance matrix
+# from `nibble imatrix` the i-quants IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M) and
+# files written by `nibble quantize` (q2_k, q3_k_m, iq4_xs), which llama.cpp must load and decode.
 #
 # usage: bench/ppl_check.sh [--ctest] [NIBBLE_BINARY]
+#   LLAMA_TYPES / NIBBLE_TYPES (environment): the llama-quantize / nibble types to run instead of
+#   all of them (e.g. LLAMA_TYPES="IQ3_S IQ2_XS" NIBBLE_TYPES=" ").
 #
 # The model is `nibble synth --shape tiny256` (dims 256 and 512, so every row fits the 256-value
 # blocks) in f16; the text is the first 20000 bytes of ../shared/text/wiki.test.raw, all of its
@@ -24,7 +27,7 @@ nib="${NIBBLE_BIN:-}"
 for a in "$@"; do
   case "$a" in
     --ctest) ctest=1 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "ppl_check: unknown option $a (see --help)" >&2; exit 2 ;;
     *) nib=$a ;;
   esac
@@ -73,12 +76,31 @@ compare() {
       d <= 0.001 ? "ok" : "FAIL"
     exit d <= 0.001 ? 0 : 1 }' || fail=1
 }
-for t in Q2_K Q3_K_M IQ4_XS IQ4_NL; do
-  "$quant" "$tmp/f16.gguf" "$tmp/llama.$t.gguf" $t >"$tmp/q.log" 2>&1 ||
-    { cat "$tmp/q.log"; echo "FAIL llama-quantize $t"; fail=1; continue; }
+# llama-quantize wants an importance matrix for the i-quants below 4 bits (it refuses IQ2_XXS,
+# IQ2_XS, IQ1_S and IQ1_M without one): nibble's, over the first 20 chunks of the same text
+"$nib" imatrix -m "$tmp/f16.gguf" -f "$tmp/text.txt" -o "$tmp/imatrix.gguf" -c 128 --chunks 20 -q -t 2 \
+  >/dev/null 2>"$tmp/q.log" || { cat "$tmp/q.log"; echo "FAIL nibble imatrix"; fail=1; }
+for t in ${LLAMA_TYPES-Q2_K Q3_K_M IQ4_XS IQ4_NL IQ2_XXS IQ2_XS IQ2_S IQ3_XXS IQ3_S IQ1_S IQ1_M}; do
+  case $t in
+  IQ[123]_*)
+    # llama-quantize pads its header to 32 bytes but keeps the input's general.alignment (64,
+    # nibble's): when the header ends an odd multiple of 32 bytes in, the data lands 32 bytes
+    # off and no program loads the file. The header holds the imatrix's path, so a second
+    # path 32 characters longer moves it to the other case.
+    ok=0
+    for im in imatrix.gguf "imatrix$(printf %032d 0).gguf"; do
+      cp "$tmp/imatrix.gguf" "$tmp/$im" 2>/dev/null || true
+      "$quant" --imatrix "$tmp/$im" "$tmp/f16.gguf" "$tmp/llama.$t.gguf" $t >"$tmp/q.log" 2>&1 || break
+      "$nib" info "$tmp/llama.$t.gguf" >/dev/null 2>&1 && { ok=1; break; }
+    done
+    [ $ok = 1 ] || { cat "$tmp/q.log"; echo "FAIL llama-quantize $t"; fail=1; continue; } ;;
+  *)
+    "$quant" "$tmp/f16.gguf" "$tmp/llama.$t.gguf" $t >"$tmp/q.log" 2>&1 ||
+      { cat "$tmp/q.log"; echo "FAIL llama-quantize $t"; fail=1; continue; } ;;
+  esac
   compare "$tmp/llama.$t.gguf" llama
 done
-for t in q2_k q3_k_m iq4_xs; do
+for t in ${NIBBLE_TYPES-q2_k q3_k_m iq4_xs}; do
   "$nib" quantize -q "$tmp/f16.gguf" "$tmp/nibble.$t.gguf" $t >/dev/null 2>"$tmp/q.log" ||
     { cat "$tmp/q.log"; echo "FAIL nibble quantize $t"; fail=1; continue; }
   compare "$tmp/nibble.$t.gguf" nib

@@ -103,6 +103,10 @@ const eng_gguf_tensor *eng_gguf_tensor_find(const eng_gguf *g, const char *name)
  * there is no matrix. *n_params (may be NULL) gets every tensor's
  * element count. */
 int eng_gguf_main_type(const eng_gguf *g, uint64_t *n_params);
+/* The name llama.cpp gives a general.file_type value (its LLAMA_FTYPE_*
+ * list: 0 "F32", 15 "Q4_K_M", 26 "IQ3_S" ...), or NULL for a number it
+ * does not use. */
+const char *eng_gguf_ftype_name(uint32_t ftype);
 
 /* ---- writer ----
  * Collects metadata and tensors, then writes a GGUF v3 file with
