@@ -895,6 +895,24 @@ static int write_corpus(const char *dir)
     return r ? 1 : 0;
 }
 
+/* general.file_type names, llama.cpp's numbers (include/llama.h) */
+static void test_ftype_names(void)
+{
+    static const struct { uint32_t n; const char *name; } want[] = {
+        {0, "F32"},      {2, "Q4_0"},     {7, "Q8_0"},    {10, "Q2_K"},  {12, "Q3_K_M"}, {15, "Q4_K_M"},
+        {19, "IQ2_XXS"}, {20, "IQ2_XS"},  {23, "IQ3_XXS"}, {24, "IQ1_S"}, {25, "IQ4_NL"}, {26, "IQ3_S"},
+        {27, "IQ3_M"},   {28, "IQ2_S"},   {29, "IQ2_M"},  {30, "IQ4_XS"}, {31, "IQ1_M"}, {32, "BF16"},
+        {38, "MXFP4_MOE"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const char *got = eng_gguf_ftype_name(want[i].n);
+        CHECKF(got && strcmp(got, want[i].name) == 0, "file type %u: %s, want %s", want[i].n, got ? got : "NULL",
+               want[i].name);
+    }
+    /* removed or never used numbers have no name */
+    CHECK(!eng_gguf_ftype_name(4) && !eng_gguf_ftype_name(33) && !eng_gguf_ftype_name(1000));
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--write-corpus") == 0)
@@ -909,6 +927,7 @@ int main(int argc, char **argv)
     test_empty();
     test_stories();
     test_tiny_random();
+    test_ftype_names();
     rmdir(tmpdir);
     return tu_result("test_gguf");
 }
