@@ -22,6 +22,13 @@
 #   THREADS    default "1 2"                 ROUNDS   default 2 (peer, nibble, peer, nibble)
 #   PP, TG     prompt and generated tokens, default 128 and 64
 #   REPS       repetitions inside each run (each tool reports its median), default 3
+#   DEPTHS     context depths, default "0": every test runs after that many tokens
+#              already in the context (llama-bench -d, nibble bench -d); a peer without
+#              -d (ik_llama.cpp's llama-bench) can only run depth 0. PP=0 or TG=0 skips
+#              that test, e.g. PP=512 TG=0 DEPTHS="0 2048 8192", then PP=0 TG=64 DEPTHS=4096
+#   PEER_ARGS  more arguments for llama-bench (e.g. "-fa 1", ik_llama.cpp's "-rtr 1")
+#   NIBBLE_ARGS  more arguments for nibble bench (e.g. "-ctk q8_0 -ctv q8_0", "--peak")
+#   PEER_NAME  the peer's name in the table header (default llama.cpp)
 #
 # Each cell is the mean over ROUNDS runs; the runs of the two programs alternate so that
 # both see the same background load. Prints a markdown table; ratio = nibble / llama.cpp.
@@ -43,6 +50,15 @@ rounds=${ROUNDS:-2}
 pp=${PP:-128}
 tg=${TG:-64}
 reps=${REPS:-3}
+depths=${DEPTHS:-0}
+peer_args=${PEER_ARGS:-}
+nib_args=${NIBBLE_ARGS:-}
+peer_name=${PEER_NAME:-llama.cpp}
+for d in $depths; do
+  case $d in ''|*[!0-9]*) echo "compare.sh: DEPTHS must be numbers, not '$d'" >&2; exit 2 ;; esac
+done
+case $pp$tg in *[!0-9]*) echo "compare.sh: PP and TG must be numbers" >&2; exit 2 ;; esac
+[ "$pp" -gt 0 ] || [ "$tg" -gt 0 ] || { echo "compare.sh: PP and TG are both 0: nothing to run" >&2; exit 2; }
 
 [ -x "$nib" ] || { echo "compare.sh: $nib is not an executable" >&2; exit 2; }
 lbench=${LLAMA_BENCH:-}
@@ -52,6 +68,9 @@ if [ -n "$lbench" ]; then
 else
   [ -f "$peer" ] || { echo "compare.sh: no $peer (the peer benchmark)" >&2; exit 2; }
   command -v node >/dev/null || { echo "compare.sh: node is not installed" >&2; exit 2; }
+fi
+if [ -z "$lbench" ] && [ "$depths" != 0 ]; then
+  echo "compare.sh: DEPTHS needs LLAMA_BENCH (the node peer has no depth)" >&2; exit 2
 fi
 [ -z "$lquant" ] || [ -x "$lquant" ] || { echo "compare.sh: LLAMA_QUANTIZE=$lquant is not an executable" >&2; exit 2; }
 
@@ -103,16 +122,19 @@ timer=""
 
 # one run of each program: appends "prog shape type t test tps" lines to $log
 run_peer() {
-  local f=$1 s=$2 ty=$3 t=$4 line out kb
+  local f=$1 s=$2 ty=$3 t=$4 d=$5 line out kb dl=""
+  [ "$d" = 0 ] || dl="@d$d"
   if [ -n "$lbench" ]; then
-    out=$(${timer:+$timer -f "MAXRSS_KB %M"} "$lbench" -m "$f" -t "$t" -p "$pp" -n "$tg" -r "$reps" -o jsonl 2>&1 || true)
+    # shellcheck disable=SC2086 # PEER_ARGS are words
+    out=$(${timer:+$timer -f "MAXRSS_KB %M"} "$lbench" -m "$f" -t "$t" -p "$pp" -n "$tg" ${dl:+-d "$d"} -r "$reps" \
+      $peer_args -o jsonl 2>&1 || true)
     echo "$out" | grep '^{' | sed -nE "s/.*\"n_prompt\": ([0-9]+), \"n_gen\": ([0-9]+),.*\"avg_ts\": ([0-9.]+),.*/\1 \2 \3/p" |
-      awk -v k="peer $s $ty $t" -v pp="$pp" -v tg="$tg" '
-        $1 == pp && $2 == 0 { printf "%s pp%d %s\n", k, pp, $3 }
-        $1 == 0 && $2 == tg { printf "%s tg%d %s\n", k, tg, $3 }' >>"$log"
-    echo "$out" | grep -q '"avg_ts"' || echo "compare.sh: llama-bench failed on $f t=$t" >&2
+      awk -v k="peer $s $ty $t" -v pp="$pp" -v tg="$tg" -v dl="$dl" '
+        pp > 0 && $1 == pp && $2 == 0 { printf "%s pp%d%s %s\n", k, pp, dl, $3 }
+        tg > 0 && $1 == 0 && $2 == tg { printf "%s tg%d%s %s\n", k, tg, dl, $3 }' >>"$log"
+    echo "$out" | grep -q '"avg_ts"' || echo "compare.sh: llama-bench failed on $f t=$t${dl:+ depth $d}" >&2
     kb=$(echo "$out" | sed -n 's/^MAXRSS_KB \([0-9]*\)$/\1/p' | tail -1)
-    [ -z "$kb" ] || echo "peer $s $ty $t rss $((kb / 1024))" >>"$log"
+    [ -z "$kb" ] || echo "peer $s $ty $t rss$dl $((kb / 1024))" >>"$log"
     return
   fi
   if [ -n "$timer" ]; then
@@ -127,51 +149,61 @@ run_peer() {
   [ -z "$kb" ] || echo "peer $s $ty $t rss $((kb / 1024))" >>"$log"
 }
 run_nibble() {
-  local f=$1 s=$2 ty=$3 t=$4 out
-  out=$("$nib" bench -m "$f" -t "$t" -p "$pp" -n "$tg" -r "$reps" --json --no-load 2>/dev/null || true)
-  echo "$out" | sed -nE "s/.*\"test\": \"([a-z]+[0-9]+)\", (\"depth\": [0-9]+, )?\"tps\": ([0-9.]+).*/nibble $s $ty $t \1 \3/p" >>"$log"
-  echo "$out" | grep "\"test\": \"tg" |
+  local f=$1 s=$2 ty=$3 t=$4 d=$5 out dl=""
+  [ "$d" = 0 ] || dl="@d$d"
+  # shellcheck disable=SC2086 # NIBBLE_ARGS are words
+  out=$("$nib" bench -m "$f" -t "$t" -p "$pp" -n "$tg" -d "$d" -r "$reps" $nib_args --json --no-load 2>/dev/null || true)
+  echo "$out" | grep -q '"tps"' || echo "compare.sh: nibble bench failed on $f t=$t${dl:+ depth $d}" >&2
+  echo "$out" | sed -nE "s/.*\"test\": \"([a-z]+[0-9]+)\", (\"depth\": [0-9]+, )?\"tps\": ([0-9.]+).*/nibble $s $ty $t \1$dl \3/p" >>"$log"
+  echo "$out" | tail -1 |
     sed -nE "s/.*\"rss_bytes\": ([0-9]+), \"kv_bytes\": [0-9]+, \"rss_budget_bytes\": ([0-9]+).*/\1 \2/p" |
-    awk -v k="nibble $s $ty $t" '{ printf "%s rss %d\n%s budget %d\n", k, $1 / 1048576, k, $2 / 1048576 }' >>"$log"
-  echo "$out" | grep "\"test\": \"tg" | sed -nE "s/.*\"tps\": ([0-9.]+),.*\"roofline_tps\": ([0-9.]+),.*/\1 \2/p" |
-    awk -v k="nibble $s $ty $t" '$2 > 0 { printf "%s roof %.1f\n", k, 100 * $1 / $2 }' >>"$log"
+    awk -v k="nibble $s $ty $t" -v dl="$dl" '{ printf "%s rss%s %d\n%s budget%s %d\n", k, dl, $1 / 1048576, k, dl, $2 / 1048576 }' >>"$log"
+  echo "$out" | sed -nE "s/.*\"test\": \"([a-z]+[0-9]+)\",.*\"tps\": ([0-9.]+),.*\"roofline_tps\": ([0-9.]+),.*/\1 \2 \3/p" |
+    awk -v k="nibble $s $ty $t" -v dl="$dl" '$3 > 0 { printf "%s roof:%s%s %.1f\n", k, $1, dl, 100 * $2 / $3 }' >>"$log"
 }
 
 for st in $pairs; do
   s=${st%%:*} ty=${st#*:}
   for t in $threads; do
     f="$dir/$s-$ty.gguf"
-    for r in $(seq "$rounds"); do
-      echo "compare.sh: $s $ty t=$t round $r" >&2
-      run_peer "$f" "$s" "$ty" "$t"
-      run_nibble "$f" "$s" "$ty" "$t"
+    for d in $depths; do
+      for r in $(seq "$rounds"); do
+        echo "compare.sh: $s $ty t=$t depth $d round $r" >&2
+        run_peer "$f" "$s" "$ty" "$t" "$d"
+        run_nibble "$f" "$s" "$ty" "$t" "$d"
+      done
     done
   done
 done
 
-echo "| model | type | threads | test | llama.cpp t/s | nibble t/s | nibble / llama.cpp | nibble of roof | llama.cpp peak RSS MB | nibble RSS MB (budget) |"
+echo "| model | type | threads | test | $peer_name t/s | nibble t/s | nibble / $peer_name | nibble of roof | $peer_name peak RSS MB | nibble RSS MB (budget) |"
 echo "|---|---|---:|---|---:|---:|---:|---:|---:|---:|"
-awk -v pairs="$pairs" -v threads="$threads" -v pp="pp$pp" -v tg="tg$tg" '
+awk -v pairs="$pairs" -v threads="$threads" -v pp="$pp" -v tg="$tg" -v depths="$depths" '
   { k = $2 SUBSEP $3 SUBSEP $4 SUBSEP $5; sum[$1, k] += $6; cnt[$1, k]++
-    if ($5 == "rss" || $5 == "budget") { if ($6 > mx[$1, k]) mx[$1, k] = $6 } }
+    if ($5 ~ /^(rss|budget)/) { if ($6 > mx[$1, k]) mx[$1, k] = $6 } }
   END {
-    np = split(pairs, P, " "); nh = split(threads, H, " ")
-    split(pp " " tg, X, " ")
-    for (i = 1; i <= np; i++) for (h = 1; h <= nh; h++) for (x = 1; x <= 2; x++) {
+    np = split(pairs, P, " "); nh = split(threads, H, " "); nd = split(depths, D, " ")
+    nx = 0
+    if (pp > 0) X[++nx] = "pp" pp
+    if (tg > 0) X[++nx] = "tg" tg
+    for (i = 1; i <= np; i++) for (h = 1; h <= nh; h++) for (e = 1; e <= nd; e++) for (x = 1; x <= nx; x++) {
       split(P[i], st, ":")
+      dl = D[e] == 0 ? "" : "@d" D[e]
       base = st[1] SUBSEP st[2] SUBSEP H[h]
-      k = base SUBSEP X[x]
+      k = base SUBSEP X[x] dl
       p = cnt["peer", k] ? sum["peer", k] / cnt["peer", k] : -1
       n = cnt["nibble", k] ? sum["nibble", k] / cnt["nibble", k] : -1
       ps = p < 0 ? "-" : sprintf("%.1f", p); nstr = n < 0 ? "-" : sprintf("%.1f", n)
       rs = (p > 0 && n >= 0) ? sprintf("%.2fx", n / p) : "-"
-      pr = ((("peer", base SUBSEP "rss") in mx) && x == 2) ? mx["peer", base SUBSEP "rss"] : "-"
+      last = x == nx   # the memory columns go on the last row of a depth
+      pr = ((("peer", base SUBSEP "rss" dl) in mx) && last) ? mx["peer", base SUBSEP "rss" dl] : "-"
       nr = "-"
-      if ((("nibble", base SUBSEP "rss") in mx) && x == 2) {
-        nr = mx["nibble", base SUBSEP "rss"] " (" mx["nibble", base SUBSEP "budget"] ")"
-        if (mx["nibble", base SUBSEP "rss"] > mx["nibble", base SUBSEP "budget"]) nr = nr " OVER"
+      if ((("nibble", base SUBSEP "rss" dl) in mx) && last) {
+        nr = mx["nibble", base SUBSEP "rss" dl] " (" mx["nibble", base SUBSEP "budget" dl] ")"
+        if (mx["nibble", base SUBSEP "rss" dl] > mx["nibble", base SUBSEP "budget" dl]) nr = nr " OVER"
       }
-      rf = (cnt["nibble", base SUBSEP "roof"] && x == 2) ? sprintf("%.0f%%", sum["nibble", base SUBSEP "roof"] / cnt["nibble", base SUBSEP "roof"]) : "-"
-      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", st[1], st[2], H[h], X[x], ps, nstr, rs, rf, pr, nr
+      rk = base SUBSEP "roof:" X[x] dl
+      rf = cnt["nibble", rk] ? sprintf("%.0f%%", sum["nibble", rk] / cnt["nibble", rk]) : "-"
+      printf "| %s | %s | %s | %s%s | %s | %s | %s | %s | %s | %s |\n", st[1], st[2], H[h], X[x], dl, ps, nstr, rs, rf, pr, nr
     }
   }' "$log"

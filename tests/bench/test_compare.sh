@@ -6,7 +6,8 @@
 # RSS column must carry nibble's budget, the decode rows a roofline
 # fraction. Guards the parsing of both programs' output (a new JSON field
 # once left the table empty). A second shape cut to one layer
-# (SHAPES="tiny:1") must name its rows after the cut.
+# (SHAPES="tiny:1") must name its rows after the cut. Then the llama-bench
+# path (llama_bench_stub.sh) with DEPTHS, PEER_NAME and the argument lists.
 #   test_compare.sh NIBBLE_BINARY      exit 77 without node
 set -euo pipefail
 nib=$1
@@ -41,3 +42,30 @@ echo "$table" | grep -E "^\| (stories|tiny-L1) " | awk -F'|' '
     if (nrss ~ /OVER/) { print "over budget: " $0; bad = 1 } }
   END { exit bad }'
 echo "test_compare: table complete, ratios right"
+
+# The llama-bench path at two depths, with arguments for both programs:
+# rows per depth named @dN, the stub's depth figures, the peer's name in
+# the header, --peak filling the prefill rows' roofline column, and the
+# extra arguments reaching each program.
+export STUB_LOG=$tmp/stub.log
+table=$(NIBBLE=$nib LLAMA_BENCH=$here/llama_bench_stub.sh PEER_NAME=stubllama PEER_ARGS="-fa 1" \
+  NIBBLE_ARGS="--peak -ctk q8_0 -ctv q8_0" MODEL_DIR=$tmp SHAPES=stories TYPES=q8_0 THREADS=1 DEPTHS="0 64" \
+  ROUNDS=1 REPS=1 PP=16 TG=8 bash "$here/../../bench/compare.sh" 2>"$tmp/log2") ||
+  { cat "$tmp/log2"; echo "test_compare: compare.sh with DEPTHS failed"; exit 1; }
+echo "$table"
+echo "$table" | head -1 | grep -q 'stubllama t/s' || { echo "test_compare: PEER_NAME not in the header"; exit 1; }
+echo "$table" | grep -E '^\| stories ' | awk -F'|' '
+  function num(s) { gsub(/ /, "", s); return s }
+  { test = num($5); peer = num($6); nib = num($7); roof = num($9); seen[test] = 1
+    want = test ~ /^pp/ ? 100 : 50
+    if (test ~ /@d64$/) want = want * 0.8
+    if (peer + 0 != want) { print "peer figure " peer " (want " want ") in: " $0; bad = 1 }
+    if (nib !~ /^[0-9]+\.[0-9]$/ || nib + 0 <= 0) { print "no nibble figure in: " $0; bad = 1 }
+    if (roof !~ /^[0-9]+%$/) { print "no roofline (with --peak) in: " $0; bad = 1 } }
+  END { if (!seen["pp16"] || !seen["tg8"] || !seen["pp16@d64"] || !seen["tg8@d64"]) { print "missing a depth row"; bad = 1 }
+        exit bad }'
+[ "$(grep -c -- '-fa 1' "$STUB_LOG")" = 2 ] || { echo "test_compare: PEER_ARGS did not reach llama-bench twice"; exit 1; }
+[ "$(grep -c -- '-d 64' "$STUB_LOG")" = 1 ] || { echo "test_compare: depth 64 did not reach llama-bench once"; exit 1; }
+grep -q 'type_k.*q8_0' <("$nib" bench -m "$tmp/stories-q8_0.gguf" -p 0 -n 2 -r 1 -t 1 -ctk q8_0 -ctv q8_0 --json --no-load 2>/dev/null) ||
+  { echo "test_compare: nibble bench ignores -ctk (the NIBBLE_ARGS check would mean nothing)"; exit 1; }
+echo "test_compare: depths, peer name and arguments right"
