@@ -690,6 +690,16 @@ static int p_args(parser *P, jnode *n)
     return 0;
 }
 
+/* callee(args...): the call node, NULL on an error (reported). */
+static jnode *p_call(parser *P, jnode *callee)
+{
+    jnode *call = node(P, JN_CALL);
+    if (!call)
+        return NULL;
+    call->a = callee;
+    return p_args(P, call) ? NULL : call;
+}
+
 /* name(args) after a '|' (or after {% filter) */
 static jnode *p_one_filter(parser *P, jnode *n)
 {
@@ -752,13 +762,8 @@ static jnode *p_filter_expr(parser *P, jnode *n)
             }
             n = t;
         } else if (is_op(cur(P), "(")) {
-            jnode *c = node(P, JN_CALL);
-            if (!c)
+            if (!(n = p_call(P, n)))
                 return NULL;
-            c->a = n;
-            if (p_args(P, c))
-                return NULL;
-            n = c;
         } else
             return n;
     }
@@ -870,13 +875,8 @@ static jnode *p_postfix(parser *P, jnode *n)
                 n = it;
             }
         } else if (is_op(c, "(")) {
-            jnode *call = node(P, JN_CALL);
-            if (!call)
+            if (!(n = p_call(P, n)))
                 return NULL;
-            call->a = n;
-            if (p_args(P, call))
-                return NULL;
-            n = call;
         } else
             return n;
     }

@@ -602,6 +602,19 @@ static void check_u32(const eng_gguf *g, const char *key, uint32_t want)
     CHECKF(r == 0 && v == want, "%s = %u (r %d %s), want %u", key, v, r, e.msg, want);
 }
 
+/* The llama.* hyper-parameters of a model, in the order the keys are
+ * listed (name, value) until a NULL name. */
+typedef struct u32_key {
+    const char *key;
+    uint32_t want;
+} u32_key;
+
+static void check_u32s(const eng_gguf *g, const u32_key *keys)
+{
+    for (; keys->key; keys++)
+        check_u32(g, keys->key, keys->want);
+}
+
 static void check_str(const eng_gguf *g, const char *key, const char *want)
 {
     eng_err e = {{0}};
@@ -704,21 +717,33 @@ static void copy_model(const eng_gguf *g, const char *name)
     remove(path);
 }
 
-static void test_stories(void)
+/* A model file from ../shared/models, opened, with its header checked
+ * against what SOURCES.md's copy holds; NULL (nothing checked) where
+ * ../shared is absent. */
+static eng_gguf *open_shared(const char *name, uint64_t size, uint64_t n_kv, uint64_t n_tensors)
 {
     char buf[4096];
-    const char *path = tu_shared("models/stories260K.gguf", buf);
+    const char *path = tu_shared(name, buf);
     if (!path)
-        return;
+        return NULL;
     eng_err e = {{0}};
     eng_gguf *g = NULL;
-    CHECKF(eng_gguf_open(path, &g, &e) == 0, "%s", e.msg);
+    CHECKF(eng_gguf_open(path, &g, &e) == 0, "%s: %s", name, e.msg);
+    if (!g)
+        return NULL;
+    CHECK(eng_gguf_version(g) == 3);
+    CHECKF(eng_gguf_file_size(g) == size, "%s: %llu bytes", name, (unsigned long long)eng_gguf_file_size(g));
+    CHECKF(eng_gguf_n_kv(g) == n_kv, "%s: %llu keys", name, (unsigned long long)eng_gguf_n_kv(g));
+    CHECKF(eng_gguf_n_tensors(g) == n_tensors, "%s: %llu tensors", name, (unsigned long long)eng_gguf_n_tensors(g));
+    return g;
+}
+
+static void test_stories(void)
+{
+    eng_gguf *g = open_shared("models/stories260K.gguf", 1185376, 19, 48);
     if (!g)
         return;
-    CHECK(eng_gguf_version(g) == 3);
-    CHECK(eng_gguf_file_size(g) == 1185376);
-    CHECK(eng_gguf_n_kv(g) == 19);
-    CHECK(eng_gguf_n_tensors(g) == 48);
+    eng_err e = {{0}};
     CHECK(eng_gguf_alignment(g) == ENG_GGUF_DEFAULT_ALIGN);
     uint64_t params = 0;
     for (uint64_t i = 0; i < eng_gguf_n_tensors(g); i++) {
@@ -746,13 +771,14 @@ static void test_stories(void)
         }
     }
     check_str(g, "general.name", "llama");
-    check_u32(g, "llama.context_length", 2048);
-    check_u32(g, "llama.embedding_length", 64);
-    check_u32(g, "llama.feed_forward_length", 172);
-    check_u32(g, "llama.block_count", 5);
-    check_u32(g, "llama.attention.head_count", 8);
-    check_u32(g, "llama.attention.head_count_kv", 4);
-    check_u32(g, "llama.rope.dimension_count", 8);
+    check_u32s(g, (const u32_key[]){{"llama.context_length", 2048},
+                                    {"llama.embedding_length", 64},
+                                    {"llama.feed_forward_length", 172},
+                                    {"llama.block_count", 5},
+                                    {"llama.attention.head_count", 8},
+                                    {"llama.attention.head_count_kv", 4},
+                                    {"llama.rope.dimension_count", 8},
+                                    {NULL, 0}});
     CHECK(eng_gguf_find(g, "llama.rope.freq_base") < 0);
     CHECK(eng_gguf_find(g, "tokenizer.chat_template") < 0);
     check_vocab(g, 512);
@@ -769,19 +795,9 @@ static void test_stories(void)
 
 static void test_tiny_random(void)
 {
-    char buf[4096];
-    const char *path = tu_shared("models/llama-2-tiny-random.gguf", buf);
-    if (!path)
-        return;
-    eng_err e = {{0}};
-    eng_gguf *g = NULL;
-    CHECKF(eng_gguf_open(path, &g, &e) == 0, "%s", e.msg);
+    eng_gguf *g = open_shared("models/llama-2-tiny-random.gguf", 1750560, 18, 12);
     if (!g)
         return;
-    CHECK(eng_gguf_version(g) == 3);
-    CHECK(eng_gguf_file_size(g) == 1750560);
-    CHECK(eng_gguf_n_kv(g) == 18);
-    CHECK(eng_gguf_n_tensors(g) == 12);
     int n_f16 = 0, n_f32 = 0;
     uint64_t params = 0;
     for (uint64_t i = 0; i < eng_gguf_n_tensors(g); i++) {
@@ -802,13 +818,14 @@ static void test_tiny_random(void)
     CHECK(t && t->type == SIMD_F16 && t->ne[0] == 8 && t->ne[1] == 32000);
     check_str(g, "general.name", "LLaMA v2");
     check_u32(g, "general.file_type", 1);
-    check_u32(g, "llama.context_length", 4096);
-    check_u32(g, "llama.embedding_length", 8);
-    check_u32(g, "llama.block_count", 1);
-    check_u32(g, "llama.feed_forward_length", 32);
-    check_u32(g, "llama.attention.head_count", 2);
-    check_u32(g, "llama.attention.head_count_kv", 2);
-    check_u32(g, "llama.rope.dimension_count", 4);
+    check_u32s(g, (const u32_key[]){{"llama.context_length", 4096},
+                                    {"llama.embedding_length", 8},
+                                    {"llama.block_count", 1},
+                                    {"llama.feed_forward_length", 32},
+                                    {"llama.attention.head_count", 2},
+                                    {"llama.attention.head_count_kv", 2},
+                                    {"llama.rope.dimension_count", 4},
+                                    {NULL, 0}});
     check_vocab(g, 32000);
     walk_all(g);
     copy_model(g, "tiny_copy.gguf");
