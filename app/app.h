@@ -152,9 +152,12 @@ int app_quant_method(const char *name);
  * "+imatrix" added, plain "imatrix" for rtn). */
 const char *app_quant_method_name(int m, int imatrix);
 /* The calibration side of a method. */
+/* GPTQ's default rounds of the local search after the pass (--refine) */
+#define APP_GPTQ_REFINE 4
 typedef struct app_quant_calib {
     const char *path;   /* calibration text */
     int tokens, threads, clip, quiet;
+    int refine;         /* GPTQ: rounds of the local search after the pass */
     float damp;
     const char *label_awq, *label_gptq; /* progress bar labels */
 } app_quant_calib;

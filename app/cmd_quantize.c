@@ -23,7 +23,8 @@
 
 static const char usage[] =
     "usage: nibble quantize IN.gguf OUT.gguf TYPE [--method rtn|awq|gptq|awq+gptq --calib TEXT]\n"
-    "                       [--awq TEXT] [--imatrix FILE] [--no-clip] [--damp R] [--allow-requantize] [-t N]\n"
+    "                       [--awq TEXT] [--imatrix FILE] [--no-clip] [--damp R] [--refine N]\n"
+    "                       [--allow-requantize] [-t N]\n"
     "\n"
     "Write IN's weights as TYPE into OUT (metadata kept; OUT is written to a\n"
     "temporary file and renamed, so a failed run leaves no partial OUT).\n"
@@ -59,6 +60,10 @@ static const char usage[] =
     "                        scale choice)\n"
     "  --damp R              GPTQ: add R times the mean of the Hessian's diagonal\n"
     "                        to it (default 0.01)\n"
+    "  --refine N            GPTQ: after the pass, up to N rounds (default 4; 0\n"
+    "                        off) of moving single codes to a neighbouring level\n"
+    "                        and refitting q4_0/q5_0/q8_0/iq4_nl block scales,\n"
+    "                        kept only where the output error goes down\n"
     "  --imatrix FILE        importance matrix ('nibble imatrix' or llama-imatrix,\n"
     "                        GGUF or legacy .dat): every type's scale search then\n"
     "                        minimises the importance-weighted error (with gptq,\n"
@@ -68,7 +73,7 @@ static const char usage[] =
     "                        (quantize.imatrix.*) as llama-quantize records it\n"
     "  --allow-requantize    accept an already quantized IN (errors add up); also\n"
     "                        converts MXFP4 tensors, which are otherwise kept\n"
-    "  -t N                  threads for the calibration pass\n"
+    "  -t N                  threads for the calibration pass and the GPTQ pass\n"
     "  -q                    no progress bar\n"
     "The method is recorded in OUT's nibble.quantize.method (with '+imatrix'\n"
     "when one is used) and the text's name in nibble.quantize.calibration.\n";
@@ -170,6 +175,8 @@ int app_quant_prepare(const char *in, const eng_qtarget *t, int method, const ap
         o->gptq = *gptq;
         o->gptq_params.clip = c->clip;
         o->gptq_params.damp = c->damp;
+        o->gptq_params.refine = c->refine;
+        o->gptq_params.threads = c->threads;
     }
     o->method = app_quant_method_name(method, o->imatrix != NULL);
     if (method)
@@ -180,13 +187,15 @@ int app_quant_prepare(const char *in, const eng_qtarget *t, int method, const ap
 int cmd_quantize(int argc, char **argv)
 {
     const char *pos[3] = {0}, *awq_text = NULL, *calib = NULL, *imx_path = NULL, *mname = NULL;
-    int np = 0, allow = 0, quiet = 0, threads = 0, calib_tokens = 4096, no_clip = 0;
+    int np = 0, allow = 0, quiet = 0, threads = 0, calib_tokens = 4096, no_clip = 0, refine = -1;
     float damp = 0.01f;
     const app_flag own[] = {APP_FLAG("--awq", NULL, APP_STR, &awq_text),
                             APP_FLAG("--method", NULL, APP_STR, &mname),
                             APP_FLAG("--calib", NULL, APP_STR, &calib),
                             APP_FLAG("--no-clip", NULL, APP_ON, &no_clip),
                             APP_FLAG("--damp", NULL, APP_FLOAT, &damp),
+                            APP_FLAG("--refine", NULL, APP_INT, &refine, .min = 0, .max = 100,
+                                     .why = "expected a number of rounds in 0..100"),
                             APP_FLAG("--imatrix", NULL, APP_STR, &imx_path),
                             APP_FLAG("--calib-tokens", NULL, APP_INT, &calib_tokens, .min = 16, .max = 1 << 20),
                             APP_FLAG("-t", NULL, APP_INT, &threads, .min = 1, .max = 256,
@@ -222,6 +231,13 @@ int cmd_quantize(int argc, char **argv)
         return app_usage_error("quantize", "--method", mname, "needs --calib TEXT (the calibration text)");
     if (!method && calib)
         return app_usage_error("quantize", "--calib", calib, "is for --method awq, gptq or awq+gptq");
+    if (refine >= 0 && !(method & APP_QM_GPTQ)) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", refine);
+        return app_usage_error("quantize", "--refine", v, "is for --method gptq or awq+gptq");
+    }
+    if (refine < 0)
+        refine = APP_GPTQ_REFINE;
     if (!(damp > 0 && damp <= 10)) {
         char v[32];
         snprintf(v, sizeof v, "%g", damp);
@@ -255,6 +271,7 @@ int cmd_quantize(int argc, char **argv)
                     eng_imatrix_chunk_count(imx), imx_path);
     }
     app_quant_calib qc = {.path = calib, .tokens = calib_tokens, .threads = threads, .clip = !no_clip, .damp = damp,
+                          .refine = refine,
                           .quiet = quiet, .label_awq = "awq     ", .label_gptq = "gptq    "};
     if (app_quant_prepare(pos[0], t, method, &qc, &awq, &gptq, &o, &e)) {
         fprintf(stderr, "nibble quantize: %s\n", e.msg);

@@ -445,6 +445,8 @@ static int quantize_to(sweep *sw, const char *src, const eng_qtarget *t, int met
         }
         qo.gptq = sw->gptq;
         qo.gptq_params.clip = 1;
+        qo.gptq_params.refine = APP_GPTQ_REFINE;
+        qo.gptq_params.threads = o->threads;
     }
     int r = eng_quantize_file(src, path, &qo, rep, &e);
     eng_awq_free(aw);

@@ -25,6 +25,7 @@
 #include "calib.h"
 #include "gguf.h"
 #include "model_layout.h"
+#include "pool.h"
 #include "simd.h"
 
 /* ---- where each format keeps its codes ---- */
@@ -239,6 +240,7 @@ typedef struct pass {
     const double *U;  /* cols x cols */
     const float *imp;
     int clip;
+    int refine;       /* rounds of the local search after the pass */
     /* scratch of B values each, and a block */
     float *t, *t0, *deq, *v0, *v1, *a, *b;
     void *blk, *tmp;
@@ -371,24 +373,214 @@ static void pass_row(pass *p, float *w, char *dst)
     }
 }
 
+/* ---- after the pass: a local search on the row's own output error ----
+ *
+ * GPTQ fixes each column once, in order; the row's error e = w - q under
+ * the damped Hessian Hd, e^T Hd e, can still go down by moving single
+ * codes to a neighbouring level (coordinate descent: moving q[j] by t
+ * changes it by -2 t g[j] + t^2 Hd[j][j], with g = Hd e) and, for the
+ * formats whose levels are one f16 scale d times fixed numbers (q4_0,
+ * q5_0, q8_0, iq4_nl), by refitting each block's d to its codes (the
+ * block's values are d*u, u fixed by the codes: the best d is a ratio of
+ * two quadratic forms, rounded to f16 and kept only when it lowers the
+ * error). Every move lowers e^T Hd e, so the result is never worse than
+ * the pass's. */
+
+static int scale_only(int type)
+{
+    return type == SIMD_Q4_0 || type == SIMD_Q5_0 || type == SIMD_Q8_0 || type == SIMD_IQ4_NL;
+}
+
+/* The code of position i whose level is q (q is one of the levels). */
+static int code_of(const pass *p, uint32_t i, float q)
+{
+    float t;
+    return nearest(p, i, q, &t);
+}
+
+/* Refit each block's f16 scale d to its codes (the formats of
+ * scale_only, whose block starts with d): see refine_row. Returns whether
+ * any d changed. */
+static int refit_scales(pass *p, const float *w0, char *row, const double *Hd, double *g, float *q, float *A,
+                        float *Bv)
+{
+    uint32_t n = p->cols, B = p->B;
+    float *u = p->t, *qn = p->t0;
+    int moved = 0;
+    (void)w0;
+    for (uint32_t j0 = 0; j0 < n; j0 += B) {
+        char *blk = row + (size_t)(j0 / B) * p->bb;
+        simd_f16 d16;
+        memcpy(&d16, blk, sizeof d16);
+        double d = simd_f16_to_f32(d16);
+        memcpy(p->tmp, blk, p->bb);
+        simd_f16 one = simd_f32_to_f16(1.0f);
+        memcpy(p->tmp, &one, sizeof one);
+        p->tr->dequant(p->tmp, u, B);
+        double num = 0, den = 0;
+        for (uint32_t i = 0; i < B; i++) {
+            const double *h = Hd + (size_t)(j0 + i) * n + j0;
+            double s = 0;
+            for (uint32_t k = 0; k < B; k++)
+                s += h[k] * u[k];
+            den += u[i] * s;
+            num += u[i] * g[j0 + i];
+        }
+        if (!(den > 0))
+            continue;
+        simd_f16 nd16 = simd_f32_to_f16((float)(d + num / den));
+        double t = (double)simd_f16_to_f32(nd16) - d;
+        if (nd16 == d16 || !isfinite(t) || !(-2 * t * num + t * t * den < 0))
+            continue;
+        memcpy(blk, &nd16, sizeof nd16);
+        p->tr->dequant(blk, qn, B);
+        for (uint32_t k = 0; k < B; k++) {
+            double dk = (double)qn[k] - q[j0 + k];
+            if (dk == 0)
+                continue;
+            const double *h = Hd + (size_t)(j0 + k) * n;
+            for (uint32_t i = 0; i < n; i++)
+                g[i] -= dk * h[i];
+            q[j0 + k] = qn[k];
+        }
+        probe_levels(p, blk);
+        memcpy(A + j0, p->a, B * sizeof *A);
+        memcpy(Bv + j0, p->b, B * sizeof *Bv);
+        moved = 1;
+    }
+    return moved;
+}
+
+static void refine_row(pass *p, const float *w0, char *row, const double *Hd, double *g, float *q, float *A,
+                       float *Bv)
+{
+    uint32_t n = p->cols, B = p->B;
+    p->tr->dequant(row, q, n);
+    for (uint32_t j0 = 0; j0 < n; j0 += B) {
+        probe_levels(p, row + (size_t)(j0 / B) * p->bb);
+        memcpy(A + j0, p->a, B * sizeof *A);
+        memcpy(Bv + j0, p->b, B * sizeof *Bv);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const double *h = Hd + (size_t)i * n;
+        double s = 0;
+        for (uint32_t j = 0; j < n; j++)
+            s += h[j] * ((double)w0[j] - q[j]);
+        g[i] = s;
+    }
+    for (int round = 0; round < p->refine; round++) {
+        int moved = 0;
+        for (uint32_t j = 0; j < n; j++) {
+            if (A[j] == 0)
+                continue;
+            uint32_t b0 = j - j % B;
+            memcpy(p->a, A + b0, B * sizeof *A);
+            memcpy(p->b, Bv + b0, B * sizeof *Bv);
+            int k = code_of(p, j - b0, q[j]), best_k = k;
+            double hjj = Hd[(size_t)j * n + j], best = 0, best_t = 0;
+            for (int c = k - 1; c <= k + 1; c += 2) {
+                if (c < p->f.lo || c > p->f.hi)
+                    continue;
+                double t = (double)A[j] * level(&p->f, c) + Bv[j] - q[j];
+                double d = -2 * t * g[j] + t * t * hjj;
+                if (d < best)
+                    best = d, best_k = c, best_t = t;
+            }
+            if (best_k == k)
+                continue;
+            set_code(p->type, row + (size_t)(j / B) * p->bb, (int)(j - b0), best_k);
+            float old = q[j];
+            q[j] = (float)((double)A[j] * level(&p->f, best_k) + Bv[j]);
+            best_t = (double)q[j] - old; /* the move as stored */
+            const double *h = Hd + (size_t)j * n;
+            for (uint32_t i = 0; i < n; i++)
+                g[i] -= best_t * h[i];
+            moved = 1;
+        }
+        if (scale_only(p->type))
+            moved |= refit_scales(p, w0, row, Hd, g, q, A, Bv);
+        if (!moved)
+            break;
+    }
+}
+
+/* The rows of one matrix, split into parts that threads take (eng_pool):
+ * the factor and Hd are shared and read only; each part has its own
+ * scratch and its own sums of the errors. */
+typedef struct rows_job {
+    const pass *proto;       /* the pass's shared fields */
+    float *W;
+    char *dst;
+    uint32_t rows;
+    size_t rb;
+    const double *Hs, *Hd;   /* H (scaled as the matrix is) and H damped */
+    int stats, n_parts;
+    double *err;             /* per part: RTN's error, the pass's error */
+    int *failed;             /* per part: out of memory */
+} rows_job;
+
+static void rows_part(void *arg, int ith, int nth)
+{
+    rows_job *j = arg;
+    pass p = *j->proto;
+    uint32_t cols = p.cols, r0 = (uint32_t)((uint64_t)j->rows * ith / nth),
+             r1 = (uint32_t)((uint64_t)j->rows * (ith + 1) / nth);
+    float *scr = malloc((size_t)7 * p.B * sizeof *scr), *w0 = malloc((size_t)cols * sizeof *w0);
+    float *rq = malloc((size_t)cols * sizeof *rq), *lv = malloc((size_t)3 * cols * sizeof *lv);
+    double *dv = malloc(cols * sizeof *dv), *g = malloc(cols * sizeof *g);
+    void *blk = malloc(3 * p.bb), *rowq = malloc(j->rb);
+    if (!scr || !w0 || !rq || !lv || !dv || !g || !blk || !rowq) {
+        j->failed[ith] = 1;
+        goto done;
+    }
+    p.t = scr, p.t0 = scr + p.B, p.deq = scr + 2 * p.B, p.v0 = scr + 3 * p.B, p.v1 = scr + 4 * p.B;
+    p.a = scr + 5 * p.B, p.b = scr + 6 * p.B;
+    p.blk = blk, p.tmp = (char *)blk + p.bb;
+    for (uint32_t rw = r0; rw < r1; rw++) {
+        float *w = j->W + (size_t)rw * cols;
+        char *out = j->dst + (size_t)rw * j->rb;
+        memcpy(w0, w, cols * sizeof *w0);
+        if (j->stats) {
+            if (p.imp && p.tr->quant_imp)
+                p.tr->quant_imp(w0, rowq, cols, p.imp);
+            else
+                p.tr->quant(w0, rowq, cols);
+            p.tr->dequant(rowq, rq, cols);
+            j->err[2 * ith] += quad(j->Hs, w0, rq, cols, dv);
+        }
+        pass_row(&p, w, out);
+        if (p.refine)
+            refine_row(&p, w0, out, j->Hd, g, lv, lv + cols, lv + 2 * (size_t)cols);
+        if (j->stats) {
+            p.tr->dequant(out, rq, cols);
+            j->err[2 * ith + 1] += quad(j->Hs, w0, rq, cols, dv);
+        }
+    }
+done:
+    free(scr); free(w0); free(rq); free(lv); free(dv); free(g); free(blk); free(rowq);
+}
+
 int eng_gptq_quant_matrix(int type, float *W, uint32_t rows, uint32_t cols, const double *H,
                           const eng_gptq_params *prm, void *dst, eng_gptq_stats *stats)
 {
     static const eng_gptq_params none;
     const eng_gptq_params *pp = prm ? prm : &none;
-    pass p = {.type = type, .tr = simd_type_traits(type), .cols = cols, .imp = pp->imp, .clip = pp->clip};
+    pass p = {.type = type, .tr = simd_type_traits(type), .cols = cols, .imp = pp->imp, .clip = pp->clip,
+              .refine = pp->refine};
     if (!fmt_of(type, &p.f) || !p.tr || !p.tr->quant || !cols || cols % p.tr->block)
         return ENG_EUNSUP;
     p.B = p.tr->block;
     p.bb = p.tr->bytes;
-    size_t n2 = (size_t)cols * cols, rb = simd_row_bytes(type, cols);
+    int threads = pp->threads > 1 ? pp->threads : 1;
+    /* parts: a few per thread, so a thread that loses its core holds up little */
+    int n_parts = rows < (uint32_t)(4 * threads) ? (int)(rows ? rows : 1) : 4 * threads;
+    size_t n2 = (size_t)cols * cols;
     double *Hs = malloc(n2 * sizeof *Hs), *U = malloc(n2 * sizeof *U), *t = malloc(n2 * sizeof *t);
-    double *dv = malloc(cols * sizeof *dv);
-    float *scr = malloc((size_t)7 * p.B * sizeof *scr), *w0 = malloc((size_t)cols * sizeof *w0);
-    float *rq = malloc((size_t)cols * sizeof *rq);
-    void *blk = malloc(3 * p.bb), *rowq = malloc(rb);
+    double *err = calloc((size_t)2 * n_parts, sizeof *err);
+    int *failed = calloc((size_t)n_parts, sizeof *failed);
+    eng_pool *pool = NULL;
     int r = 0;
-    if (!Hs || !U || !t || !dv || !scr || !w0 || !rq || !blk || !rowq) {
+    if (!Hs || !U || !t || !err || !failed || (threads > 1 && !(pool = eng_pool_new(threads)))) {
         r = ENG_ENOMEM;
         goto done;
     }
@@ -403,35 +595,36 @@ int eng_gptq_quant_matrix(int type, float *W, uint32_t rows, uint32_t cols, cons
         goto done;
     }
     p.U = U;
-    p.t = scr, p.t0 = scr + p.B, p.deq = scr + 2 * p.B, p.v0 = scr + 3 * p.B, p.v1 = scr + 4 * p.B;
-    p.a = scr + 5 * p.B, p.b = scr + 6 * p.B;
-    p.blk = blk, p.tmp = (char *)blk + p.bb;
+    /* t = Hd, H damped as the factor was: the local search's measure */
+    double mean = 0;
+    for (uint32_t i = 0; i < cols; i++)
+        mean += Hs[(size_t)i * cols + i];
+    mean = mean > 0 ? mean / cols : 1;
+    memcpy(t, Hs, n2 * sizeof *t);
+    for (uint32_t i = 0; i < cols; i++)
+        t[(size_t)i * cols + i] += damp * mean;
+    rows_job job = {.proto = &p, .W = W, .dst = dst, .rows = rows, .rb = simd_row_bytes(type, cols), .Hs = Hs,
+                    .Hd = t, .stats = stats != NULL, .n_parts = n_parts, .err = err, .failed = failed};
+    if (pool)
+        eng_pool_run_parts(pool, rows_part, &job, n_parts);
+    else
+        for (int i = 0; i < n_parts; i++)
+            rows_part(&job, i, n_parts);
     double e_rtn = 0, e_gptq = 0;
-    for (uint32_t rw = 0; rw < rows; rw++) {
-        float *w = W + (size_t)rw * cols;
-        char *out = (char *)dst + (size_t)rw * rb;
-        memcpy(w0, w, cols * sizeof *w0);
-        if (stats) {
-            if (p.imp && p.tr->quant_imp)
-                p.tr->quant_imp(w0, rowq, cols, p.imp);
-            else
-                p.tr->quant(w0, rowq, cols);
-            p.tr->dequant(rowq, rq, cols);
-            e_rtn += quad(Hs, w0, rq, cols, dv);
-        }
-        pass_row(&p, w, out);
-        if (stats) {
-            p.tr->dequant(out, rq, cols);
-            e_gptq += quad(Hs, w0, rq, cols, dv);
-        }
+    for (int i = 0; i < n_parts; i++) {
+        if (failed[i])
+            r = ENG_ENOMEM;
+        e_rtn += err[2 * i];
+        e_gptq += err[2 * i + 1];
     }
-    if (stats) {
+    if (stats && !r) {
         stats->err_rtn = e_rtn;
         stats->err_gptq = e_gptq;
         stats->damp_used = damp;
     }
 done:
-    free(Hs); free(U); free(t); free(dv); free(scr); free(w0); free(rq); free(blk); free(rowq);
+    eng_pool_free(pool);
+    free(Hs); free(U); free(t); free(err); free(failed);
     return r;
 }
 

@@ -74,6 +74,11 @@ typedef struct eng_gptq_params {
                          * the matrix meets inputs divided by them */
     const float *imp;   /* NULL or cols importances: the block scale search is
                          * the type's importance-weighted one */
+    int refine;         /* rounds of the local search after the pass (0: none):
+                         * single codes moved to a neighbouring level, and the
+                         * f16 scale of q4_0/q5_0/q8_0/iq4_nl blocks refitted,
+                         * while (w - q)^T (H + damp) (w - q) goes down */
+    int threads;        /* rows quantized at once (0 or 1: on the caller's thread) */
 } eng_gptq_params;
 
 typedef struct eng_gptq_stats {
