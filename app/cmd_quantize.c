@@ -24,6 +24,7 @@
 static const char usage[] =
     "usage: nibble quantize IN.gguf OUT.gguf TYPE [--method rtn|awq|gptq|awq+gptq --calib TEXT]\n"
     "                       [--awq TEXT] [--imatrix FILE] [--no-clip] [--damp R] [--refine N]\n"
+    "                       [--hessian-mb N]\n"
     "                       [--allow-requantize] [-t N]\n"
     "\n"
     "Write IN's weights as TYPE into OUT (metadata kept; OUT is written to a\n"
@@ -64,6 +65,9 @@ static const char usage[] =
     "                        off) of moving single codes to a neighbouring level\n"
     "                        and refitting q4_0/q5_0/q8_0/iq4_nl block scales,\n"
     "                        kept only where the output error goes down\n"
+    "  --hessian-mb N        GPTQ: hold at most N MB of Hessians (default 1024):\n"
+    "                        the layers are collected in groups that fit, one\n"
+    "                        calibration pass per group\n"
     "  --imatrix FILE        importance matrix ('nibble imatrix' or llama-imatrix,\n"
     "                        GGUF or legacy .dat): every type's scale search then\n"
     "                        minimises the importance-weighted error (with gptq,\n"
@@ -166,6 +170,7 @@ int app_quant_prepare(const char *in, const eng_qtarget *t, int method, const ap
     if (method & APP_QM_GPTQ) {
         app_bar gbar = {.label = c->label_gptq, .quiet = c->quiet};
         eng_gptq_opts go = {.calib_path = c->path, .max_tokens = (uint32_t)c->tokens, .threads = c->threads,
+                            .max_bytes = (uint64_t)c->hessian_mb << 20,
                             .progress = app_awq_progress, .user = &gbar};
         if (eng_gptq_collect(in, &go, gptq, e)) {
             eng_awq_free(*awq);
@@ -187,7 +192,7 @@ int app_quant_prepare(const char *in, const eng_qtarget *t, int method, const ap
 int cmd_quantize(int argc, char **argv)
 {
     const char *pos[3] = {0}, *awq_text = NULL, *calib = NULL, *imx_path = NULL, *mname = NULL;
-    int np = 0, allow = 0, quiet = 0, threads = 0, calib_tokens = 4096, no_clip = 0, refine = -1;
+    int np = 0, allow = 0, quiet = 0, threads = 0, calib_tokens = 4096, no_clip = 0, refine = -1, hessian_mb = 0;
     float damp = 0.01f;
     const app_flag own[] = {APP_FLAG("--awq", NULL, APP_STR, &awq_text),
                             APP_FLAG("--method", NULL, APP_STR, &mname),
@@ -196,6 +201,8 @@ int cmd_quantize(int argc, char **argv)
                             APP_FLAG("--damp", NULL, APP_FLOAT, &damp),
                             APP_FLAG("--refine", NULL, APP_INT, &refine, .min = 0, .max = 100,
                                      .why = "expected a number of rounds in 0..100"),
+                            APP_FLAG("--hessian-mb", NULL, APP_INT, &hessian_mb, .min = 1, .max = 1 << 20,
+                                     .why = "expected megabytes in 1..1048576"),
                             APP_FLAG("--imatrix", NULL, APP_STR, &imx_path),
                             APP_FLAG("--calib-tokens", NULL, APP_INT, &calib_tokens, .min = 16, .max = 1 << 20),
                             APP_FLAG("-t", NULL, APP_INT, &threads, .min = 1, .max = 256,
@@ -238,6 +245,11 @@ int cmd_quantize(int argc, char **argv)
     }
     if (refine < 0)
         refine = APP_GPTQ_REFINE;
+    if (hessian_mb && !(method & APP_QM_GPTQ)) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", hessian_mb);
+        return app_usage_error("quantize", "--hessian-mb", v, "is for --method gptq or awq+gptq");
+    }
     if (!(damp > 0 && damp <= 10)) {
         char v[32];
         snprintf(v, sizeof v, "%g", damp);
@@ -271,7 +283,7 @@ int cmd_quantize(int argc, char **argv)
                     eng_imatrix_chunk_count(imx), imx_path);
     }
     app_quant_calib qc = {.path = calib, .tokens = calib_tokens, .threads = threads, .clip = !no_clip, .damp = damp,
-                          .refine = refine,
+                          .refine = refine, .hessian_mb = hessian_mb,
                           .quiet = quiet, .label_awq = "awq     ", .label_gptq = "gptq    "};
     if (app_quant_prepare(pos[0], t, method, &qc, &awq, &gptq, &o, &e)) {
         fprintf(stderr, "nibble quantize: %s\n", e.msg);
@@ -290,8 +302,9 @@ int cmd_quantize(int argc, char **argv)
         return 1;
     }
     if (gptq)
-        fprintf(stderr, "gptq: %llu matrices from Hessians over %u tokens; their output error (w-q)^T H (w-q) is "
-                "%.1f%% of round-to-nearest's (mean)\n", (unsigned long long)rep.n_gptq, eng_gptq_tokens(gptq),
+        fprintf(stderr, "gptq: %llu matrices from Hessians over %u tokens (%u calibration pass%s); their output "
+                "error (w-q)^T H (w-q) is %.1f%% of round-to-nearest's (mean)\n", (unsigned long long)rep.n_gptq,
+                eng_gptq_tokens(gptq), eng_gptq_groups(gptq), eng_gptq_groups(gptq) == 1 ? "" : "es",
                 100 * rep.gptq_ratio);
     eng_gptq_free(gptq);
     fprintf(stderr, "%s: %s, %.3f MB -> %.3f MB (%.2f bits per weight);", pos[1], t->name,

@@ -628,14 +628,21 @@ done:
     return r;
 }
 
-/* ---- collecting the Hessians ---- */
+/* ---- collecting the Hessians ----
+ *
+ * Layer by layer within a budget: the layers are cut into groups whose
+ * Hessians together fit max_bytes, the first group is collected when the
+ * collection is made, and asking for a tensor of another group runs the
+ * calibration text again for that group (the previous group's Hessians
+ * are freed first). Quantization walks the tensors in layer order, so a
+ * model in k groups costs k calibration passes and one group's memory. */
 
 #define MAX_NAMES 3
 
 typedef struct site {
     const eng_weight *key;
-    uint32_t cols;
-    double *h;   /* cols x cols; the lower triangle while summing */
+    uint32_t cols, layer;
+    double *h;   /* cols x cols while its group is loaded; the lower triangle while summing */
     int bad;
     char names[MAX_NAMES][96];
     int n_names;
@@ -644,8 +651,36 @@ typedef struct site {
 struct eng_gptq {
     site *s;
     size_t n, cap, last;
-    uint32_t n_tok;
+    uint32_t n_tok, n_ctx;
+    uint32_t *group_of;    /* per layer */
+    uint32_t n_groups, loaded;   /* loaded: the group held (n_groups: none) */
+    eng_model *m;
+    int32_t *ids;
+    int threads;
+    eng_pool *pool;        /* for the sums (NULL: one thread) */
+    /* the observer's job for the pool: */
+    site *cur;
+    const float *x;
+    uint32_t nt;
 };
+
+/* Rows i0..i1 of the current site's lower triangle += the batch's x x^T. */
+static void sum_rows(void *arg, uint32_t i0, uint32_t i1)
+{
+    eng_gptq *g = arg;
+    site *s = g->cur;
+    uint32_t cols = s->cols;
+    for (uint32_t tk = 0; tk < g->nt; tk++) {
+        const float *row = g->x + (size_t)tk * cols;
+        for (uint32_t i = i0; i < i1; i++) {
+            double xi = row[i], *h = s->h + (size_t)i * cols;
+            if (xi == 0)
+                continue;
+            for (uint32_t j = 0; j <= i; j++)
+                h[j] += xi * row[j];
+        }
+    }
+}
 
 static void observe(void *user, const eng_weight *w, const float *x, uint32_t nt, uint32_t cols)
 {
@@ -656,23 +691,19 @@ static void observe(void *user, const eng_weight *w, const float *x, uint32_t nt
         if (g->s[i].key == w)
             s = &g->s[g->last = i];
     }
-    if (!s || s->cols != cols)
+    if (!s || !s->h || s->cols != cols)
         return;
-    for (uint32_t tk = 0; tk < nt; tk++) {
-        const float *row = x + (size_t)tk * cols;
-        for (uint32_t i = 0; i < cols; i++) {
-            double xi = row[i], *h = s->h + (size_t)i * cols;
-            if (xi == 0)
-                continue;
-            if (!isfinite(xi))
-                s->bad = 1;
-            for (uint32_t j = 0; j <= i; j++)
-                h[j] += xi * row[j];
-        }
-    }
+    for (size_t i = 0; i < (size_t)nt * cols && !s->bad; i++)
+        if (!isfinite(x[i]))
+            s->bad = 1;
+    g->cur = s, g->x = x, g->nt = nt;
+    if (g->pool)
+        eng_pool_run_range(g->pool, sum_rows, g, cols, 8);
+    else
+        sum_rows(g, 0, cols);
 }
 
-static site *add_site(eng_gptq *g, const eng_weight *key)
+static site *add_site(eng_gptq *g, const eng_weight *key, uint32_t layer)
 {
     if (g->n == g->cap) {
         size_t nc = g->cap ? 2 * g->cap : 32;
@@ -686,8 +717,8 @@ static site *add_site(eng_gptq *g, const eng_weight *key)
     memset(s, 0, sizeof *s);
     s->key = key;
     s->cols = key->cols;
-    s->h = calloc((size_t)key->cols * key->cols, sizeof *s->h);
-    return s->h ? s : NULL;
+    s->layer = layer;
+    return s;
 }
 
 static void name_site(site *s, const eng_model *m, const eng_weight *w, uint32_t l, const char *role)
@@ -701,89 +732,119 @@ static void name_site(site *s, const eng_model *m, const eng_weight *w, uint32_t
     s->n_names++;
 }
 
-/* A site per distinct input of the dense layers, if they fit the budget. */
-static int make_sites(eng_gptq *g, const eng_model *m, eng_err *e)
+/* A site per distinct input of the dense layers, and the layers cut into
+ * groups of at most max_bytes of Hessians (a layer larger than that is a
+ * group of its own). */
+static int make_sites(eng_gptq *g, const eng_model *m, uint64_t max_bytes, eng_err *e)
 {
     const eng_model_info *in = eng_model_get_info(m);
     uint64_t bytes = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        for (uint32_t l = 0; l < in->n_layers; l++) {
-            const eng_layer *L = eng_model_layer(m, l);
-            const eng_weight *keys[4] = {NULL, NULL, NULL, NULL};
-            if (L->n_heads)
-                keys[0] = &L->wq, keys[1] = &L->wo;
-            if (L->ffn) {
-                keys[2] = eng_model_ffn(m) == ENG_FFN_GELU ? &L->w_up : &L->w_gate;
-                keys[3] = &L->w_down;
-            }
-            for (int k = 0; k < 4; k++) {
-                if (!keys[k] || !keys[k]->cols)
-                    continue;
-                if (!pass) {
-                    bytes += (uint64_t)keys[k]->cols * keys[k]->cols * sizeof(double);
-                    continue;
-                }
-                site *s = add_site(g, keys[k]);
-                if (!s)
-                    return eng_errf(e, ENG_ENOMEM, "GPTQ: out of memory for the Hessians (%.1f MB)", bytes / 1e6);
-                switch (k) {
-                case 0:
-                    name_site(s, m, &L->wq, l, "attn_q.weight");
-                    name_site(s, m, &L->wk, l, "attn_k.weight");
-                    name_site(s, m, &L->wv, l, "attn_v.weight");
-                    break;
-                case 1: name_site(s, m, &L->wo, l, "attn_output.weight"); break;
-                case 2:
-                    if (keys[2] == &L->w_gate)
-                        name_site(s, m, &L->w_gate, l, "ffn_gate.weight");
-                    name_site(s, m, &L->w_up, l, "ffn_up.weight");
-                    break;
-                default: name_site(s, m, &L->w_down, l, "ffn_down.weight"); break;
-                }
+    if (!(g->group_of = calloc(in->n_layers ? in->n_layers : 1, sizeof *g->group_of)))
+        return eng_errf(e, ENG_ENOMEM, "out of memory");
+    for (uint32_t l = 0; l < in->n_layers; l++) {
+        const eng_layer *L = eng_model_layer(m, l);
+        const eng_weight *keys[4] = {NULL, NULL, NULL, NULL};
+        if (L->n_heads)
+            keys[0] = &L->wq, keys[1] = &L->wo;
+        if (L->ffn) {
+            keys[2] = eng_model_ffn(m) == ENG_FFN_GELU ? &L->w_up : &L->w_gate;
+            keys[3] = &L->w_down;
+        }
+        uint64_t lb = 0;
+        for (int k = 0; k < 4; k++)
+            if (keys[k] && keys[k]->cols)
+                lb += (uint64_t)keys[k]->cols * keys[k]->cols * sizeof(double);
+        if (bytes && bytes + lb > max_bytes)
+            g->n_groups++, bytes = 0;
+        bytes += lb;
+        g->group_of[l] = g->n_groups;
+        for (int k = 0; k < 4; k++) {
+            if (!keys[k] || !keys[k]->cols)
+                continue;
+            site *s = add_site(g, keys[k], l);
+            if (!s)
+                return eng_errf(e, ENG_ENOMEM, "out of memory");
+            switch (k) {
+            case 0:
+                name_site(s, m, &L->wq, l, "attn_q.weight");
+                name_site(s, m, &L->wk, l, "attn_k.weight");
+                name_site(s, m, &L->wv, l, "attn_v.weight");
+                break;
+            case 1: name_site(s, m, &L->wo, l, "attn_output.weight"); break;
+            case 2:
+                if (keys[2] == &L->w_gate)
+                    name_site(s, m, &L->w_gate, l, "ffn_gate.weight");
+                name_site(s, m, &L->w_up, l, "ffn_up.weight");
+                break;
+            default: name_site(s, m, &L->w_down, l, "ffn_down.weight"); break;
             }
         }
-        if (!pass && bytes > ENG_GPTQ_MAX_BYTES)
-            return eng_errf(e, ENG_EUNSUP,
-                            "GPTQ: this model's Hessians would take %.1f GB (more than the %.0f GB one collection "
-                            "holds); use --method awq or rtn for it",
-                            bytes / 1e9, ENG_GPTQ_MAX_BYTES / 1e9);
     }
+    g->n_groups++;
+    g->loaded = g->n_groups;
+    return 0;
+}
+
+/* Free the Hessians held and collect group grp's (progress: optional). */
+static int load_group(eng_gptq *g, uint32_t grp, void (*progress)(void *, double, const char *), void *user,
+                      eng_err *e)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        free(g->s[i].h);
+        g->s[i].h = NULL;
+        g->s[i].bad = 0;
+    }
+    g->loaded = g->n_groups;
+    double mb = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        site *s = &g->s[i];
+        if (g->group_of[s->layer] != grp)
+            continue;
+        mb += (double)s->cols * s->cols * sizeof(double) / 1e6;
+        if (!(s->h = calloc((size_t)s->cols * s->cols, sizeof *s->h)))
+            return eng_errf(e, ENG_ENOMEM, "GPTQ: out of memory for the Hessians of '%s' and its group (%.1f MB "
+                            "so far; lower the budget to take fewer layers at once)", s->names[0], mb);
+    }
+    int r = tools_calib_run(g->m, g->ids, g->n_tok, g->n_ctx, g->threads, observe, g, progress, user, 0, 1, e);
+    if (r)
+        return r;
+    for (size_t i = 0; i < g->n; i++) {
+        site *s = &g->s[i];
+        if (!s->h)
+            continue;
+        if (s->bad)
+            return eng_errf(e, ENG_EFORMAT, "GPTQ: non-finite activations reached '%s' (the model overflows on "
+                            "this text)", s->names[0]);
+        for (uint32_t a = 0; a < s->cols; a++) /* mirror the lower triangle */
+            for (uint32_t b = 0; b < a; b++)
+                s->h[(size_t)b * s->cols + a] = s->h[(size_t)a * s->cols + b];
+    }
+    g->loaded = grp;
     return 0;
 }
 
 int eng_gptq_collect(const char *model_path, const eng_gptq_opts *o, eng_gptq **out, eng_err *e)
 {
     *out = NULL;
-    eng_model *m = NULL;
-    int32_t *ids = NULL;
-    uint32_t n_tok = 0;
     eng_gptq *g = calloc(1, sizeof *g);
     int r = g ? 0 : eng_errf(e, ENG_ENOMEM, "out of memory");
-    if (r || (r = eng_model_open(model_path, &m, e)))
+    if (r || (r = eng_model_open(model_path, &g->m, e)))
         goto done;
     uint32_t n_ctx = o->n_ctx ? o->n_ctx : 256, max_tok = o->max_tokens ? o->max_tokens : 4096;
-    if (n_ctx > eng_model_get_info(m)->ctx_train)
-        n_ctx = eng_model_get_info(m)->ctx_train;
-    if ((r = tools_calib_tokens(m, o->calib_text ? NULL : o->calib_path, o->calib_text, o->calib_len, 16, max_tok,
-                                "GPTQ", &ids, &n_tok, e)) ||
-        (r = make_sites(g, m, e)) ||
-        (r = tools_calib_run(m, ids, n_tok, n_ctx, o->threads, observe, g, o->progress, o->user, 0, 1, e)))
+    if (n_ctx > eng_model_get_info(g->m)->ctx_train)
+        n_ctx = eng_model_get_info(g->m)->ctx_train;
+    g->n_ctx = n_ctx;
+    g->threads = o->threads;
+    if (o->threads > 1 && !(g->pool = eng_pool_new(o->threads))) {
+        r = eng_errf(e, ENG_ENOMEM, "out of memory for %d threads", o->threads);
         goto done;
-    g->n_tok = n_tok;
-    for (size_t i = 0; i < g->n; i++) {
-        site *s = &g->s[i];
-        if (s->bad) {
-            r = eng_errf(e, ENG_EFORMAT, "GPTQ: non-finite activations reached '%s' (the model overflows on this "
-                         "text)", s->names[0]);
-            goto done;
-        }
-        for (uint32_t a = 0; a < s->cols; a++) /* mirror the lower triangle */
-            for (uint32_t b = 0; b < a; b++)
-                s->h[(size_t)b * s->cols + a] = s->h[(size_t)a * s->cols + b];
     }
+    if ((r = tools_calib_tokens(g->m, o->calib_text ? NULL : o->calib_path, o->calib_text, o->calib_len, 16,
+                                max_tok, "GPTQ", &g->ids, &g->n_tok, e)) ||
+        (r = make_sites(g, g->m, o->max_bytes ? o->max_bytes : ENG_GPTQ_MAX_BYTES, e)) ||
+        (r = load_group(g, 0, o->progress, o->user, e)))
+        goto done;
 done:
-    free(ids);
-    eng_model_close(m);
     if (r) {
         eng_gptq_free(g);
         return r;
@@ -792,19 +853,29 @@ done:
     return 0;
 }
 
-const double *eng_gptq_hessian(const eng_gptq *g, const char *name, uint32_t *cols)
+int eng_gptq_hessian(eng_gptq *g, const char *name, const double **H, uint32_t *cols, eng_err *e)
 {
-    for (size_t i = 0; g && i < g->n; i++)
-        for (int k = 0; k < g->s[i].n_names; k++)
-            if (!strcmp(g->s[i].names[k], name)) {
-                *cols = g->s[i].cols;
-                return g->s[i].h;
-            }
+    *H = NULL;
     *cols = 0;
-    return NULL;
+    for (size_t i = 0; g && i < g->n; i++)
+        for (int k = 0; k < g->s[i].n_names; k++) {
+            site *s = &g->s[i];
+            if (strcmp(s->names[k], name))
+                continue;
+            uint32_t grp = g->group_of[s->layer];
+            int r = grp == g->loaded ? 0 : load_group(g, grp, NULL, NULL, e);
+            if (r)
+                return r;
+            *H = s->h;
+            *cols = s->cols;
+            return 0;
+        }
+    return 0;
 }
 
 uint32_t eng_gptq_tokens(const eng_gptq *g) { return g ? g->n_tok : 0; }
+
+uint32_t eng_gptq_groups(const eng_gptq *g) { return g ? g->n_groups : 0; }
 
 void eng_gptq_free(eng_gptq *g)
 {
@@ -813,5 +884,9 @@ void eng_gptq_free(eng_gptq *g)
     for (size_t i = 0; i < g->n; i++)
         free(g->s[i].h);
     free(g->s);
+    free(g->group_of);
+    free(g->ids);
+    eng_pool_free(g->pool);
+    eng_model_close(g->m);
     free(g);
 }

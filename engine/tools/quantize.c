@@ -487,7 +487,8 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
         const double *H = NULL;
         if (o->gptq && t->n_dims == 2 && !fake && type != t->type && eng_gptq_supports(type)) {
             uint32_t hc;
-            H = eng_gptq_hessian(o->gptq, t->name, &hc);
+            if ((r = eng_gptq_hessian(o->gptq, t->name, &H, &hc, e)))
+                goto done;
             if (H && hc != t->ne[0]) {
                 notef(o, "%s: the Hessian is %u wide, the tensor %llu: rounded to nearest", t->name, hc,
                       (unsigned long long)t->ne[0]);

@@ -35,28 +35,36 @@ typedef struct eng_gptq_opts {
     size_t calib_len;
     uint32_t max_tokens;     /* calibration tokens used (0: 4096) */
     uint32_t n_ctx;          /* window of the calibration pass (0: 256) */
-    int threads;
+    int threads;             /* the calibration pass's and the sums' */
+    uint64_t max_bytes;      /* Hessians held at once (0: ENG_GPTQ_MAX_BYTES) */
     void (*progress)(void *user, double frac, const char *what);
     void *user;
 } eng_gptq_opts;
 
-/* The largest total size of the Hessians one collection holds (every
- * dense layer matrix's input: sum of cols^2 doubles); a model above it is
- * refused with a message saying how much it would take. */
-#define ENG_GPTQ_MAX_BYTES ((uint64_t)4 << 30)
+/* The default budget of one collection's Hessians (every dense layer
+ * matrix's input: cols^2 doubles): the layers are collected in groups
+ * that fit it, one calibration pass per group. */
+#define ENG_GPTQ_MAX_BYTES ((uint64_t)1 << 30)
 
-/* Run the calibration text through the model at model_path and collect
- * the Hessian of every attention and FFN matrix of its dense layers
- * (expert tensors and the output matrix get none: they are quantized
- * round-to-nearest). Errors: the model cannot be opened, too few tokens,
- * non-finite activations, the Hessians exceed ENG_GPTQ_MAX_BYTES, out of
- * memory. */
+/* Prepare the Hessians of every attention and FFN matrix of the dense
+ * layers of the model at model_path (expert tensors and the output matrix
+ * get none: they are quantized round-to-nearest): the model stays open
+ * and the calibration tokens are kept; the layers are cut into groups
+ * whose Hessians fit o->max_bytes, and the first group's are collected
+ * now (eng_gptq_hessian collects another group's on demand, dropping the
+ * one held). Errors: the model cannot be opened, too few tokens,
+ * non-finite activations, out of memory. */
 int eng_gptq_collect(const char *model_path, const eng_gptq_opts *o, eng_gptq **out, eng_err *e);
-/* The Hessian (cols x cols doubles, row-major, symmetric; borrowed) of the
- * tensor called name, or NULL; *cols gets its width. */
-const double *eng_gptq_hessian(const eng_gptq *g, const char *name, uint32_t *cols);
+/* Into *H the Hessian (cols x cols doubles, row-major, symmetric; valid
+ * until the next call or eng_gptq_free) of the tensor called name, or
+ * NULL when it has none; *cols gets its width. When the tensor's layer is
+ * not in the group held, its group is collected first (a calibration
+ * pass); its errors are eng_gptq_collect's. */
+int eng_gptq_hessian(eng_gptq *g, const char *name, const double **H, uint32_t *cols, eng_err *e);
 /* Tokens the Hessians were summed over. */
 uint32_t eng_gptq_tokens(const eng_gptq *g);
+/* Layer groups (calibration passes when every group is asked for). */
+uint32_t eng_gptq_groups(const eng_gptq *g);
 void eng_gptq_free(eng_gptq *g);
 
 /* Whether the pass can write type (enum simd_type): the types whose

@@ -79,7 +79,7 @@ typedef struct eng_quant_opts {
      * (after the edits' column and row factors; its block scales by the
      * importance-weighted search when the imatrix has an entry); the rest
      * round to nearest. gptq_params' col and imp are set per tensor. */
-    const eng_gptq *gptq;
+    eng_gptq *gptq;  /* borrowed; collects a layer group's Hessians as asked */
     eng_gptq_params gptq_params;
     /* progress: called after each tensor (done, total bytes of input
      * tensors); notes: one line per tensor whose type was changed from
