@@ -40,11 +40,28 @@ int tools_calib_run(eng_model *m, int32_t *ids, uint32_t n_tok, uint32_t n_ctx, 
                     void *user, void (*progress)(void *puser, double frac, const char *what), void *puser, double p0,
                     double span, eng_err *e)
 {
+    tools_calib_pass p = {.threads = threads, .fn = fn, .user = user, .progress = progress, .puser = puser,
+                          .p0 = p0, .span = span};
+    return tools_calib_run_pass(m, ids, n_tok, n_ctx, &p, e);
+}
+
+int tools_calib_run_pass(eng_model *m, int32_t *ids, uint32_t n_tok, uint32_t n_ctx, const tools_calib_pass *p,
+                         eng_err *e)
+{
     eng_ctx *c = NULL;
-    int r = eng_ctx_new(m, n_ctx, threads, &c, e);
+    const uint32_t piece = 64;
+    float *logits = NULL;
+    uint32_t nv = eng_model_get_info(m)->n_vocab;
+    int r = eng_ctx_new(m, n_ctx, p->threads, &c, e);
     if (r)
         return r;
-    eng_ctx_set_observer(c, fn, user);
+    if (p->all_logits && !(logits = malloc((size_t)piece * nv * sizeof *logits))) {
+        eng_ctx_free(c);
+        return eng_errf(e, ENG_ENOMEM, "out of memory for the logits");
+    }
+    eng_ctx_set_observer(c, p->fn, p->user);
+    if (p->xfn)
+        eng_ctx_set_expert_observer(c, p->xfn, p->xuser);
     int32_t bos = eng_tok_bos(eng_model_tok(m));
     for (uint32_t at = 0; at < n_tok && !r; at += n_ctx) {
         uint32_t n = n_tok - at < n_ctx ? n_tok - at : n_ctx;
@@ -52,13 +69,19 @@ int tools_calib_run(eng_model *m, int32_t *ids, uint32_t n_tok, uint32_t n_ctx, 
         if (bos >= 0)
             ids[at] = bos; /* each window starts as a sequence does */
         eng_ctx_truncate(c, 0);
-        r = eng_ctx_eval(c, ids + at, n, NULL, 0, e);
+        if (p->all_logits)
+            for (uint32_t k = 0; k < n && !r; k += piece)
+                r = eng_ctx_eval(c, ids + at + k, n - k < piece ? n - k : piece, logits, 1, e);
+        else
+            r = eng_ctx_eval(c, ids + at, n, NULL, 0, e);
         ids[at] = save;
-        if (!r && progress)
-            progress(puser, p0 + span * (at + n) / n_tok, "calibration");
+        if (!r && p->progress)
+            p->progress(p->puser, p->p0 + p->span * (at + n) / n_tok, "calibration");
     }
     eng_ctx_set_observer(c, NULL, NULL);
+    eng_ctx_set_expert_observer(c, NULL, NULL);
     eng_ctx_free(c);
+    free(logits);
     return r;
 }
 

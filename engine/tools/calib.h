@@ -1,6 +1,7 @@
 /* Calibration text run through nibble's own forward pass, with an
- * observer on every matmul: what AWQ (awq.c) and structured pruning
- * (prune.c) both gather their statistics from. Private to nibble_tools. */
+ * observer on every matmul: what AWQ (awq.c), GPTQ (gptq.c), importance
+ * matrices (imatrix.c) and structured pruning (prune.c) all gather their
+ * statistics from. Private to nibble_tools. */
 #ifndef NIBBLE_TOOLS_CALIB_H
 #define NIBBLE_TOOLS_CALIB_H
 
@@ -31,6 +32,23 @@ int tools_calib_tokens(const eng_model *m, const char *path, const char *text, s
 int tools_calib_run(eng_model *m, int32_t *ids, uint32_t n_tok, uint32_t n_ctx, int threads, eng_mm_observer fn,
                     void *user, void (*progress)(void *puser, double frac, const char *what), void *puser, double p0,
                     double span, eng_err *e);
+
+/* The pass of tools_calib_run with every choice: */
+typedef struct tools_calib_pass {
+    int threads;
+    eng_mm_observer fn;          /* every matmul's input (NULL: none) */
+    void *user;
+    eng_expert_observer xfn;     /* every expert's input (NULL: none) */
+    void *xuser;
+    int all_logits;              /* compute every position's logits (in pieces
+                                  * of 64 tokens), so the output matrix is
+                                  * observed for all of them, not only the last */
+    void (*progress)(void *puser, double frac, const char *what);
+    void *puser;
+    double p0, span;
+} tools_calib_pass;
+int tools_calib_run_pass(eng_model *m, int32_t *ids, uint32_t n_tok, uint32_t n_ctx, const tools_calib_pass *p,
+                         eng_err *e);
 
 /* The name of weight w for statistics files: the GGUF tensor its rows lie
  * in (so a fused qkv or a tied output keeps its file's name), else, for a

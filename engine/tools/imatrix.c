@@ -533,45 +533,30 @@ static int sites_to_entries(const collector *c, eng_imatrix *im, eng_err *e)
     return finish(im, "imatrix", e);
 }
 
+/* The calibration pass's progress (a share of the tokens) as chunks done. */
+typedef struct chunk_progress {
+    const eng_imatrix_opts *o;
+    uint32_t n_chunks;
+} chunk_progress;
+
+static void on_chunks(void *user, double frac, const char *what)
+{
+    (void)what;
+    const chunk_progress *cp = user;
+    cp->o->progress(cp->o->user, (uint32_t)(frac * cp->n_chunks + 0.5), cp->n_chunks);
+}
+
 /* Chunks of n_ctx tokens through m, each started with BOS as
- * llama-imatrix starts them; all logits when the output is observed (in
- * pieces, so the logits buffer stays small). */
+ * llama-imatrix starts them (calib.c's pass); all logits when the output
+ * is observed. */
 static int run_chunks(eng_model *m, int32_t *ids, uint32_t n_chunks, uint32_t n_ctx, const eng_imatrix_opts *o,
                       collector *col, eng_err *e)
 {
-    eng_ctx *c = NULL;
-    int r = eng_ctx_new(m, n_ctx, o->threads, &c, e);
-    if (r)
-        return r;
-    const uint32_t piece = 64;
-    float *logits = NULL;
-    uint32_t nv = eng_model_get_info(m)->n_vocab;
-    if (o->process_output && !(logits = malloc((size_t)piece * nv * sizeof *logits))) {
-        eng_ctx_free(c);
-        return eng_errf(e, ENG_ENOMEM, "out of memory for the logits");
-    }
-    eng_ctx_set_observer(c, observe, col);
-    eng_ctx_set_expert_observer(c, observe_expert, col);
-    int32_t bos = eng_tok_bos(eng_model_tok(m));
-    for (uint32_t k = 0; k < n_chunks && !r; k++) {
-        int32_t *t = ids + (size_t)k * n_ctx, save = t[0];
-        if (bos >= 0)
-            t[0] = bos;
-        eng_ctx_truncate(c, 0);
-        if (o->process_output)
-            for (uint32_t at = 0; at < n_ctx && !r; at += piece)
-                r = eng_ctx_eval(c, t + at, n_ctx - at < piece ? n_ctx - at : piece, logits, 1, e);
-        else
-            r = eng_ctx_eval(c, t, n_ctx, NULL, 0, e);
-        t[0] = save;
-        if (!r && o->progress)
-            o->progress(o->user, k + 1, n_chunks);
-    }
-    eng_ctx_set_observer(c, NULL, NULL);
-    eng_ctx_set_expert_observer(c, NULL, NULL);
-    eng_ctx_free(c);
-    free(logits);
-    return r;
+    chunk_progress cp = {o, n_chunks};
+    tools_calib_pass p = {.threads = o->threads, .fn = observe, .user = col, .xfn = observe_expert, .xuser = col,
+                          .all_logits = o->process_output, .progress = o->progress ? on_chunks : NULL,
+                          .puser = &cp, .p0 = 0, .span = 1};
+    return tools_calib_run_pass(m, ids, n_chunks * n_ctx, n_ctx, &p, e);
 }
 
 int eng_imatrix_collect(const char *model_path, const eng_imatrix_opts *o, eng_imatrix **out, eng_err *e)
