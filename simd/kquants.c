@@ -255,6 +255,48 @@ static float super_scale(float vmax, int levels, simd_f16 *stored)
     return simd_f16_to_f32(*stored);
 }
 
+/* The super-block scale of the sub-block scales (or minima) v[0..n),
+ * each stored as d * L with L in 0..nmax, for the least
+ * sum sw[j] * (v[j] - d*L[j])^2 (sw: the sub-block's total weight):
+ * candidates vmax / (nmax + k/10) for k in -4..4, each refitted to its
+ * levels and rounded to f16 as stored. Importance-weighted quantization
+ * only: the plain path keeps super_scale's vmax / nmax. */
+static float super_scale_w(const float *v, const float *sw, int n, int nmax, simd_f16 *stored)
+{
+    float vmax = 0;
+    for (int j = 0; j < n; j++)
+        vmax = fmaxf(vmax, v[j]);
+    float d0 = super_scale(vmax, nmax, stored);
+    if (!(vmax > 0))
+        return d0;
+    double best = INFINITY;
+    simd_f16 best16 = *stored;
+    for (int k = -4; k <= 4; k++) {
+        float is = ((float)nmax + 0.1f * (float)k) / vmax;
+        double sl2 = 0, slv = 0;
+        for (int j = 0; j < n; j++) {
+            int l = qround(v[j] * is, 0, nmax);
+            slv += sw[j] * v[j] * l;
+            sl2 += sw[j] * l * l;
+        }
+        if (!(sl2 > 0))
+            continue;
+        simd_f16 d16 = simd_f32_to_f16((float)(slv / sl2));
+        float d = simd_f16_to_f32(d16);
+        if (!(d > 0))
+            continue;
+        double err = 0;
+        for (int j = 0; j < n; j++) {
+            double e = v[j] - d * qround(v[j] / d, 0, nmax);
+            err += sw[j] * e * e;
+        }
+        if (err < best)
+            best = err, best16 = d16;
+    }
+    *stored = best16;
+    return simd_f16_to_f32(best16);
+}
+
 /* q4_k and q5_k share everything but the level count and the packing:
  * levels 0..nmax for the 8 sub-blocks of 32 into L (256 values). */
 static void quant_k_asym(const float *x, const float *imp, int nmax, simd_f16 *d16, simd_f16 *dmin16,
@@ -267,7 +309,20 @@ static void quant_k_asym(const float *x, const float *imp, int nmax, simd_f16 *d
         if (a[j] > amax) amax = a[j];
         if (m[j] > mmax) mmax = m[j];
     }
-    float d = super_scale(amax, 63, d16), dmin = super_scale(mmax, 63, dmin16);
+    float d, dmin;
+    if (imp) { /* the sub-block scales and minima searched against the weights too */
+        float sw[8];
+        for (int j = 0; j < 8; j++) {
+            sw[j] = 0;
+            for (int i = 0; i < 32; i++)
+                sw[j] += w[32 * j + i];
+        }
+        d = super_scale_w(a, sw, 8, 63, d16);
+        dmin = super_scale_w(m, sw, 8, 63, dmin16);
+    } else {
+        d = super_scale(amax, 63, d16);
+        dmin = super_scale(mmax, 63, dmin16);
+    }
     uint8_t sc[8], mq[8];
     for (int j = 0; j < 8; j++) {
         sc[j] = (uint8_t)(d > 0 ? qround(a[j] / d, 0, 63) : 0);

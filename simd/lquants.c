@@ -240,6 +240,32 @@ void simd_quant_iq4_nl_imp(const float *src, void *dst, size_t n, const float *i
     }
 }
 
+/* With importance: the super-block scale refitted to the codes and
+ * sub-block scales chosen (least sum w*(x - d*l*value)^2), kept when its
+ * f16 lowers that sum. */
+static void iq4_xs_refit(simd_block_iq4_xs *b, const float *x, const float *w)
+{
+    float d = simd_f16_to_f32(b->d);
+    double sqx = 0, sq2 = 0;
+    for (int j = 0; j < 8; j++) {
+        int l = ((b->scales_l[j >> 1] >> (4 * (j & 1))) & 0x0f) | (((b->scales_h >> (2 * j)) & 3) << 4);
+        l -= 32;
+        for (int k = 0; k < 32; k++) {
+            uint8_t c = b->qs[16 * j + (k & 15)];
+            double q = (double)l * simd_iq4nl_values[k < 16 ? c & 0x0f : c >> 4];
+            sqx += w[32 * j + k] * q * x[32 * j + k];
+            sq2 += w[32 * j + k] * q * q;
+        }
+    }
+    if (!(sq2 > 0))
+        return;
+    simd_f16 n16 = simd_f32_to_f16((float)(sqx / sq2));
+    double dn = simd_f16_to_f32(n16);
+    /* sum w (x - d q)^2 = sxx - 2 d sqx + d^2 sq2 */
+    if (dn * dn * sq2 - 2 * dn * sqx < (double)d * d * sq2 - 2 * (double)d * sqx)
+        b->d = n16;
+}
+
 void simd_quant_iq4_xs_imp(const float *src, void *dst, size_t n, const float *imp)
 {
     simd_block_iq4_xs *b = dst;
@@ -262,6 +288,8 @@ void simd_quant_iq4_xs_imp(const float *src, void *dst, size_t n, const float *i
             b[i].scales_h |= (uint16_t)((u >> 4) << (2 * j));
             iq4_pack(src + 32 * j, d * (float)l, b[i].qs + 16 * j);
         }
+        if (imp && d != 0)
+            iq4_xs_refit(b + i, src, w);
     }
 }
 

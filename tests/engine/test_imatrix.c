@@ -456,6 +456,41 @@ static void test_weighted_quant(void)
     free(q);
 }
 
+/* The 6-bit sub-block scales of q4_k/q5_k and the super-block scale of
+ * iq4_xs are chosen against the importance too (as llama.cpp's weighted
+ * path does): sub-block 1's scale lies halfway between two steps of
+ * vmax/63, so with sub-block 1 weighing 1000 times more the search must
+ * pick a super-block scale that represents it, and its error falls well
+ * below what the same values get under a uniform importance. */
+static void test_sub_scales(void)
+{
+    const int types[] = {SIMD_Q4_K, SIMD_Q5_K, SIMD_IQ4_XS};
+    float x[256], y[256], heavy[256], flat[256];
+    uint8_t q[256];
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        const simd_traits *tr = simd_type_traits(types[t]);
+        /* every value on its sub-block's grid: a_j times a level (0..15 for
+         * the K types, iq4's table for iq4_xs), a_1 between two steps */
+        int iq = types[t] == SIMD_IQ4_XS;
+        for (int i = 0; i < 256; i++) {
+            int j = i / 32, k = i % 32;
+            float a = j == 0 ? 1.0f : j == 1 ? (iq ? 16.5f / 32 : 32.5f / 63) : 0.1f * (float)j;
+            x[i] = a * (float)(iq ? simd_iq4nl_values[(k * 7) % 16] : (k * 7) % 16);
+            heavy[i] = j == 1 ? 1000.0f : 1.0f;
+            flat[i] = 1.0f;
+        }
+        double e[2] = {0, 0};
+        for (int h = 0; h < 2; h++) {
+            tr->quant_imp(x, q, 256, h ? heavy : flat);
+            tr->dequant(q, y, 256);
+            for (int i = 32; i < 64; i++)
+                e[h] += (double)(y[i] - x[i]) * (y[i] - x[i]);
+        }
+        printf("%-7s sub-block 1's error: %.4g weighted 1000x, %.4g flat\n", tr->name, e[1], e[0]);
+        CHECKF(e[1] < 0.7 * e[0], "%s: the sub-block scales ignore the importance (%g vs %g)", tr->name, e[1], e[0]);
+    }
+}
+
 /* ---- quantize --imatrix ---- */
 
 static char notes[4096];
@@ -597,6 +632,7 @@ int main(int argc, char **argv)
     const char *model = tu_asset("stories260K.gguf", buf);
     test_legacy();
     test_weighted_quant();
+    test_sub_scales();
     test_moe();
     if (model) {
         test_collect(model);
