@@ -32,14 +32,25 @@ static const char usage[] =
     "\n"
     "TYPE: f32 f16 bf16 q8_0 q6_k q5_k_m q5_k q5_1 q5_0 q4_k_m q4_k q4_1 q4_0\n"
     "      iq4_xs iq4_nl q3_k_l q3_k_m q3_k_s q3_k q2_k mxfp4\n"
+    "      iq3_m iq3_s iq3_xs iq3_xxs iq2_s (= iq2_m) iq2_xs iq2_xxs iq1_m iq1_s\n"
     "  q4_k_m / q5_k_m keep attn_v and ffn_down at q6_k in the first and last\n"
     "  eighth of the layers and every third layer between (llama.cpp's mixes);\n"
     "  q3_k_m / q3_k_l / q2_k give attn_v, attn_output and ffn_down wider\n"
-    "  K types, iq4_xs / iq4_nl give ffn_down q5_k in the first eighth\n"
-    "  (docs/QUANTIZATION.md lists the rules). The output matrix gets q6_k\n"
-    "  (q8_0 under q8_0). Rows that do not fit a type's block fall back\n"
-    "  (q4_k->q5_0, q5_k->q5_1, q6_k->q8_0, q2_k/q3_k->q4_0, iq4_xs->iq4_nl,\n"
-    "  32-blocks->f16), and each fallback is reported. Mixtures of experts: 3-D\n"
+    "  K types, iq4_xs / iq4_nl give ffn_down q5_k in the first eighth.\n"
+    "  The i-quants below 4 bits follow llama.cpp's mixes of the same names\n"
+    "  (with an importance matrix): iq2_xxs / iq2_xs / iq1_* give attn_v,\n"
+    "  token_embd and the first eighth's ffn_down q2_k (iq1_*: attn_output\n"
+    "  iq2_xxs); iq2_s gives those and attn_output iq3_s; iq3_xxs gives\n"
+    "  attn_output and token_embd iq3_s, attn_q / attn_k iq2_s; iq3_xs is\n"
+    "  iq3_s with iq3_xxs for attn_q, attn_k and the middle layers' ffn_gate /\n"
+    "  ffn_up; iq3_m is iq3_s with q4_k for attn_v, attn_output, attn_qkv and\n"
+    "  the first eighth's ffn_down; iq3_s is iq3_s throughout. iq2_xxs, iq2_xs,\n"
+    "  iq1_s and iq1_m tensors need --imatrix (refused without it, as\n"
+    "  llama.cpp does). (docs/QUANTIZATION.md lists the rules.) The output\n"
+    "  matrix gets q6_k (q8_0 under q8_0). Rows that do not fit a type's block\n"
+    "  fall back (q4_k->q5_0, q5_k->q5_1, q6_k->q8_0, q2_k/q3_k->q4_0,\n"
+    "  iq4_xs and the i-quants below 4 bits->iq4_nl, 32-blocks->f16), and\n"
+    "  each fallback is reported. Mixtures of experts: 3-D\n"
     "  expert tensors are quantized like matrices (ffn_down_exps as ffn_down),\n"
     "  routers (ffn_gate_inp) are kept, and MXFP4 tensors (gpt-oss's experts)\n"
     "  are copied as stored unless --allow-requantize is given.\n"
@@ -73,7 +84,8 @@ static const char usage[] =
     "                        minimises the importance-weighted error (with gptq,\n"
     "                        each block's scale search); tensors it has no entry\n"
     "                        for (or of another width) are quantized unweighted,\n"
-    "                        with a note. Recorded in OUT's metadata\n"
+    "                        with a note (iq2_xxs / iq2_xs / iq1_* ones are refused).\n"
+    "                        Recorded in OUT's metadata\n"
     "                        (quantize.imatrix.*) as llama-quantize records it\n"
     "  --allow-requantize    accept an already quantized IN (errors add up); also\n"
     "                        converts MXFP4 tensors, which are otherwise kept\n"
@@ -329,7 +341,7 @@ int app_model_open(const app_opts *o, const char *path, eng_model **m, eng_err *
     if (!t || t->more_bits_type >= 0 || t->mix || t->fake_bits)
         return eng_errf(e, ENG_EINVAL,
                         "--quantize %s: expected one of f16 bf16 q8_0 q6_k q5_k q5_1 q5_0 q4_k q4_1 q4_0 iq4_xs iq4_nl "
-                        "q3_k q2_k mxfp4",
+                        "q3_k q2_k iq3_s mxfp4",
                         o->quantize);
     eng_model_opts mo = {.quantize_type = t->type};
     double t0 = now_s();

@@ -5,6 +5,7 @@
 #include "kquants.h"
 #include "mxfp4.h"
 #include "lquants.h"
+#include "iquants_quant.h"
 
 #include <math.h>
 #include <string.h>
@@ -415,15 +416,15 @@ simd_dispatch simd_table = {.type = {
     [SIMD_Q3_K] = TRAITS_I("q3_k", 256, 110, SIMD_ACT_Q8K, simd_deq_q3_k, simd_quant_q3_k, simd_quant_q3_k_imp),
     [SIMD_IQ4_NL] = TRAITS_I("iq4_nl", 32, 18, SIMD_ACT_Q8, simd_deq_iq4_nl, simd_quant_iq4_nl, simd_quant_iq4_nl_imp),
     [SIMD_IQ4_XS] = TRAITS_I("iq4_xs", 256, 136, SIMD_ACT_Q8K, simd_deq_iq4_xs, simd_quant_iq4_xs, simd_quant_iq4_xs_imp),
-    /* the i-quants below 4 bits (iquants.c): read and run, not written;
-     * dot kernels from simd_set_lquants */
-    [SIMD_IQ2_XXS] = TRAITS("iq2_xxs", 256, 66, SIMD_ACT_Q8K, simd_deq_iq2_xxs, NULL),
-    [SIMD_IQ2_XS] = TRAITS("iq2_xs", 256, 74, SIMD_ACT_Q8K, simd_deq_iq2_xs, NULL),
-    [SIMD_IQ2_S] = TRAITS("iq2_s", 256, 82, SIMD_ACT_Q8K, simd_deq_iq2_s, NULL),
-    [SIMD_IQ3_XXS] = TRAITS("iq3_xxs", 256, 98, SIMD_ACT_Q8K, simd_deq_iq3_xxs, NULL),
-    [SIMD_IQ3_S] = TRAITS("iq3_s", 256, 110, SIMD_ACT_Q8K, simd_deq_iq3_s, NULL),
-    [SIMD_IQ1_S] = TRAITS("iq1_s", 256, 50, SIMD_ACT_Q8K, simd_deq_iq1_s, NULL),
-    [SIMD_IQ1_M] = TRAITS("iq1_m", 256, 56, SIMD_ACT_Q8K, simd_deq_iq1_m, NULL),
+    /* the i-quants below 4 bits (iquants.c reads them, iquants_quant.c
+     * writes them): dot kernels from simd_set_lquants */
+    [SIMD_IQ2_XXS] = TRAITS_I("iq2_xxs", 256, 66, SIMD_ACT_Q8K, simd_deq_iq2_xxs, simd_quant_iq2_xxs, simd_quant_iq2_xxs_imp),
+    [SIMD_IQ2_XS] = TRAITS_I("iq2_xs", 256, 74, SIMD_ACT_Q8K, simd_deq_iq2_xs, simd_quant_iq2_xs, simd_quant_iq2_xs_imp),
+    [SIMD_IQ2_S] = TRAITS_I("iq2_s", 256, 82, SIMD_ACT_Q8K, simd_deq_iq2_s, simd_quant_iq2_s, simd_quant_iq2_s_imp),
+    [SIMD_IQ3_XXS] = TRAITS_I("iq3_xxs", 256, 98, SIMD_ACT_Q8K, simd_deq_iq3_xxs, simd_quant_iq3_xxs, simd_quant_iq3_xxs_imp),
+    [SIMD_IQ3_S] = TRAITS_I("iq3_s", 256, 110, SIMD_ACT_Q8K, simd_deq_iq3_s, simd_quant_iq3_s, simd_quant_iq3_s_imp),
+    [SIMD_IQ1_S] = TRAITS_I("iq1_s", 256, 50, SIMD_ACT_Q8K, simd_deq_iq1_s, simd_quant_iq1_s, simd_quant_iq1_s_imp),
+    [SIMD_IQ1_M] = TRAITS_I("iq1_m", 256, 56, SIMD_ACT_Q8K, simd_deq_iq1_m, simd_quant_iq1_m, simd_quant_iq1_m_imp),
     /* Known to the reader (so `info` names them) but without kernels yet:
      * a model using them is refused at load with the type's name. */
     [SIMD_Q8_1] = TRAITS("q8_1", 32, 36, SIMD_ACT_NONE, NULL, NULL),

@@ -24,10 +24,22 @@
  *    iq4_nl give ffn_down q5_k in the first eighth of the layers; q3_k_s
  *    is q3_k throughout. (llama.cpp also widens attn_v when 4 or more query
  *    heads share a key head; these rules do not look at head counts.)
+ *  - the i-quant mixes, llama.cpp's rules for dense models when an
+ *    importance matrix is given: iq2_xxs, iq2_xs, iq1_s and iq1_m give
+ *    attn_v, token_embd and ffn_down in the first eighth of the layers
+ *    q2_k, and iq1_* attn_output iq2_xxs; iq2_s (= iq2_m) gives attn_v,
+ *    attn_output, token_embd and the first eighth's ffn_down iq3_s;
+ *    iq3_xxs gives attn_output and token_embd iq3_s, attn_q and attn_k
+ *    iq2_s; iq3_xs is iq3_s with iq3_xxs for attn_q, attn_k, and ffn_gate
+ *    and ffn_up from layer n/8 to 7n/8; iq3_m is iq3_s with q4_k for
+ *    attn_v, attn_output, attn_qkv and the first eighth's ffn_down; iq3_s
+ *    is iq3_s throughout. iq2_xxs, iq2_xs, iq1_s and iq1_m tensors need
+ *    an importance entry (eng_quant_needs_imatrix): the run is refused
+ *    before any work without one;
  *  - a matrix whose rows do not fit the block falls back: q4_k -> q5_0,
  *    q5_k -> q5_1, q6_k -> q8_0 (the 32-block type of at least the same
- *    quality), q2_k / q3_k -> q4_0, iq4_xs -> iq4_nl, and any 32-block
- *    type -> f16. */
+ *    quality), q2_k / q3_k -> q4_0, iq4_xs and every i-quant below 4 bits
+ *    -> iq4_nl (llama.cpp's rule), and any 32-block type -> f16. */
 #include "quantize.h"
 
 #include <ctype.h>
@@ -54,6 +66,15 @@ static const eng_qtarget targets[] = {
     {"q3_k_s", SIMD_Q3_K, -1, 11, 0, ENG_QMIX_NONE},  {"q3_k", SIMD_Q3_K, -1, 11, 0, ENG_QMIX_NONE},
     {"q2_k", SIMD_Q2_K, -1, 10, 0, ENG_QMIX_Q2_K},
     {"iq4_xs", SIMD_IQ4_XS, -1, 30, 0, ENG_QMIX_IQ4}, {"iq4_nl", SIMD_IQ4_NL, -1, 25, 0, ENG_QMIX_IQ4},
+    /* the i-quants below 4 bits: IQ3_M 27, IQ3_S 26, IQ3_XS 22, IQ3_XXS
+     * 23, IQ2_M 29 (llama.cpp's file type whose base is iq2_s; its
+     * "IQ2_S" file type is mostly iq2_xs), IQ2_XS 20, IQ2_XXS 19, IQ1_M
+     * 31, IQ1_S 24 */
+    {"iq3_m", SIMD_IQ3_S, -1, 27, 0, ENG_QMIX_IQ3_M},   {"iq3_s", SIMD_IQ3_S, -1, 26, 0, ENG_QMIX_NONE},
+    {"iq3_xs", SIMD_IQ3_S, -1, 22, 0, ENG_QMIX_IQ3_XS}, {"iq3_xxs", SIMD_IQ3_XXS, -1, 23, 0, ENG_QMIX_IQ3_XXS},
+    {"iq2_s", SIMD_IQ2_S, -1, 29, 0, ENG_QMIX_IQ2_S},   {"iq2_m", SIMD_IQ2_S, -1, 29, 0, ENG_QMIX_IQ2_S},
+    {"iq2_xs", SIMD_IQ2_XS, -1, 20, 0, ENG_QMIX_IQ2},   {"iq2_xxs", SIMD_IQ2_XXS, -1, 19, 0, ENG_QMIX_IQ2},
+    {"iq1_m", SIMD_IQ1_M, -1, 31, 0, ENG_QMIX_IQ1},     {"iq1_s", SIMD_IQ1_S, -1, 24, 0, ENG_QMIX_IQ1},
     /* llama.cpp's MXFP4_MOE file type (38); here every matrix but the
      * output, not only MoE experts (nibble runs dense models) */
     {"mxfp4", SIMD_MXFP4, -1, 38, 0, 0},
@@ -108,8 +129,33 @@ static int fallback_of(int type)
     case SIMD_Q6_K: return SIMD_Q8_0;
     case SIMD_Q2_K:
     case SIMD_Q3_K: return SIMD_Q4_0;
-    case SIMD_IQ4_XS: return SIMD_IQ4_NL;
+    case SIMD_IQ4_XS:
+    case SIMD_IQ3_S:
+    case SIMD_IQ3_XXS:
+    case SIMD_IQ2_S:
+    case SIMD_IQ2_XS:
+    case SIMD_IQ2_XXS:
+    case SIMD_IQ1_M:
+    case SIMD_IQ1_S: return SIMD_IQ4_NL;
     default: return SIMD_F16;
+    }
+}
+
+int eng_quant_needs_imatrix(int type)
+{
+    return type == SIMD_IQ2_XXS || type == SIMD_IQ2_XS || type == SIMD_IQ1_S || type == SIMD_IQ1_M;
+}
+
+/* The i-quant mixes' type for the token embedding (when it is not also
+ * the output), or -1 to keep the base. */
+static int mix_embd_type(int mix)
+{
+    switch (mix) {
+    case ENG_QMIX_IQ2:
+    case ENG_QMIX_IQ1: return SIMD_Q2_K;
+    case ENG_QMIX_IQ2_S:
+    case ENG_QMIX_IQ3_XXS: return SIMD_IQ3_S;
+    default: return -1;
     }
 }
 
@@ -118,7 +164,22 @@ static int mix_type(int mix, const char *name, int l, uint32_t n_layers)
 {
     int v = ends_with(name, ".attn_v.weight"), o = ends_with(name, ".attn_output.weight");
     int down = ends_with(name, ".ffn_down.weight"), qkv = ends_with(name, ".attn_qkv.weight");
+    int qk = ends_with(name, ".attn_q.weight") || ends_with(name, ".attn_k.weight");
+    int gate_up = ends_with(name, ".ffn_gate.weight") || ends_with(name, ".ffn_up.weight");
+    int first8 = l < (int)n_layers / 8;
     switch (mix) {
+    case ENG_QMIX_IQ2:
+        return v || (down && first8) ? SIMD_Q2_K : -1;
+    case ENG_QMIX_IQ1:
+        return v || (down && first8) ? SIMD_Q2_K : o ? SIMD_IQ2_XXS : -1;
+    case ENG_QMIX_IQ2_S:
+        return v || o || (down && first8) ? SIMD_IQ3_S : -1;
+    case ENG_QMIX_IQ3_XXS:
+        return o ? SIMD_IQ3_S : qk ? SIMD_IQ2_S : -1;
+    case ENG_QMIX_IQ3_XS:
+        return qk || (gate_up && !first8 && l < 7 * (int)n_layers / 8) ? SIMD_IQ3_XXS : -1;
+    case ENG_QMIX_IQ3_M:
+        return v || o || qkv || (down && first8) ? SIMD_Q4_K : -1;
     case ENG_QMIX_Q2_K:
         return v || o || down ? SIMD_Q3_K : -1;
     case ENG_QMIX_Q3_K_M:
@@ -161,6 +222,8 @@ int eng_quant_plan(const eng_qtarget *t, const char *name, uint32_t n_dims, cons
         if (m >= 0)
             type = m;
     }
+    if (!is_output && !strcmp(name, "token_embd.weight") && mix_embd_type(t->mix) >= 0)
+        type = mix_embd_type(t->mix);
     *planned = type;
     while (ne[0] % simd_type_traits(type)->block) {
         type = fallback_of(type);
@@ -423,6 +486,31 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
         eng_gguf_get_u32(g, key, &n_layers, NULL);
     }
     int has_output = eng_gguf_tensor_find(g, "output.weight") != NULL;
+    /* the types that need importance are refused without it before any
+     * work is done (llama.cpp refuses them too) */
+    for (uint64_t i = 0; i < nt; i++) {
+        const eng_gguf_tensor *t = eng_gguf_tensor_at(g, i);
+        int planned, fb;
+        int type = eng_quant_plan(o->target, t->name, t->n_dims, t->ne, t->type, n_layers, has_output, &planned, &fb);
+        if (type == t->type || !eng_quant_needs_imatrix(type) || (t->type == SIMD_MXFP4 && !o->allow_requantize))
+            continue;
+        if (!o->imatrix) {
+            r = eng_errf(e, ENG_EINVAL,
+                         "%s would get %s tensors (e.g. '%s'), which need an importance matrix: give --imatrix FILE "
+                         "(made by `nibble imatrix`), or pick iq2_s, iq3_xxs or a larger type",
+                         o->target->name, simd_type_name(type), t->name);
+            goto done;
+        }
+        const eng_imatrix_entry *x = eng_imatrix_find(o->imatrix, t->name);
+        if (!x || x->n_cols != t->ne[0] || x->n_mat != t->ne[2] || t->ne[3] != 1) {
+            r = eng_errf(e, ENG_EINVAL,
+                         "tensor '%s' would be %s, which needs an importance matrix, but %s has %s for it: is the "
+                         "importance matrix this model's?",
+                         t->name, simd_type_name(type), o->imatrix_file ? o->imatrix_file : "the importance matrix",
+                         x ? "an entry of another shape" : "no entry");
+            goto done;
+        }
+    }
 
     for (uint64_t i = 0; i < eng_gguf_n_kv(g); i++)
         if (!own_key(eng_gguf_kv_key(g, i)) && (r = eng_gguf_writer_copy_kv(w, g, i)))

@@ -34,7 +34,18 @@ enum eng_qmix {
     ENG_QMIX_Q3_K_M, /* q3_k with q4_k/q5_k for attn_v, attn_output, ffn_down, attn_qkv */
     ENG_QMIX_Q3_K_L, /* q3_k with q5_k for attn_v, attn_output, ffn_down; q4_k attn_qkv */
     ENG_QMIX_IQ4,    /* iq4_xs / iq4_nl with q5_k for ffn_down in the first eighth of the layers */
+    ENG_QMIX_IQ2,    /* iq2_xxs / iq2_xs: q2_k for attn_v, token_embd, ffn_down in the first eighth */
+    ENG_QMIX_IQ1,    /* iq1_s / iq1_m: as ENG_QMIX_IQ2, and iq2_xxs for attn_output */
+    ENG_QMIX_IQ2_S,  /* iq2_s: iq3_s for attn_v, attn_output, token_embd, ffn_down in the first eighth */
+    ENG_QMIX_IQ3_XXS, /* iq3_xxs: iq3_s for attn_output and token_embd, iq2_s for attn_q and attn_k */
+    ENG_QMIX_IQ3_XS, /* iq3_s with iq3_xxs for attn_q, attn_k, and ffn_gate/ffn_up in the middle 3/4 */
+    ENG_QMIX_IQ3_M,  /* iq3_s with q4_k for attn_v, attn_output, attn_qkv, ffn_down in the first eighth */
 };
+
+/* 1 for the types that need an importance matrix to be written (iq2_xxs,
+ * iq2_xs, iq1_s, iq1_m, as llama.cpp judges): without one their grids
+ * lose too much. */
+int eng_quant_needs_imatrix(int type);
 
 /* Every target, NULL-name terminated, and a lookup (case-insensitive;
  * NULL if unknown). */
