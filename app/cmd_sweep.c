@@ -27,6 +27,7 @@ static const char usage[] =
     "usage: nibble quant-sweep [-m MODEL] -f TEXT [--calib CALIB] [-c CTX] [--chunks N]\n"
     "                          [--types LIST] [--methods LIST] [--out DIR] [-t N] [--json FILE] [--html FILE]\n"
     "                          [--prune-heads LIST] [--prune-neurons LIST] [--prune-then TYPE]\n"
+    "                          [--imatrix FILE]\n"
     "\n"
     "Quantize MODEL (F32/F16/BF16) to every type, RTN and (with --calib) AWQ,\n"
     "GPTQ and AWQ+GPTQ (the methods of 'nibble quantize --method'), and\n"
@@ -40,6 +41,10 @@ static const char usage[] =
     "fake quantization (stored dequantized; size is what the format would take).\n"
     "\n"
     "  --calib CALIB     calibration text for AWQ and GPTQ (must not overlap TEXT)\n"
+    "  --imatrix FILE    importance matrix (nibble imatrix, llama-imatrix) used by\n"
+    "                    every quantized row, as 'nibble quantize --imatrix' uses\n"
+    "                    it; without one the types that need it (iq2_xxs, iq2_xs,\n"
+    "                    iq1_s, iq1_m) are skipped with a note\n"
     "  --methods LIST    comma-separated subset of rtn,awq,gptq,awq+gptq (default:\n"
     "                    rtn, and all four with --calib; GPTQ rows only for the\n"
     "                    types it writes)\n"
@@ -180,10 +185,11 @@ static void mark_pareto(row *r, int n)
 }
 
 static void table(FILE *f, const row *r, int n, const char *model, const char *text, const char *calib, uint32_t ctx,
-                  uint32_t chunks)
+                  uint32_t chunks, const char *imx)
 {
-    fprintf(f, "Model `%s`, evaluated on `%s` (%u windows of %u tokens, second halves scored)%s%s%s.\n\n", model, text,
-            chunks, ctx, calib ? "; AWQ calibrated on `" : "", calib ? calib : "", calib ? "`" : "");
+    fprintf(f, "Model `%s`, evaluated on `%s` (%u windows of %u tokens, second halves scored)%s%s%s%s%s%s.\n\n", model,
+            text, chunks, ctx, calib ? "; AWQ calibrated on `" : "", calib ? calib : "", calib ? "`" : "",
+            imx ? "; every quantized row weighted by the importance matrix `" : "", imx ? imx : "", imx ? "`" : "");
     fprintf(f, "| type | method | size (bytes) | bits/weight | PPL | mean KL vs base | same top-1 | decode tok/s | Pareto |\n");
     fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|:---:|\n");
     for (int i = 0; i < n; i++)
@@ -369,6 +375,8 @@ typedef struct sweep {
     const char *json, *html; /* --json (appended), --html */
     const char *methods;     /* --methods (NULL: every one that applies) */
     eng_gptq *gptq;          /* the Hessians, once a GPTQ row needs them */
+    eng_imatrix *imatrix;    /* --imatrix, for every quantized row (NULL: none) */
+    const char *imatrix_path;
     char gptq_src[1200];     /* of this model */
 } sweep;
 
@@ -416,7 +424,8 @@ static int quantize_to(sweep *sw, const char *src, const eng_qtarget *t, int met
     const app_opts *o = sw->o;
     eng_err e;
     app_bar bar = {.label = "  quantize", .quiet = o->quiet};
-    eng_quant_opts qo = {.target = t, .user = &bar, .method = app_quant_method_name(method, 0)};
+    eng_quant_opts qo = {.target = t, .user = &bar, .method = app_quant_method_name(method, sw->imatrix != NULL),
+                         .imatrix = sw->imatrix, .imatrix_file = sw->imatrix_path};
     eng_awq *aw = NULL;
     if (method & APP_QM_AWQ) {
         app_bar ab = {.label = "  awq     ", .quiet = o->quiet};
@@ -534,13 +543,14 @@ static void write_outputs(const sweep *sw, row *rows, int n)
     const char *mb = eng_path_base(sw->model), *dir = sw->outdir;
     uint32_t ctx = (uint32_t)sw->o->n_ctx, chunks = (uint32_t)sw->chunks;
     char p[1200];
-    table(stdout, rows, n, mb, tb, cb, ctx, chunks);
+    const char *ib = sw->imatrix_path ? eng_path_base(sw->imatrix_path) : NULL;
+    table(stdout, rows, n, mb, tb, cb, ctx, chunks, ib);
     kl_per_bit(stdout, rows, n);
     chart(stdout, rows, n);
     snprintf(p, sizeof p, "%s/sweep.md", dir);
     FILE *f = fopen(p, "w");
     if (f) {
-        table(f, rows, n, mb, tb, cb, ctx, chunks);
+        table(f, rows, n, mb, tb, cb, ctx, chunks, ib);
         kl_per_bit(f, rows, n);
         fclose(f);
     }
@@ -640,6 +650,7 @@ int cmd_sweep(int argc, char **argv)
                             APP_FLAG("--prune-heads", NULL, APP_STR, &ph),
                             APP_FLAG("--prune-neurons", NULL, APP_STR, &pn),
                             APP_FLAG("--prune-then", NULL, APP_STR, &pthen),
+                            APP_FLAG("--imatrix", NULL, APP_STR, &sw.imatrix_path),
                             APP_FLAG_END};
     const app_cmd cmd = {.name = "quant-sweep", .usage = usage, .flags = own, .required = "-f"};
     app_opts o;
@@ -676,20 +687,28 @@ int cmd_sweep(int argc, char **argv)
         return app_usage_error("quant-sweep", "--prune-heads", ph, "needs --calib (head scores come from calibration)");
     if (o.n_ctx == 0)
         o.n_ctx = 256;
-    char *text = NULL;
-    if (!app_prompt(&o, &text))
+    eng_err e;
+    if (sw.imatrix_path && eng_imatrix_load(sw.imatrix_path, &sw.imatrix, &e)) {
+        fprintf(stderr, "nibble quant-sweep: %s\n", e.msg);
         return 1;
+    }
+    char *text = NULL;
+    if (!app_prompt(&o, &text)) {
+        eng_imatrix_free(sw.imatrix);
+        return 1;
+    }
     nb_mkdir(sw.outdir, 0755);
     sw.o = &o;
     sw.text = text;
     sw.model = app_model_path(&o);
-    eng_err e;
     if (eng_model_open(sw.model, &sw.base, &e)) {
         fprintf(stderr, "nibble quant-sweep: %s\n", e.msg);
         free(text);
+        eng_imatrix_free(sw.imatrix);
         return 1;
     }
-    row rows[96];
+    enum { MAX_ROWS = 160 };
+    row rows[MAX_ROWS];
     int n = 0, status = 0;
     if (sw.json || sw.html || nh || nn) { /* the unpruned input, the rows' reference */
         fprintf(stderr, "== base\n");
@@ -701,13 +720,18 @@ int cmd_sweep(int argc, char **argv)
         n += !status;
     }
     for (int i = 0; i < nh && !status; i++)
-        status = measure_pruned(&sw, hs[i], 0, then, rows, &n, 96);
+        status = measure_pruned(&sw, hs[i], 0, then, rows, &n, MAX_ROWS);
     for (int i = 0; i < nn && !status; i++)
-        status = measure_pruned(&sw, 0, ns[i], then, rows, &n, 96);
+        status = measure_pruned(&sw, 0, ns[i], then, rows, &n, MAX_ROWS);
     for (const eng_qtarget *t = eng_qtargets(); t->name && !status && (!(nh || nn) || types); t++) {
         if (!in_list(types, t->name))
             continue;
-        for (int method = 0; method < 4 && n < 96 && !status; method++) {
+        if (!sw.imatrix && eng_quant_needs_imatrix(t->type)) {
+            fprintf(stderr, "== %s skipped: its %s tensors need an importance matrix (--imatrix FILE)\n", t->name,
+                    simd_type_name(t->type));
+            continue;
+        }
+        for (int method = 0; method < 4 && n < MAX_ROWS && !status; method++) {
             int quantized = t->type != 0 && t->type != 1 && t->type != 30; /* not f32/f16/bf16 */
             if (method && (!sw.calib || !(quantized || t->fake_bits)))
                 continue;
@@ -723,6 +747,7 @@ int cmd_sweep(int argc, char **argv)
         write_outputs(&sw, rows, n);
     eng_model_close(sw.base);
     eng_gptq_free(sw.gptq);
+    eng_imatrix_free(sw.imatrix);
     free(text);
     return status;
 }

@@ -2,7 +2,8 @@
 # ppl_check.sh - nibble's perplexity against llama-perplexity's on the low-bit types, both ways:
 # files written by llama-quantize (Q2_K, Q3_K_M, IQ4_XS, IQ4_NL, and with an importance matrix
 # from `nibble imatrix` the i-quants IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M) and
-# files written by `nibble quantize` (q2_k, q3_k_m, iq4_xs), which llama.cpp must load and decode.
+# files written by `nibble quantize` (q2_k, q3_k_m, iq4_xs, and with the same importance matrix
+# iq3_s, iq3_xxs, iq2_s, iq2_xs, iq2_xxs, iq1_m, iq1_s), which llama.cpp must load and decode.
 #
 # usage: bench/ppl_check.sh [--ctest] [NIBBLE_BINARY]
 #   LLAMA_TYPES / NIBBLE_TYPES (environment): the llama-quantize / nibble types to run instead of
@@ -27,7 +28,7 @@ nib="${NIBBLE_BIN:-}"
 for a in "$@"; do
   case "$a" in
     --ctest) ctest=1 ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "ppl_check: unknown option $a (see --help)" >&2; exit 2 ;;
     *) nib=$a ;;
   esac
@@ -100,8 +101,10 @@ for t in ${LLAMA_TYPES-Q2_K Q3_K_M IQ4_XS IQ4_NL IQ2_XXS IQ2_XS IQ2_S IQ3_XXS IQ
   esac
   compare "$tmp/llama.$t.gguf" llama
 done
-for t in ${NIBBLE_TYPES-q2_k q3_k_m iq4_xs}; do
-  "$nib" quantize -q "$tmp/f16.gguf" "$tmp/nibble.$t.gguf" $t >/dev/null 2>"$tmp/q.log" ||
+for t in ${NIBBLE_TYPES-q2_k q3_k_m iq4_xs iq3_s iq3_xxs iq2_s iq2_xs iq2_xxs iq1_m iq1_s}; do
+  im=() # nibble's i-quants below 4 bits are written with the same importance matrix
+  case $t in iq[123]_*) im=(--imatrix "$tmp/imatrix.gguf") ;; esac
+  "$nib" quantize -q ${im[@]+"${im[@]}"} "$tmp/f16.gguf" "$tmp/nibble.$t.gguf" $t >/dev/null 2>"$tmp/q.log" ||
     { cat "$tmp/q.log"; echo "FAIL nibble quantize $t"; fail=1; continue; }
   compare "$tmp/nibble.$t.gguf" nib
 done

@@ -496,7 +496,7 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
             continue;
         if (!o->imatrix) {
             r = eng_errf(e, ENG_EINVAL,
-                         "%s would get %s tensors (e.g. '%s'), which need an importance matrix: give --imatrix FILE "
+                         "%s writes %s tensors (e.g. '%s'), which need an importance matrix: give --imatrix FILE "
                          "(made by `nibble imatrix`), or pick iq2_s, iq3_xxs or a larger type",
                          o->target->name, simd_type_name(type), t->name);
             goto done;
