@@ -10,7 +10,8 @@
  *  - the output matrix (or the token embedding when it doubles as the
  *    output) gets q6_k under every target narrower than 8 bits, q8_0
  *    under q8_0: the logits are the most sensitive product, as
- *    llama.cpp also judges;
+ *    llama.cpp also judges (which gives it q5_k under iq3_xxs, iq2_s,
+ *    iq2_xs, iq2_xxs and iq1_*, and so does this tool);
  *  - mixes (q4_k_m, q5_k_m): attn_v and ffn_down get q6_k in the first
  *    and last eighth of the layers and in every third layer between; a
  *    fused attn_qkv (phi3, gpt2) gets one step more than the base type
@@ -208,8 +209,10 @@ int eng_quant_plan(const eng_qtarget *t, const char *name, uint32_t n_dims, cons
         return src_type;
     int type = t->type;
     int is_output = !strcmp(name, "output.weight") || (!has_output && !strcmp(name, "token_embd.weight"));
+    int low_iq = t->mix == ENG_QMIX_IQ2 || t->mix == ENG_QMIX_IQ1 || t->mix == ENG_QMIX_IQ2_S ||
+                 t->mix == ENG_QMIX_IQ3_XXS;
     if (type != SIMD_F32 && type != SIMD_F16 && type != SIMD_BF16 && is_output)
-        type = type == SIMD_Q8_0 ? SIMD_Q8_0 : SIMD_Q6_K;
+        type = type == SIMD_Q8_0 ? SIMD_Q8_0 : low_iq ? SIMD_Q5_K : SIMD_Q6_K;
     int l = layer_of(name);
     if (t->more_bits_type >= 0 && l >= 0 && (ends_with(name, ".attn_v.weight") || ends_with(name, ".ffn_down.weight") ||
                                               ends_with(name, ".ffn_down_exps.weight")) &&

@@ -259,6 +259,52 @@ static void check_low_mix_plans(void)
         {"iq4_xs", "output.weight", 1024, SIMD_Q6_K},
         {"iq4_nl", "blk.3.attn_q.weight", 896, SIMD_IQ4_NL},
         {"iq4_nl", "blk.0.ffn_down.weight", 4864, SIMD_Q5_K},
+        /* the i-quant mixes (llama.cpp's rules with an importance matrix) */
+        {"iq2_xxs", "blk.3.attn_q.weight", 1024, SIMD_IQ2_XXS},
+        {"iq2_xxs", "blk.3.attn_v.weight", 1024, SIMD_Q2_K},
+        {"iq2_xxs", "blk.2.ffn_down.weight", 4864, SIMD_Q2_K},
+        {"iq2_xxs", "blk.3.ffn_down.weight", 4864, SIMD_IQ2_XXS},
+        {"iq2_xxs", "blk.3.attn_output.weight", 1024, SIMD_IQ2_XXS},
+        {"iq2_xxs", "token_embd.weight", 1024, SIMD_Q2_K},
+        {"iq2_xxs", "output.weight", 1024, SIMD_Q5_K},
+        {"iq2_xxs", "blk.3.attn_q.weight", 896, SIMD_IQ4_NL}, /* every i-quant -> iq4_nl */
+        {"iq2_xxs", "blk.3.attn_q.weight", 48, SIMD_F16},     /* ... and f16 below 32 */
+        {"iq2_xs", "blk.3.attn_v.weight", 1024, SIMD_Q2_K},
+        {"iq2_xs", "blk.3.ffn_up.weight", 1024, SIMD_IQ2_XS},
+        {"iq1_s", "blk.3.attn_output.weight", 1024, SIMD_IQ2_XXS},
+        {"iq1_s", "blk.3.attn_k.weight", 1024, SIMD_IQ1_S},
+        {"iq1_s", "token_embd.weight", 1024, SIMD_Q2_K},
+        {"iq1_m", "blk.3.attn_output.weight", 1024, SIMD_IQ2_XXS},
+        {"iq1_m", "blk.0.ffn_down.weight", 4864, SIMD_Q2_K},
+        {"iq1_m", "blk.9.ffn_gate.weight", 1024, SIMD_IQ1_M},
+        {"iq2_s", "blk.3.attn_v.weight", 1024, SIMD_IQ3_S},
+        {"iq2_s", "blk.3.attn_output.weight", 1024, SIMD_IQ3_S},
+        {"iq2_s", "blk.2.ffn_down.weight", 4864, SIMD_IQ3_S},
+        {"iq2_s", "blk.3.ffn_down.weight", 4864, SIMD_IQ2_S},
+        {"iq2_m", "token_embd.weight", 1024, SIMD_IQ3_S},
+        {"iq2_m", "output.weight", 1024, SIMD_Q5_K},
+        {"iq3_xxs", "blk.3.attn_q.weight", 1024, SIMD_IQ2_S},
+        {"iq3_xxs", "blk.3.attn_k.weight", 1024, SIMD_IQ2_S},
+        {"iq3_xxs", "blk.3.attn_v.weight", 1024, SIMD_IQ3_XXS},
+        {"iq3_xxs", "blk.3.attn_output.weight", 1024, SIMD_IQ3_S},
+        {"iq3_xxs", "blk.3.ffn_down.weight", 4864, SIMD_IQ3_XXS},
+        {"iq3_xxs", "token_embd.weight", 1024, SIMD_IQ3_S},
+        {"iq3_xxs", "output.weight", 1024, SIMD_Q5_K},
+        {"iq3_s", "blk.0.attn_v.weight", 1024, SIMD_IQ3_S},
+        {"iq3_s", "token_embd.weight", 1024, SIMD_IQ3_S},
+        {"iq3_s", "output.weight", 1024, SIMD_Q6_K},
+        {"iq3_xs", "blk.3.attn_q.weight", 1024, SIMD_IQ3_XXS},
+        {"iq3_xs", "blk.3.ffn_gate.weight", 1024, SIMD_IQ3_XXS},
+        {"iq3_xs", "blk.20.ffn_up.weight", 1024, SIMD_IQ3_XXS},
+        {"iq3_xs", "blk.21.ffn_up.weight", 1024, SIMD_IQ3_S}, /* last eighth */
+        {"iq3_xs", "blk.2.ffn_gate.weight", 1024, SIMD_IQ3_S}, /* first eighth */
+        {"iq3_xs", "blk.3.attn_v.weight", 1024, SIMD_IQ3_S},
+        {"iq3_m", "blk.3.attn_v.weight", 1024, SIMD_Q4_K},
+        {"iq3_m", "blk.3.attn_output.weight", 1024, SIMD_Q4_K},
+        {"iq3_m", "blk.3.attn_qkv.weight", 3072, SIMD_Q4_K},
+        {"iq3_m", "blk.2.ffn_down.weight", 4864, SIMD_Q4_K},
+        {"iq3_m", "blk.3.ffn_down.weight", 4864, SIMD_IQ3_S},
+        {"iq3_m", "output.weight", 1024, SIMD_Q6_K},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const eng_qtarget *t = eng_qtarget_find(cases[i].target);
@@ -272,7 +318,13 @@ static void check_low_mix_plans(void)
                (unsigned long long)cases[i].ne0, simd_type_name(got), simd_type_name(cases[i].want));
     }
     const struct { const char *name; uint32_t ft; } fts[] = {
-        {"q2_k", 10}, {"q3_k_s", 11}, {"q3_k_m", 12}, {"q3_k_l", 13}, {"iq4_nl", 25}, {"iq4_xs", 30}};
+        {"q2_k", 10},    {"q3_k_s", 11},  {"q3_k_m", 12}, {"q3_k_l", 13}, {"iq4_nl", 25}, {"iq4_xs", 30},
+        {"iq2_xxs", 19}, {"iq2_xs", 20},  {"iq3_xs", 22}, {"iq3_xxs", 23}, {"iq1_s", 24}, {"iq3_s", 26},
+        {"iq3_m", 27},   {"iq2_s", 29},   {"iq2_m", 29},  {"iq1_m", 31}};
+    for (int ty = 0; ty < 40; ty++)
+        CHECKF(eng_quant_needs_imatrix(ty) == (ty == SIMD_IQ2_XXS || ty == SIMD_IQ2_XS || ty == SIMD_IQ1_S ||
+                                               ty == SIMD_IQ1_M),
+               "needs_imatrix(%s)", simd_type_name(ty));
     for (size_t i = 0; i < sizeof fts / sizeof fts[0]; i++)
         CHECKF(eng_qtarget_find(fts[i].name) && eng_qtarget_find(fts[i].name)->file_type == fts[i].ft, "%s file type",
                fts[i].name);
