@@ -67,6 +67,7 @@ static const char usage[] =
 typedef struct row {
     char name[32];
     int method; /* APP_QM_* bits: AWQ, GPTQ */
+    int imx;    /* weighted by an importance matrix */
     double bytes, bpw, ppl, ppl_err, kl, kl_err, top1, tps;
     int pareto;
     /* for the results file: "base", "quant" or "prune", the weight type,
@@ -81,7 +82,8 @@ static const char *method_of(const row *r)
     if (r->kind && strcmp(r->kind, "quant") && !strchr(r->name, '+'))
         return r->kind[0] == 'b' ? "base" : "pruned";
     static const char *const names[] = {"RTN", "AWQ", "GPTQ", "AWQ+GPTQ"};
-    return names[r->method & 3];
+    static const char *const imx[] = {"imatrix", "AWQ+imatrix", "GPTQ+imatrix", "AWQ+GPTQ+imatrix"};
+    return r->imx ? imx[r->method & 3] : names[r->method & 3];
 }
 
 /* A row's method as a name suffix ("" for RTN): sep + "awq" etc. */
@@ -479,6 +481,7 @@ static int measure(sweep *sw, const eng_qtarget *t, int method, row *w)
         return 1;
     snprintf(w->name, sizeof w->name, "%s", t->name);
     w->method = method;
+    w->imx = sw->imatrix != NULL;
     w->kind = "quant";
     w->type = t->name;
     if (t->fake_bits) { /* what the format would take: bits + an f16 scale and min per 32 */
@@ -588,7 +591,9 @@ static void write_outputs(const sweep *sw, row *rows, int n)
         snprintf(x->kind, sizeof x->kind, "%s", w->kind ? w->kind : "quant");
         snprintf(x->type, sizeof x->type, "%.15s", w->type ? w->type : w->name);
         snprintf(x->method, sizeof x->method, "%s",
-                 w->method ? app_quant_method_name(w->method, 0) : strcmp(method_of(w), "RTN") ? "none" : "rtn");
+                 w->method || w->imx ? app_quant_method_name(w->method, w->imx)
+                 : strcmp(method_of(w), "RTN")   ? "none"
+                                                 : "rtn");
         x->heads = w->heads, x->neurons = w->neurons, x->bytes = w->bytes, x->params = w->params, x->bpw = w->bpw;
         x->ppl = w->ppl, x->ppl_err = w->ppl_err, x->kl = w->kl, x->kl_err = w->kl_err, x->top1 = w->top1;
         x->tok_s = w->tps;

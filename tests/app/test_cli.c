@@ -794,6 +794,67 @@ static void check_sweep_combined(void)
     tu_rmtree(dir);
 }
 
+/* The i-quants below 4 bits through the command line: quantize refuses
+ * iq1_s on a model whose rows fit without --imatrix and writes it with
+ * one (from nibble imatrix); quant-sweep skips iq2_xxs without
+ * --imatrix, names a missing file, and marks its rows weighted with one. */
+static void check_iquants_cli(void)
+{
+    char dir[] = "/tmp/nibble-cli-iq-XXXXXX", text[4200], t256[4200], im[4200], out[4200], sw[4200], md[4300];
+    if (!tu_mkdtemp(dir)) {
+        CHECK(0);
+        return;
+    }
+    snprintf(text, sizeof text, "%s/text.txt", dir);
+    snprintf(t256, sizeof t256, "%s/t256.gguf", dir);
+    snprintf(im, sizeof im, "%s/im.gguf", dir);
+    snprintf(out, sizeof out, "%s/q.gguf", dir);
+    snprintf(sw, sizeof sw, "%s/sw", dir);
+    static const char story[] =
+        "Once upon a time, there was a little girl named Lily. She loved to play outside in the sunshine. One day, "
+        "she saw a big red ball in the park. She ran to get it, but a dog got there first.\n";
+    char buf[sizeof story * 8];
+    for (int i = 0; i < 8; i++)
+        memcpy(buf + i * (sizeof story - 1), story, sizeof story - 1);
+    write_file(text, buf, 8 * (sizeof story - 1));
+    result r = run((const char *const[]){"synth", "--shape", "tiny256", "--type", "f32", t256, NULL});
+    CHECKF(r.status == 0, "synth: %s", r.err);
+    done(&r);
+    expect_fail("quantize iq1_s without --imatrix", (const char *const[]){"quantize", "-q", t256, out, "iq1_s", NULL},
+                1, "need an importance matrix: give --imatrix FILE");
+    r = run((const char *const[]){"imatrix", "-m", t256, "-f", text, "-o", im, "-c", "64", "--chunks", "2", "-q",
+                                  NULL});
+    CHECKF(r.status == 0, "imatrix: %s", r.err);
+    done(&r);
+    r = run((const char *const[]){"quantize", "-q", "--imatrix", im, t256, out, "iq1_s", NULL});
+    CHECKF(r.status == 0 && strstr(r.err, "iq1_s x"), "quantize iq1_s --imatrix: exit %d: %s", r.status, r.err);
+    done(&r);
+    r = run((const char *const[]){"info", out, NULL});
+    CHECKF(r.status == 0 && strstr(r.out, "IQ1_S") && strstr(r.out, "iq1_s"), "info: %s%s", r.out, r.err);
+    done(&r);
+    expect_fail("quant-sweep --imatrix missing",
+                (const char *const[]){"quant-sweep", "-m", t256, "-f", text, "--imatrix", "/nonexistent/im.gguf", NULL},
+                1, "/nonexistent/im.gguf");
+    r = run((const char *const[]){"quant-sweep", "-m", t256, "-f", text, "-c", "64", "--chunks", "1", "--types",
+                                  "iq2_xxs,iq3_s", "--out", sw, "-q", NULL});
+    CHECKF(r.status == 0 && strstr(r.err, "iq2_xxs skipped: its iq2_xxs tensors need an importance matrix"),
+           "quant-sweep without --imatrix: exit %d: %s", r.status, r.err);
+    done(&r);
+    snprintf(md, sizeof md, "%s/sweep.md", sw);
+    char *m = tu_read(md, NULL);
+    CHECKF(m && strstr(m, "| iq3_s | RTN |") && !strstr(m, "| iq2_xxs |"), "sweep.md: %s", m ? m : "(none)");
+    free(m);
+    r = run((const char *const[]){"quant-sweep", "-m", t256, "-f", text, "-c", "64", "--chunks", "1", "--types",
+                                  "iq2_xxs", "--imatrix", im, "--out", sw, "-q", NULL});
+    CHECKF(r.status == 0, "quant-sweep --imatrix: exit %d: %s", r.status, r.err);
+    done(&r);
+    m = tu_read(md, NULL);
+    CHECKF(m && strstr(m, "| iq2_xxs | imatrix |") && strstr(m, "weighted by the importance matrix `im.gguf`"),
+           "sweep.md: %s", m ? m : "(none)");
+    free(m);
+    tu_rmtree(dir);
+}
+
 /* nibble template: exactly the rendered text on stdout; a template error
  * is one message and exit 1 */
 static void check_template(void)
@@ -1020,6 +1081,7 @@ int main(void)
     check_prune();
     check_synth_lowbit();
     check_sweep_combined();
+    check_iquants_cli();
     check_template();
     check_export_template();
     check_errors();
