@@ -14,6 +14,10 @@
 #   LLAMA_QUANTIZE  a llama-quantize binary: each file is then `nibble synth --type f16`
 #              quantized by llama.cpp (TYPES in its names, e.g. "Q2_K Q3_K_M IQ4_XS IQ3_S"),
 #              so both programs run llama.cpp's own quantization
+#   IMATRIX    an importance matrix (GGUF, e.g. from `nibble imatrix`) handed to llama-quantize
+#              with --imatrix; llama-quantize refuses IQ2_XXS, IQ2_XS, IQ1_S and IQ1_M without
+#              one. A copy under a 32-character-longer name is tried when the first file does
+#              not load (llama-quantize's header padding; see bench/ppl_check.sh)
 #   MODEL_DIR  where the synth models are, or are written when missing (default: a new
 #              temporary directory, removed at the end)
 #   SHAPES     default "smol135 qwen05 llama1b"; SHAPE:N makes a model of that shape cut to
@@ -73,6 +77,8 @@ if [ -z "$lbench" ] && [ "$depths" != 0 ]; then
   echo "compare.sh: DEPTHS needs LLAMA_BENCH (the node peer has no depth)" >&2; exit 2
 fi
 [ -z "$lquant" ] || [ -x "$lquant" ] || { echo "compare.sh: LLAMA_QUANTIZE=$lquant is not an executable" >&2; exit 2; }
+imat=${IMATRIX:-}
+[ -z "$imat" ] || [ -f "$imat" ] || { echo "compare.sh: IMATRIX=$imat is not a file" >&2; exit 2; }
 
 tmp=""
 dir=${MODEL_DIR:-}
@@ -97,7 +103,22 @@ for sl in $shapes; do
       f16="$dir/$s${lay:+-L$lay}-f16.gguf"
       [ -f "$f16" ] || "$nib" synth --shape "$s" ${lay:+--layers "$lay"} --type f16 "$f16" >/dev/null 2>&1 ||
         { echo "compare.sh: nibble synth --shape $s --type f16 failed" >&2; continue; }
-      if ! msg=$("$lquant" "$f16" "$f.part" "$ty" 2>&1); then
+      if [ -n "$imat" ]; then
+        # two names for the matrix: the header holds its path, and one of the two lengths
+        # puts the tensor data where the file's alignment says
+        ok=0
+        for im in imatrix.gguf "imatrix$(printf %032d 0).gguf"; do
+          cp "$imat" "$dir/$im"
+          msg=$("$lquant" --imatrix "$dir/$im" "$f16" "$f.part" "$ty" 2>&1) || break
+          "$nib" info "$f.part" >/dev/null 2>&1 && { ok=1; break; }
+          msg="the file it wrote does not load"
+        done
+        rm -f "$dir/imatrix.gguf" "$dir/imatrix$(printf %032d 0).gguf"
+      else
+        ok=0
+        msg=$("$lquant" "$f16" "$f.part" "$ty" 2>&1) && ok=1
+      fi
+      if [ $ok = 0 ]; then
         rm -f "$f.part"
         echo "compare.sh: skipping $s $ty: llama-quantize refused it: $(echo "$msg" | tail -1)" >&2
         continue

@@ -51,20 +51,9 @@ static float dot(int type, size_t n, const void *w, const void *a)
     return simd_reduce8(acc);
 }
 
-#define IQ_FORMS(NAME, TYPE)                                                                                 \
-    static float NAME(size_t n, const void *w, const void *a) { return dot(TYPE, n, w, a); }                 \
-    static void NAME##_batch(size_t n, const void *w, const void *a, size_t as, size_t nt, float *out,       \
-                             size_t os)                                                                      \
-    {                                                                                                        \
-        for (size_t t = 0; t < nt; t++)                                                                      \
-            out[t * os] = dot(TYPE, n, w, (const char *)a + t * as);                                         \
-    }                                                                                                        \
-    static void NAME##_rows(size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as,         \
-                            size_t nt, float *out, size_t os)                                                \
-    {                                                                                                        \
-        for (size_t r = 0; r < nr; r++)                                                                      \
-            NAME##_batch(n, (const char *)w + r * ws, a, as, nt, out + r, os);                               \
-    }
+#define IQ_FORMS(NAME, TYPE)                                                              \
+    static float NAME(size_t n, const void *w, const void *a) { return dot(TYPE, n, w, a); } \
+    SIMD_DOT_FORMS(NAME)
 IQ_FORMS(dot_iq2_xxs, SIMD_IQ2_XXS)
 IQ_FORMS(dot_iq2_xs, SIMD_IQ2_XS)
 IQ_FORMS(dot_iq2_s, SIMD_IQ2_S)
@@ -76,16 +65,11 @@ IQ_FORMS(dot_iq1_m, SIMD_IQ1_M)
 
 void simd_set_iquants_scalar(simd_kernel_set *s)
 {
-#define IQ_PUT(T, F)             \
-    s->dot[T] = F;               \
-    s->dot_batch[T] = F##_batch; \
-    s->dot_rows[T] = F##_rows;
-    IQ_PUT(SIMD_IQ2_XXS, dot_iq2_xxs)
-    IQ_PUT(SIMD_IQ2_XS, dot_iq2_xs)
-    IQ_PUT(SIMD_IQ2_S, dot_iq2_s)
-    IQ_PUT(SIMD_IQ3_XXS, dot_iq3_xxs)
-    IQ_PUT(SIMD_IQ3_S, dot_iq3_s)
-    IQ_PUT(SIMD_IQ1_S, dot_iq1_s)
-    IQ_PUT(SIMD_IQ1_M, dot_iq1_m)
-#undef IQ_PUT
+    SIMD_PUT_DOTS(s, SIMD_IQ2_XXS, dot_iq2_xxs);
+    SIMD_PUT_DOTS(s, SIMD_IQ2_XS, dot_iq2_xs);
+    SIMD_PUT_DOTS(s, SIMD_IQ2_S, dot_iq2_s);
+    SIMD_PUT_DOTS(s, SIMD_IQ3_XXS, dot_iq3_xxs);
+    SIMD_PUT_DOTS(s, SIMD_IQ3_S, dot_iq3_s);
+    SIMD_PUT_DOTS(s, SIMD_IQ1_S, dot_iq1_s);
+    SIMD_PUT_DOTS(s, SIMD_IQ1_M, dot_iq1_m);
 }

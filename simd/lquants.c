@@ -374,36 +374,17 @@ static float dot_iq4_nl(size_t n, const void *w, const void *a)
     return simd_reduce8(acc);
 }
 
-#define LQ_FORMS(NAME)                                                                                       \
-    static void NAME##_batch(size_t n, const void *w, const void *a, size_t as, size_t nt, float *out,       \
-                             size_t os)                                                                      \
-    {                                                                                                        \
-        for (size_t t = 0; t < nt; t++)                                                                      \
-            out[t * os] = NAME(n, w, (const char *)a + t * as);                                              \
-    }                                                                                                        \
-    static void NAME##_rows(size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as,         \
-                            size_t nt, float *out, size_t os)                                                \
-    {                                                                                                        \
-        for (size_t r = 0; r < nr; r++)                                                                      \
-            NAME##_batch(n, (const char *)w + r * ws, a, as, nt, out + r, os);                               \
-    }
-LQ_FORMS(dot_q2_k)
-LQ_FORMS(dot_q3_k)
-LQ_FORMS(dot_iq4_xs)
-LQ_FORMS(dot_iq4_nl)
-#undef LQ_FORMS
+SIMD_DOT_FORMS(dot_q2_k)
+SIMD_DOT_FORMS(dot_q3_k)
+SIMD_DOT_FORMS(dot_iq4_xs)
+SIMD_DOT_FORMS(dot_iq4_nl)
 
 void simd_set_lquants(enum simd_kernel k, simd_kernel_set *s)
 {
-#define LQ_PUT(T, F)                 \
-    s->dot[T] = F;                   \
-    s->dot_batch[T] = F##_batch;     \
-    s->dot_rows[T] = F##_rows;
-    LQ_PUT(SIMD_Q2_K, dot_q2_k)
-    LQ_PUT(SIMD_Q3_K, dot_q3_k)
-    LQ_PUT(SIMD_IQ4_XS, dot_iq4_xs)
-    LQ_PUT(SIMD_IQ4_NL, dot_iq4_nl)
-#undef LQ_PUT
+    SIMD_PUT_DOTS(s, SIMD_Q2_K, dot_q2_k);
+    SIMD_PUT_DOTS(s, SIMD_Q3_K, dot_q3_k);
+    SIMD_PUT_DOTS(s, SIMD_IQ4_XS, dot_iq4_xs);
+    SIMD_PUT_DOTS(s, SIMD_IQ4_NL, dot_iq4_nl);
     simd_set_iquants_scalar(s); /* the i-quants below 4 bits (iquants.c) */
     switch (k) {
 #if defined(NIBBLE_X86_SETS)

@@ -47,6 +47,33 @@ NBK_INLINE void nbl_low2(const uint8_t *qs, uint8x16_t w[16])
         }
 }
 
+/* The signed codes of an i-quant super-block (iquants.h), 16 values a
+ * vector: two grid entries of simd_iq_sub side by side, each group's sign
+ * byte repeated over its 8 bytes and tested against bit j of byte j
+ * (0xff where set), then (g ^ m) - m negates where the mask is set. iq1
+ * codes are 8 * grid byte plus a delta of +-1, the group's mask or 1.
+ * The codes equal simd_iq_expand's, so every sum does too. */
+NBK_INLINE void nbl_iq_codes(int type, const unsigned char *x, int8x16_t v[16])
+{
+    static const uint8_t bit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    const uint8x16_t bits = vld1q_u8(bit);
+    for (int i = 0; i < 8; i++) {
+        uint64_t g[4];
+        uint32_t s = simd_iq_sub(type, x, i, g);
+        for (int h = 0; h < 2; h++) {
+            int8x16_t q = vcombine_s8(vcreate_s8(g[2 * h]), vcreate_s8(g[2 * h + 1]));
+            uint8x16_t sb = vcombine_u8(vdup_n_u8((uint8_t)(s >> (16 * h))), vdup_n_u8((uint8_t)(s >> (16 * h + 8))));
+            if (type == SIMD_IQ1_S || type == SIMD_IQ1_M) {
+                int8x16_t delta = vreinterpretq_s8_u8(vorrq_u8(sb, vdupq_n_u8(1)));
+                v[2 * i + h] = vaddq_s8(vshlq_n_s8(q, 3), delta);
+            } else {
+                int8x16_t m = vreinterpretq_s8_u8(vtstq_u8(sb, bits));
+                v[2 * i + h] = vsubq_s8(veorq_s8(q, m), m);
+            }
+        }
+    }
+}
+
 NBK_INLINE void nbl_prep(int type, const unsigned char *x, nbk_codes *w, nbl_scales *sc, float *d, float *dmin)
 {
     if (type == SIMD_Q2_K) {
@@ -79,11 +106,9 @@ NBK_INLINE void nbl_prep(int type, const unsigned char *x, nbk_codes *w, nbl_sca
         *d = nbk_h2f(b->d);
         *dmin = 0;
     } else if (simd_is_iquant(type)) {
-        /* the codes (|c| <= 62) and scales (1..31) of the plain-C expansion */
-        int8_t c[SIMD_QKK], s[16];
-        simd_iq_expand(type, x, c, s, d);
-        for (int i = 0; i < 16; i++)
-            w->v[i] = vld1q_s8(c + 16 * i);
+        int8_t s[16];
+        *d = simd_iq_scales(type, x, s);
+        nbl_iq_codes(type, x, w->v);
         nbl_scales16(vld1q_s8(s), sc);
         *dmin = 0;
     } else {

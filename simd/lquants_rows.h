@@ -102,27 +102,16 @@ NBL_KDOT(nbl_dot_iq1_m, SIMD_IQ1_M)
 
 static void nbl_set_dots(simd_kernel_set *s)
 {
-    s->dot[SIMD_Q2_K] = nbl_dot_q2_k;
-    s->dot_batch[SIMD_Q2_K] = nbl_dot_q2_k_batch;
-    s->dot_rows[SIMD_Q2_K] = nbl_dot_q2_k_rows;
-    s->dot[SIMD_Q3_K] = nbl_dot_q3_k;
-    s->dot_batch[SIMD_Q3_K] = nbl_dot_q3_k_batch;
-    s->dot_rows[SIMD_Q3_K] = nbl_dot_q3_k_rows;
-    s->dot[SIMD_IQ4_XS] = nbl_dot_iq4_xs;
-    s->dot_batch[SIMD_IQ4_XS] = nbl_dot_iq4_xs_batch;
-    s->dot_rows[SIMD_IQ4_XS] = nbl_dot_iq4_xs_rows;
-#define NBL_PUT(T, F)            \
-    s->dot[T] = F;               \
-    s->dot_batch[T] = F##_batch; \
-    s->dot_rows[T] = F##_rows;
-    NBL_PUT(SIMD_IQ2_XXS, nbl_dot_iq2_xxs)
-    NBL_PUT(SIMD_IQ2_XS, nbl_dot_iq2_xs)
-    NBL_PUT(SIMD_IQ2_S, nbl_dot_iq2_s)
-    NBL_PUT(SIMD_IQ3_XXS, nbl_dot_iq3_xxs)
-    NBL_PUT(SIMD_IQ3_S, nbl_dot_iq3_s)
-    NBL_PUT(SIMD_IQ1_S, nbl_dot_iq1_s)
-    NBL_PUT(SIMD_IQ1_M, nbl_dot_iq1_m)
-#undef NBL_PUT
+    SIMD_PUT_DOTS(s, SIMD_Q2_K, nbl_dot_q2_k);
+    SIMD_PUT_DOTS(s, SIMD_Q3_K, nbl_dot_q3_k);
+    SIMD_PUT_DOTS(s, SIMD_IQ4_XS, nbl_dot_iq4_xs);
+    SIMD_PUT_DOTS(s, SIMD_IQ2_XXS, nbl_dot_iq2_xxs);
+    SIMD_PUT_DOTS(s, SIMD_IQ2_XS, nbl_dot_iq2_xs);
+    SIMD_PUT_DOTS(s, SIMD_IQ2_S, nbl_dot_iq2_s);
+    SIMD_PUT_DOTS(s, SIMD_IQ3_XXS, nbl_dot_iq3_xxs);
+    SIMD_PUT_DOTS(s, SIMD_IQ3_S, nbl_dot_iq3_s);
+    SIMD_PUT_DOTS(s, SIMD_IQ1_S, nbl_dot_iq1_s);
+    SIMD_PUT_DOTS(s, SIMD_IQ1_M, nbl_dot_iq1_m);
 }
 
 #endif

@@ -65,6 +65,33 @@ NBK_INLINE void nbl_low2(const uint8_t *qs, __m256i w[8])
     }
 }
 
+/* The signed codes of an i-quant super-block (iquants.h), sub-block i in
+ * v[i]: its four grid entries (simd_iq_sub) side by side, and the sign
+ * bytes spread so that byte j of the vector sees sign byte j / 8, whose
+ * bit j % 8 becomes a 0xff mask by and + compare against that bit, then
+ * +-1 for vpsignb. iq1 codes are 8 * grid byte (a 16-bit shift with the
+ * bits that cross into the next byte masked off) plus a delta of +-1, the
+ * mask or 1. The codes equal simd_iq_expand's, so every sum does too. */
+NBK_INLINE void nbl_iq_codes(int type, const unsigned char *x, __m256i v[8])
+{
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
+                                            3, 3, 3, 3, 3, 3, 3);
+    const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201u), one = _mm256_set1_epi8(1);
+    for (int i = 0; i < 8; i++) {
+        uint64_t g[4];
+        uint32_t s = simd_iq_sub(type, x, i, g);
+        __m256i q = _mm256_set_epi64x((long long)g[3], (long long)g[2], (long long)g[1], (long long)g[0]);
+        __m256i sv = _mm256_shuffle_epi8(_mm256_set1_epi32((int)s), spread);
+        if (type == SIMD_IQ1_S || type == SIMD_IQ1_M) {
+            __m256i c8 = _mm256_and_si256(_mm256_slli_epi16(q, 3), _mm256_set1_epi8((char)0xf8));
+            v[i] = _mm256_add_epi8(c8, _mm256_or_si256(sv, one));
+        } else {
+            __m256i m = _mm256_cmpeq_epi8(_mm256_and_si256(sv, bits), bits);
+            v[i] = _mm256_sign_epi8(q, _mm256_or_si256(m, one));
+        }
+    }
+}
+
 /* Expand super-block x of type into w and sc; its f16 scales as floats. */
 NBK_INLINE void nbl_prep(int type, const unsigned char *x, nbk_codes *w, nbl_scales *sc, float *d, float *dmin)
 {
@@ -95,12 +122,9 @@ NBK_INLINE void nbl_prep(int type, const unsigned char *x, nbk_codes *w, nbl_sca
         *d = nbk_h2f(b->d);
         *dmin = 0;
     } else if (simd_is_iquant(type)) {
-        /* the codes (|c| <= 62) and scales (1..31) of the plain-C
-         * expansion, multiplied as signed bytes like iq4's */
-        int8_t c[SIMD_QKK], s[16];
-        simd_iq_expand(type, x, c, s, d);
-        for (int g = 0; g < 8; g++)
-            w->v[g] = nbk_load(c + 32 * g);
+        int8_t s[16];
+        *d = simd_iq_scales(type, x, s);
+        nbl_iq_codes(type, x, w->v);
         nbl_scales16(_mm_loadu_si128((const __m128i *)s), sc);
         sc->m16 = _mm256_setzero_si256();
         *dmin = 0;

@@ -22,6 +22,26 @@ typedef struct simd_kernel_set {
     void (*swiglu_oai)(float *g, const float *u, size_t n, float alpha, float limit); /* likewise */
 } simd_kernel_set;
 
+/* The plain-C batch and rows forms of a reference dot NAME(n, w, a):
+ * NAME_batch runs it per token, NAME_rows per row (scalar kernels, whose
+ * float order the other sets reproduce). */
+#define SIMD_DOT_FORMS(NAME)                                                                                 \
+    static void NAME##_batch(size_t n, const void *w, const void *a, size_t as, size_t nt, float *out,       \
+                             size_t os)                                                                      \
+    {                                                                                                        \
+        for (size_t t = 0; t < nt; t++)                                                                      \
+            out[t * os] = NAME(n, w, (const char *)a + t * as);                                              \
+    }                                                                                                        \
+    static void NAME##_rows(size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as,         \
+                            size_t nt, float *out, size_t os)                                                \
+    {                                                                                                        \
+        for (size_t r = 0; r < nr; r++)                                                                      \
+            NAME##_batch(n, (const char *)w + r * ws, a, as, nt, out + r, os);                               \
+    }
+
+/* Kernel F's three forms (F, F_batch, F_rows) into set s for type T. */
+#define SIMD_PUT_DOTS(s, T, F) ((s)->dot[T] = F, (s)->dot_batch[T] = F##_batch, (s)->dot_rows[T] = F##_rows)
+
 /* The dispatch table, simd/'s one global: a row per weight type (its
  * layout, from quants.c, and the installed set's kernels for it) and the
  * installed set's kernels that take no weight type. simd_kernel_select

@@ -26,12 +26,12 @@ void simd_set_lquants_avxvnniint8_emul(simd_kernel_set *s);
 
 #define TR_SEED 0x697175616e74ull
 #include "testrand.h"
+#include "setcheck.h"
 
 #define NTYPES 7
 static const int types[NTYPES] = {SIMD_IQ2_XXS, SIMD_IQ2_XS, SIMD_IQ2_S, SIMD_IQ3_XXS,
                                   SIMD_IQ3_S,   SIMD_IQ1_S,  SIMD_IQ1_M};
 
-static int same(float a, float b) { return f32_bits(a) == f32_bits(b) || (isnan(a) && isnan(b)); }
 
 /* ---- an independent decoder, from ggml's definitions ---- */
 
@@ -260,14 +260,6 @@ static void known(void)
 #define MAXB 40 /* super-blocks per row */
 static int extreme;
 
-static uint16_t pick_f16(void)
-{
-    static const uint16_t special[] = {0x0000, 0x7bff, 0x0001, 0x03ff, 0x8400, 0x3c00, 0xfbff};
-    if (extreme && rndn(8) == 0)
-        return special[rndn(sizeof special / sizeof special[0])];
-    return simd_f32_to_f16((float)((double)rndn(2000) * 1e-5 + 1e-6));
-}
-
 /* nb random super-blocks of type at w: every byte random but the f16
  * scale, picked (for iq1_m spread over its scales' top nibbles) */
 static void fill_blocks(int type, unsigned char *w, size_t nb)
@@ -277,7 +269,7 @@ static void fill_blocks(int type, unsigned char *w, size_t nb)
         unsigned char *blk = w + b * bs;
         for (size_t i = 0; i < bs; i++)
             blk[i] = (unsigned char)rnd();
-        uint16_t d = pick_f16();
+        uint16_t d = sc_pick_f16(extreme);
         if (type == SIMD_IQ1_M)
             for (int k = 0; k < 4; k++)
                 blk[48 + 2 * k + 1] = (unsigned char)((blk[48 + 2 * k + 1] & 0x0f) | ((d >> (4 * k)) & 15) << 4);
@@ -299,7 +291,7 @@ static void check_decode(void)
             for (size_t b = 0; b < MAXB; b++) {
                 ref_decode(types[ti], w + b * t->bytes, want);
                 for (int v = 0; v < 256; v++)
-                    if (!same(y[b * 256 + v], want[v])) {
+                    if (!sc_same(y[b * 256 + v], want[v])) {
                         CHECKF(0, "%s block %zu x[%d] = %a, want %a", t->name, b, v, (double)y[b * 256 + v],
                                (double)want[v]);
                         goto next;
@@ -349,132 +341,32 @@ static void check_dots(void)
 
 /* ---- every set against the scalar kernels, bit for bit ---- */
 
-#define MAXR 19
-#define MAXT 11
-#define ROWB (MAXB * 128)
-static unsigned char kw[MAXR][ROWB];
-static unsigned char ka[MAXT][MAXB * 300];
-static float kref[MAXT][MAXR], kout[MAXT * MAXR * 3];
-
-static void fill_acts(size_t n)
+static void fill_rows(int type, size_t n, int ext)
 {
-    static float xf[N];
-    for (int t = 0; t < MAXT; t++) {
-        for (size_t b = 0; b < n / 32; b++) {
-            int cls = extreme ? (int)rndn(8) : 7;
-            for (int i = 0; i < 32; i++) {
-                float v = unif();
-                switch (cls) {
-                case 0: v = 0; break;
-                case 1: v *= 1e-40f; break;
-                case 2: v *= t == 0 ? 1.5e38f : 1e30f; break;
-                case 3: v = i == 7 ? 1000.0f : v * 1e-3f; break;
-                case 4: v = v < 0 ? -2.0f : 2.0f; break;
-                default: break;
-                }
-                xf[b * 32 + i] = v;
-            }
-        }
-        simd_act_quant(SIMD_ACT_Q8K, xf, ka[t], n);
-    }
+    extreme = ext;
+    for (int r = 0; r < SC_MAXR; r++)
+        fill_blocks(type, sc_w[r], n / 256);
+    sc_fill_acts(SIMD_ACT_Q8K, n, ext, 32);
 }
 
-static void check_set(const char *name, const simd_kernel_set *ks, const simd_kernel_set *ref)
+static size_t row_length(int type, size_t round)
 {
     static const size_t blocks[] = {1, 2, 3, 7, 8, 9, 17, 40};
-    int fails = tu_failures;
-    long finite = 0, total = 0;
-    for (int ti = 0; ti < NTYPES; ti++) {
-        const int type = types[ti];
-        const simd_traits *tr = simd_type_traits(type);
-        if (!ks->dot[type] || !ks->dot_batch[type] || !ks->dot_rows[type]) {
-            CHECKF(0, "%s: no %s kernels", name, tr->name);
-            continue;
-        }
-        for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
-            const size_t n = blocks[bi] * 256;
-            const size_t ws = ROWB, as = sizeof ka[0];
-            extreme = (int)(bi & 1);
-            for (int r = 0; r < MAXR; r++)
-                fill_blocks(type, kw[r], n / 256);
-            fill_acts(n);
-            for (int r = 0; r < MAXR; r++)
-                for (int t = 0; t < MAXT; t++) {
-                    kref[t][r] = ref->dot[type](n, kw[r], ka[t]);
-                    finite += isfinite(kref[t][r]) != 0;
-                    total++;
-                }
-            for (int r = 0; r < MAXR; r++)
-                for (int t = 0; t < MAXT; t++) {
-                    float got = ks->dot[type](n, kw[r], ka[t]);
-                    if (!same(got, kref[t][r])) {
-                        CHECKF(0, "%s %s dot n=%zu r=%d t=%d: %a vs %a", name, tr->name, n, r, t, (double)got,
-                               (double)kref[t][r]);
-                        goto next;
-                    }
-                }
-            for (size_t nt = 1; nt <= MAXT; nt++) {
-                int r = (int)(nt % MAXR);
-                ks->dot_batch[type](n, kw[r], ka, as, nt, kout, 3);
-                for (size_t t = 0; t < nt; t++)
-                    if (!same(kout[t * 3], kref[t][r])) {
-                        CHECKF(0, "%s %s dot_batch n=%zu nt=%zu t=%zu", name, tr->name, n, nt, t);
-                        goto next;
-                    }
-            }
-            static const size_t nrs[] = {1, 2, 5, 16, 17, 19}, nts[] = {1, 3, 4, 5, 8, 9, 11};
-            for (size_t i = 0; i < sizeof nrs / sizeof nrs[0]; i++)
-                for (size_t j = 0; j < sizeof nts / sizeof nts[0]; j++) {
-                    size_t nr = nrs[i], nt = nts[j], os = nr + 2;
-                    for (size_t k = 0; k < nt * os; k++)
-                        kout[k] = -1.0f;
-                    ks->dot_rows[type](n, kw, ws, nr, ka, as, nt, kout, os);
-                    for (size_t t = 0; t < nt; t++)
-                        for (size_t r = 0; r < os; r++) {
-                            float want = r < nr ? kref[t][r] : -1.0f;
-                            if (!same(kout[t * os + r], want)) {
-                                CHECKF(0, "%s %s dot_rows n=%zu nr=%zu nt=%zu (t=%zu r=%zu): %a vs %a", name,
-                                       tr->name, n, nr, nt, t, r, (double)kout[t * os + r], (double)want);
-                                goto next;
-                            }
-                        }
-                }
-        next:;
-        }
-    }
-    CHECKF(finite * 10 > total * 7, "%s: only %ld of %ld results finite", name, finite, total);
-    printf("%-22s iquants %s\n", name, tu_failures == fails ? "bit-identical to scalar" : "DIFFER");
+    (void)type;
+    return blocks[round] * 256;
 }
 
 static void check_all_sets(void)
 {
+    const sc_suite suite = {"iquants", types, NTYPES, 8, row_length, fill_rows, 7};
     simd_kernel_set ref;
     memset(&ref, 0, sizeof ref);
     simd_set_lquants(SIMD_K_SCALAR, &ref);
-    enum simd_kernel cur = simd_kernel_current();
-    for (int k = 0; k < SIMD_K_COUNT; k++) {
-        const char *why = NULL;
-        if (!simd_kernel_supported((enum simd_kernel)k, &why)) {
-            printf("%-22s skipped: %s\n", simd_kernel_name((enum simd_kernel)k), why ? why : "?");
-            continue;
-        }
-        CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
-        simd_kernel_set copy = simd_installed_set();
-        if (k != SIMD_K_SCALAR)
-            for (int ti = 0; ti < NTYPES; ti++)
-                CHECKF(copy.dot[types[ti]] != ref.dot[types[ti]], "%s has no %s kernel of its own",
-                       simd_kernel_name((enum simd_kernel)k), simd_type_name(types[ti]));
-        check_set(simd_kernel_name((enum simd_kernel)k), &copy, &ref);
-    }
 #ifdef NIBBLE_TEST_VNNIINT8_EMUL
-    if (simd_kernel_supported(SIMD_K_AVX2, NULL)) {
-        simd_kernel_set e;
-        memset(&e, 0, sizeof e);
-        simd_set_lquants_avxvnniint8_emul(&e);
-        check_set("avxvnniint8 (emulated)", &e, &ref);
-    }
+    sc_check_all_sets(&suite, &ref, simd_set_lquants_avxvnniint8_emul);
+#else
+    sc_check_all_sets(&suite, &ref, NULL);
 #endif
-    simd_kernel_select(cur);
 }
 
 int main(void)
@@ -493,7 +385,9 @@ int main(void)
     /* the parity rule of the 7-bit sign indices, on ggml's listed first row */
     static const unsigned first[16] = {0, 129, 130, 3, 132, 5, 6, 135, 136, 9, 10, 139, 12, 141, 142, 15};
     for (unsigned i = 0; i < 16; i++)
-        CHECK(ksign(i) == first[i] && simd_iq_ksign(i) == first[i]);
+        CHECK(ksign(i) == first[i]);
+    for (unsigned i = 0; i < 128; i++) /* the table behind simd_iq_ksign */
+        CHECKF(simd_iq_ksign(i) == ksign(i), "simd_iq_ksigns[%u]", i);
     known();
     check_decode();
     check_dots();

@@ -66,44 +66,21 @@ static const struct { int type; double bound; } bounds[] = {
 #define TR_SEED 0x6b71756e74ull
 #include "testrand.h"
 #define brnd rnd
+#include "setcheck.h"
 
-static int same_bits(float a, float b)
-{
-    uint32_t u, v;
-    memcpy(&u, &a, 4);
-    memcpy(&v, &b, 4);
-    return u == v || (isnan(a) && isnan(b));
-}
+#define MAXB 48 /* super-blocks per row */
 
-#define MAXB 48  /* super-blocks per row */
-#define MAXR 19  /* weight rows */
-#define MAXT 11  /* tokens */
-#define KROW (MAXB * 210)
-static unsigned char kw[MAXR][KROW];
-static unsigned char ka[MAXT][MAXB * sizeof(simd_block_q8k)];
-static float kref[MAXT][MAXR], kout[MAXT * MAXR * 3];
-
-/* An f16 scale: mostly ordinary, sometimes zero, the largest finite,
- * subnormal or negative. */
 static int extreme; /* this round uses the extreme classes */
-static uint16_t pick_f16(void)
-{
-    static const uint16_t special[] = {0x0000, 0x7bff, 0x0001, 0x03ff, 0x8400, 0x3c00, 0xfbff};
-    if (extreme && brnd() % 8 == 0)
-        return special[brnd() % (sizeof special / sizeof special[0])];
-    return simd_f32_to_f16((float)((double)(brnd() % 2000) * 1e-5 + 1e-6));
-}
-
 /* Random weight rows of type: every byte random, then the f16 scales. */
 static void fill_weights(int type, size_t nb)
 {
     const size_t bs = simd_type_traits(type)->bytes;
-    for (int r = 0; r < MAXR; r++)
+    for (int r = 0; r < SC_MAXR; r++)
         for (size_t b = 0; b < nb; b++) {
-            unsigned char *blk = kw[r] + b * bs;
+            unsigned char *blk = sc_w[r] + b * bs;
             for (size_t i = 0; i < bs; i++)
                 blk[i] = (unsigned char)brnd();
-            uint16_t d = pick_f16(), m = pick_f16();
+            uint16_t d = sc_pick_f16(extreme), m = sc_pick_f16(extreme);
             if (type == SIMD_Q6_K) {
                 memcpy(blk + offsetof(simd_block_q6_k, d), &d, 2);
             } else {
@@ -113,138 +90,33 @@ static void fill_weights(int type, size_t nb)
         }
 }
 
-/* Activation rows through simd_act_quant: each 256-block gets a class:
- * zeros, tiny (subnormal), huge (near FLT_MAX / 2), one outlier, all
- * +-max (every q = +-127), or plain. */
-static void fill_acts(size_t n)
+static void fill_rows(int type, size_t n, int ext)
 {
-    static float xf[MAXB * 256];
-    for (int t = 0; t < MAXT; t++) {
-        for (size_t b = 0; b < n / 256; b++) {
-            int cls = extreme ? (int)(brnd() % 8) : 7;
-            for (int i = 0; i < 256; i++) {
-                float v = (float)((double)(brnd() >> 11) / 9007199254740992.0 * 2 - 1);
-                switch (cls) {
-                case 0: v = 0; break;
-                case 1: v *= 1e-40f; break;
-                case 2: v *= t == 0 ? 1.5e38f : 1e30f; break; /* overflows: token 0 only */
-                case 3: v = i == 77 ? 1000.0f : v * 1e-3f; break;
-                case 4: v = v < 0 ? -2.0f : 2.0f; break;
-                default: break;
-                }
-                xf[b * 256 + i] = v;
-            }
-        }
-        simd_act_quant(SIMD_ACT_Q8K, xf, ka[t], n);
-    }
+    extreme = ext;
+    fill_weights(type, n / 256);
+    sc_fill_acts(SIMD_ACT_Q8K, n, ext, 256);
 }
 
-static void check_set_k(const char *name, const simd_kernel_set *ks, const simd_kernel_set *ref)
+static size_t row_length(int type, size_t round)
 {
-    static const size_t blocks[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 24, 43, 48};
-    static const int ktypes[] = {SIMD_Q4_K, SIMD_Q5_K, SIMD_Q6_K};
-    int fails = tu_failures;
-    long finite = 0, total = 0;
-    for (int ki = 0; ki < 3; ki++) {
-        const int type = ktypes[ki];
-        const char *tn = simd_type_name(type);
-        if (!ks->dot[type] || !ks->dot_batch[type] || !ks->dot_rows[type]) {
-            CHECKF(0, "%s: no %s kernels", name, tn);
-            continue;
-        }
-        for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
-            const size_t nb = blocks[bi], n = nb * 256, ws = KROW, as = sizeof ka[0];
-            extreme = (int)(bi & 1);
-            fill_weights(type, nb);
-            fill_acts(n);
-            for (int r = 0; r < MAXR; r++)
-                for (int t = 0; t < MAXT; t++)
-                {
-                    kref[t][r] = ref->dot[type](n, kw[r], ka[t]);
-                    finite += isfinite(kref[t][r]) != 0;
-                    total++;
-                }
-            /* dot */
-            for (int r = 0; r < MAXR; r++)
-                for (int t = 0; t < MAXT; t++) {
-                    float got = ks->dot[type](n, kw[r], ka[t]);
-                    if (!same_bits(got, kref[t][r])) {
-                        CHECKF(0, "%s %s dot n=%zu r=%d t=%d: %a vs %a", name, tn, n, r, t, (double)got,
-                               (double)kref[t][r]);
-                        goto next;
-                    }
-                }
-            /* dot_batch: every token count, output stride 3 */
-            for (size_t nt = 1; nt <= MAXT; nt++) {
-                int r = (int)(nt % MAXR);
-                ks->dot_batch[type](n, kw[r], ka, as, nt, kout, 3);
-                for (size_t t = 0; t < nt; t++)
-                    if (!same_bits(kout[t * 3], kref[t][r])) {
-                        CHECKF(0, "%s %s dot_batch n=%zu nt=%zu t=%zu: %a vs %a", name, tn, n, nt, t,
-                               (double)kout[t * 3], (double)kref[t][r]);
-                        goto next;
-                    }
-            }
-            /* dot_rows: row and token counts around the steps, out[t*os + r] */
-            static const size_t nrs[] = {1, 2, 5, 16, 17, 19}, nts[] = {1, 3, 4, 5, 8, 9, 11};
-            for (size_t i = 0; i < sizeof nrs / sizeof nrs[0]; i++)
-                for (size_t j = 0; j < sizeof nts / sizeof nts[0]; j++) {
-                    size_t nr = nrs[i], nt = nts[j], os = nr + 2;
-                    for (size_t k = 0; k < nt * os; k++)
-                        kout[k] = -1.0f;
-                    ks->dot_rows[type](n, kw, ws, nr, ka, as, nt, kout, os);
-                    for (size_t t = 0; t < nt; t++)
-                        for (size_t r = 0; r < os; r++) {
-                            float want = r < nr ? kref[t][r] : -1.0f;
-                            if (!same_bits(kout[t * os + r], want)) {
-                                CHECKF(0, "%s %s dot_rows n=%zu nr=%zu nt=%zu (t=%zu r=%zu): %a vs %a", name, tn,
-                                       n, nr, nt, t, r, (double)kout[t * os + r], (double)want);
-                                goto next;
-                            }
-                        }
-                }
-        next:;
-        }
-    }
-    /* the extremes must not turn most results into inf/NaN, where the
-     * comparison is weaker */
-    CHECKF(finite * 10 > total * 8, "%s: only %ld of %ld results finite", name, finite, total);
-    printf("%-22s K-quants %s\n", name, tu_failures == fails ? "bit-identical to scalar" : "DIFFER");
+    static const size_t blocks[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 24, 43, MAXB};
+    (void)type;
+    return blocks[round] * 256;
 }
 
 static void check_all_sets(void)
 {
+    static const int ktypes[] = {SIMD_Q4_K, SIMD_Q5_K, SIMD_Q6_K};
+    const sc_suite suite = {"K-quants", ktypes, 3, 12, row_length, fill_rows, 8};
     simd_kernel_set ref;
     memset(&ref, 0, sizeof ref);
     simd_set_scalar(&ref);
     simd_set_kquants_scalar(&ref);
-    enum simd_kernel cur = simd_kernel_current();
-    int tested = 0;
-    for (int k = 0; k < SIMD_K_COUNT; k++) {
-        const char *why = NULL;
-        if (!simd_kernel_supported((enum simd_kernel)k, &why)) {
-            printf("%-22s skipped: %s\n", simd_kernel_name((enum simd_kernel)k), why ? why : "?");
-            continue;
-        }
-        CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
-        simd_kernel_set copy = simd_installed_set();
-        /* a SIMD set must bring its own K kernels, not the scalar ones */
-        if (k != SIMD_K_SCALAR)
-            CHECKF(copy.dot[SIMD_Q4_K] != ref.dot[SIMD_Q4_K] && copy.dot[SIMD_Q6_K] != ref.dot[SIMD_Q6_K],
-                   "%s has no K-quant kernels of its own", simd_kernel_name((enum simd_kernel)k));
-        check_set_k(simd_kernel_name((enum simd_kernel)k), &copy, &ref);
-        tested++;
-    }
 #ifdef NIBBLE_TEST_VNNIINT8_EMUL
-    if (simd_kernel_supported(SIMD_K_AVX2, NULL)) {
-        simd_kernel_set e;
-        memset(&e, 0, sizeof e);
-        simd_set_kquants_avxvnniint8_emul(&e);
-        check_set_k("avxvnniint8 (emulated)", &e, &ref);
-    }
+    sc_check_all_sets(&suite, &ref, simd_set_kquants_avxvnniint8_emul);
+#else
+    sc_check_all_sets(&suite, &ref, NULL);
 #endif
-    CHECK(tested >= 2 || simd_kernel_supported(SIMD_K_AVX2, NULL) == 0);
-    simd_kernel_select(cur);
 }
 
 int main(void)

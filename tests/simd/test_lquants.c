@@ -25,8 +25,8 @@ void simd_set_lquants_avxvnniint8_emul(simd_kernel_set *s);
 
 #define TR_SEED 0x6c7175616e74ull
 #include "testrand.h"
+#include "setcheck.h"
 
-static int same(float a, float b) { return f32_bits(a) == f32_bits(b) || (isnan(a) && isnan(b)); }
 
 static const int kv[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
@@ -267,21 +267,7 @@ static void check_dots(void)
 /* ---- every set against the scalar kernels, bit for bit ---- */
 
 #define MAXB 40 /* super-blocks per row */
-#define MAXR 19
-#define MAXT 11
-#define ROWB (MAXB * 160)
-static unsigned char kw[MAXR][ROWB];
-static unsigned char ka[MAXT][MAXB * 400];
-static float kref[MAXT][MAXR], kout[MAXT * MAXR * 3];
 static int extreme;
-
-static uint16_t pick_f16(void)
-{
-    static const uint16_t special[] = {0x0000, 0x7bff, 0x0001, 0x03ff, 0x8400, 0x3c00, 0xfbff};
-    if (extreme && rndn(8) == 0)
-        return special[rndn(sizeof special / sizeof special[0])];
-    return simd_f32_to_f16((float)((double)rndn(2000) * 1e-5 + 1e-6));
-}
 
 /* offsets of the f16 scales in a block */
 static void f16_offsets(int type, size_t *o1, size_t *o2)
@@ -298,136 +284,44 @@ static void fill_weights(int type, size_t nb)
     const size_t bs = simd_type_traits(type)->bytes;
     size_t o1, o2;
     f16_offsets(type, &o1, &o2);
-    for (int r = 0; r < MAXR; r++)
+    for (int r = 0; r < SC_MAXR; r++)
         for (size_t b = 0; b < nb; b++) {
-            unsigned char *blk = kw[r] + b * bs;
+            unsigned char *blk = sc_w[r] + b * bs;
             for (size_t i = 0; i < bs; i++)
                 blk[i] = (unsigned char)rnd();
-            uint16_t d = pick_f16(), m = pick_f16();
+            uint16_t d = sc_pick_f16(extreme), m = sc_pick_f16(extreme);
             memcpy(blk + o2, &m, 2);
             memcpy(blk + o1, &d, 2);
         }
 }
 
-static void fill_acts(enum simd_act act, size_t n)
+static void fill_rows(int type, size_t n, int ext)
 {
-    static float xf[MAXB * 300];
-    for (int t = 0; t < MAXT; t++) {
-        for (size_t b = 0; b < n / 32; b++) {
-            int cls = extreme ? (int)rndn(8) : 7;
-            for (int i = 0; i < 32; i++) {
-                float v = unif();
-                switch (cls) {
-                case 0: v = 0; break;
-                case 1: v *= 1e-40f; break;
-                case 2: v *= t == 0 ? 1.5e38f : 1e30f; break;
-                case 3: v = i == 7 ? 1000.0f : v * 1e-3f; break;
-                case 4: v = v < 0 ? -2.0f : 2.0f; break;
-                default: break;
-                }
-                xf[b * 32 + i] = v;
-            }
-        }
-        simd_act_quant(act, xf, ka[t], n);
-    }
+    const simd_traits *tr = simd_type_traits(type);
+    extreme = ext;
+    fill_weights(type, n / tr->block);
+    sc_fill_acts(tr->act, n, ext, 32);
 }
 
-static void check_set(const char *name, const simd_kernel_set *ks, const simd_kernel_set *ref)
+static size_t row_length(int type, size_t round)
 {
     static const size_t blocks[] = {1, 2, 3, 7, 8, 9, 17, 40};
-    static const int types[] = {SIMD_Q2_K, SIMD_Q3_K, SIMD_IQ4_XS, SIMD_IQ4_NL};
-    int fails = tu_failures;
-    long finite = 0, total = 0;
-    for (int ti = 0; ti < 4; ti++) {
-        const int type = types[ti];
-        const simd_traits *tr = simd_type_traits(type);
-        if (!ks->dot[type] || !ks->dot_batch[type] || !ks->dot_rows[type]) {
-            CHECKF(0, "%s: no %s kernels", name, tr->name);
-            continue;
-        }
-        for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
-            /* iq4_nl: 8 blocks of 32 per "super-block" step, and odd counts */
-            const size_t n = type == SIMD_IQ4_NL ? (blocks[bi] * 8 + bi % 3) * 32 : blocks[bi] * 256;
-            const size_t ws = ROWB, as = sizeof ka[0];
-            extreme = (int)(bi & 1);
-            fill_weights(type, n / tr->block);
-            fill_acts(tr->act, n);
-            for (int r = 0; r < MAXR; r++)
-                for (int t = 0; t < MAXT; t++) {
-                    kref[t][r] = ref->dot[type](n, kw[r], ka[t]);
-                    finite += isfinite(kref[t][r]) != 0;
-                    total++;
-                }
-            for (int r = 0; r < MAXR; r++)
-                for (int t = 0; t < MAXT; t++) {
-                    float got = ks->dot[type](n, kw[r], ka[t]);
-                    if (!same(got, kref[t][r])) {
-                        CHECKF(0, "%s %s dot n=%zu r=%d t=%d: %a vs %a", name, tr->name, n, r, t, (double)got,
-                               (double)kref[t][r]);
-                        goto next;
-                    }
-                }
-            for (size_t nt = 1; nt <= MAXT; nt++) {
-                int r = (int)(nt % MAXR);
-                ks->dot_batch[type](n, kw[r], ka, as, nt, kout, 3);
-                for (size_t t = 0; t < nt; t++)
-                    if (!same(kout[t * 3], kref[t][r])) {
-                        CHECKF(0, "%s %s dot_batch n=%zu nt=%zu t=%zu", name, tr->name, n, nt, t);
-                        goto next;
-                    }
-            }
-            static const size_t nrs[] = {1, 2, 5, 16, 17, 19}, nts[] = {1, 3, 4, 5, 8, 9, 11};
-            for (size_t i = 0; i < sizeof nrs / sizeof nrs[0]; i++)
-                for (size_t j = 0; j < sizeof nts / sizeof nts[0]; j++) {
-                    size_t nr = nrs[i], nt = nts[j], os = nr + 2;
-                    for (size_t k = 0; k < nt * os; k++)
-                        kout[k] = -1.0f;
-                    ks->dot_rows[type](n, kw, ws, nr, ka, as, nt, kout, os);
-                    for (size_t t = 0; t < nt; t++)
-                        for (size_t r = 0; r < os; r++) {
-                            float want = r < nr ? kref[t][r] : -1.0f;
-                            if (!same(kout[t * os + r], want)) {
-                                CHECKF(0, "%s %s dot_rows n=%zu nr=%zu nt=%zu (t=%zu r=%zu): %a vs %a", name,
-                                       tr->name, n, nr, nt, t, r, (double)kout[t * os + r], (double)want);
-                                goto next;
-                            }
-                        }
-                }
-        next:;
-        }
-    }
-    CHECKF(finite * 10 > total * 7, "%s: only %ld of %ld results finite", name, finite, total);
-    printf("%-22s lquants %s\n", name, tu_failures == fails ? "bit-identical to scalar" : "DIFFER");
+    /* iq4_nl: 8 blocks of 32 per "super-block" step, and odd counts */
+    return type == SIMD_IQ4_NL ? (blocks[round] * 8 + round % 3) * 32 : blocks[round] * 256;
 }
 
 static void check_all_sets(void)
 {
+    static const int types[] = {SIMD_Q2_K, SIMD_Q3_K, SIMD_IQ4_XS, SIMD_IQ4_NL};
+    const sc_suite suite = {"lquants", types, 4, 8, row_length, fill_rows, 7};
     simd_kernel_set ref;
     memset(&ref, 0, sizeof ref);
     simd_set_lquants(SIMD_K_SCALAR, &ref);
-    enum simd_kernel cur = simd_kernel_current();
-    for (int k = 0; k < SIMD_K_COUNT; k++) {
-        const char *why = NULL;
-        if (!simd_kernel_supported((enum simd_kernel)k, &why)) {
-            printf("%-22s skipped: %s\n", simd_kernel_name((enum simd_kernel)k), why ? why : "?");
-            continue;
-        }
-        CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
-        simd_kernel_set copy = simd_installed_set();
-        if (k != SIMD_K_SCALAR)
-            CHECKF(copy.dot[SIMD_Q3_K] != ref.dot[SIMD_Q3_K] && copy.dot[SIMD_IQ4_NL] != ref.dot[SIMD_IQ4_NL],
-                   "%s has no lquants kernels of its own", simd_kernel_name((enum simd_kernel)k));
-        check_set(simd_kernel_name((enum simd_kernel)k), &copy, &ref);
-    }
 #ifdef NIBBLE_TEST_VNNIINT8_EMUL
-    if (simd_kernel_supported(SIMD_K_AVX2, NULL)) {
-        simd_kernel_set e;
-        memset(&e, 0, sizeof e);
-        simd_set_lquants_avxvnniint8_emul(&e);
-        check_set("avxvnniint8 (emulated)", &e, &ref);
-    }
+    sc_check_all_sets(&suite, &ref, simd_set_lquants_avxvnniint8_emul);
+#else
+    sc_check_all_sets(&suite, &ref, NULL);
 #endif
-    simd_kernel_select(cur);
 }
 
 int main(void)
