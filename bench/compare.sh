@@ -107,13 +107,13 @@ for sl in $shapes; do
         # two names for the matrix: the header holds its path, and one of the two lengths
         # puts the tensor data where the file's alignment says
         ok=0
-        for im in imatrix.gguf "imatrix$(printf %032d 0).gguf"; do
+        for im in compare-imatrix.gguf "compare-imatrix$(printf %032d 0).gguf"; do
           cp "$imat" "$dir/$im"
           msg=$("$lquant" --imatrix "$dir/$im" "$f16" "$f.part" "$ty" 2>&1) || break
           "$nib" info "$f.part" >/dev/null 2>&1 && { ok=1; break; }
           msg="the file it wrote does not load"
         done
-        rm -f "$dir/imatrix.gguf" "$dir/imatrix$(printf %032d 0).gguf"
+        rm -f "$dir/compare-imatrix.gguf" "$dir/compare-imatrix$(printf %032d 0).gguf"
       else
         ok=0
         msg=$("$lquant" "$f16" "$f.part" "$ty" 2>&1) && ok=1

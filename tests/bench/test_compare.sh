@@ -7,7 +7,9 @@
 # fraction. Guards the parsing of both programs' output (a new JSON field
 # once left the table empty). A second shape cut to one layer
 # (SHAPES="tiny:1") must name its rows after the cut. Then the llama-bench
-# path (llama_bench_stub.sh) with DEPTHS, PEER_NAME and the argument lists.
+# path (llama_bench_stub.sh) with DEPTHS, PEER_NAME and the argument lists,
+# and LLAMA_QUANTIZE with IMATRIX (llama_quantize_stub.sh): the matrix must
+# reach it, under the second name when the first file does not load.
 #   test_compare.sh NIBBLE_BINARY      exit 77 without node
 set -euo pipefail
 nib=$1
@@ -69,3 +71,19 @@ echo "$table" | grep -E '^\| stories ' | awk -F'|' '
 grep -q 'type_k.*q8_0' <("$nib" bench -m "$tmp/stories-q8_0.gguf" -p 0 -n 2 -r 1 -t 1 -ctk q8_0 -ctv q8_0 --json --no-load 2>/dev/null) ||
   { echo "test_compare: nibble bench ignores -ctk (the NIBBLE_ARGS check would mean nothing)"; exit 1; }
 echo "test_compare: depths, peer name and arguments right"
+
+# LLAMA_QUANTIZE with IMATRIX: the f16 file goes through the stub with
+# --imatrix, the first (unloadable) result is retried under the padded name,
+# and the table has the type's rows; the copies of the matrix are removed.
+export STUB_LOG=$tmp/quant.log
+printf 'not read by the stub' >"$tmp/im.gguf"
+table=$(NIBBLE=$nib LLAMA_BENCH=$here/llama_bench_stub.sh LLAMA_QUANTIZE=$here/llama_quantize_stub.sh \
+  IMATRIX=$tmp/im.gguf MODEL_DIR=$tmp SHAPES=stories TYPES=IQ2_XS THREADS=1 ROUNDS=1 REPS=1 PP=16 TG=8 \
+  bash "$here/../../bench/compare.sh" 2>"$tmp/log3") ||
+  { cat "$tmp/log3"; echo "test_compare: compare.sh with IMATRIX failed"; exit 1; }
+echo "$table"
+[ "$(echo "$table" | grep -c '^| stories | IQ2_XS ')" = 2 ] || { cat "$tmp/log3"; echo "test_compare: no IQ2_XS rows with IMATRIX"; exit 1; }
+[ "$(grep -c -- '--imatrix .*compare-imatrix' "$STUB_LOG")" = 2 ] ||
+  { cat "$STUB_LOG"; echo "test_compare: the importance matrix did not reach llama-quantize under both names"; exit 1; }
+! ls "$tmp" | grep -q compare-imatrix || { echo "test_compare: the matrix's copies were left behind"; exit 1; }
+echo "test_compare: IMATRIX reaches llama-quantize"
