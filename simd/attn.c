@@ -3,6 +3,7 @@
  * documented at simd_attn_chunk in simd.h), and the choice of each set's
  * form. */
 #include "attn.h"
+#include "attn_q.h"
 
 #include <math.h>
 
@@ -102,15 +103,26 @@ void simd_set_attn(enum simd_kernel k, simd_kernel_set *s)
 {
     s->attn = simd_attn_ref;
     s->attn_tile = simd_attn_tile_chunks;
+    s->attn_q = simd_attn_q_ref;
 #if defined(NIBBLE_X86_SETS)
     if (k == SIMD_K_AVX2 || k == SIMD_K_AVXVNNI || k == SIMD_K_AVX512VNNI || k == SIMD_K_AVXVNNIINT8) {
         s->attn = simd_attn_avx2;
         s->attn_tile = k == SIMD_K_AVX512VNNI ? simd_attn_tile_avx512 : simd_attn_tile_avx2;
+        /* avxvnniint8's check does not promise AVX-VNNI: it takes AVX2's */
+        s->attn_q = k == SIMD_K_AVXVNNI      ? simd_attn_q_avxvnni
+                    : k == SIMD_K_AVX512VNNI ? simd_attn_q_avx512vnni
+                                             : simd_attn_q_avx2;
     }
 #endif
 #if defined(NIBBLE_NEON_SET)
-    if (k == SIMD_K_NEON || k == SIMD_K_NEON_DOTPROD)
+    if (k == SIMD_K_NEON || k == SIMD_K_NEON_DOTPROD) {
         s->attn = simd_attn_neon;
+        s->attn_q = simd_attn_q_neon;
+    }
+#endif
+#if defined(NIBBLE_NEON_DOTPROD_SET)
+    if (k == SIMD_K_NEON_DOTPROD)
+        s->attn_q = simd_attn_q_neon_dotprod;
 #endif
     (void)k;
 }

@@ -6,6 +6,7 @@
 #include "lquants.h"
 #include "act.h"
 #include "attn.h"
+#include "attn_q.h"
 
 #include <string.h>
 
@@ -77,6 +78,7 @@ static void install(const simd_kernel_set *set)
     if (set->dot_f32) s.dot_f32 = set->dot_f32;
     s.attn = set->attn ? set->attn : simd_attn_ref;
     s.attn_tile = set->attn_tile ? set->attn_tile : simd_attn_tile_chunks;
+    s.attn_q = set->attn_q ? set->attn_q : simd_attn_q_ref;
     s.silu_mul = set->silu_mul ? set->silu_mul : simd_silu_mul_ref;
     s.gelu = set->gelu ? set->gelu : simd_gelu_ref;
     s.swiglu_oai = set->swiglu_oai ? set->swiglu_oai : simd_swiglu_oai_ref;
@@ -91,6 +93,7 @@ static void install(const simd_kernel_set *set)
     simd_table.dot_f32 = s.dot_f32;
     simd_table.attn = s.attn;
     simd_table.attn_tile = s.attn_tile;
+    simd_table.attn_q = s.attn_q;
     simd_table.silu_mul = s.silu_mul;
     simd_table.gelu = s.gelu;
     simd_table.swiglu_oai = s.swiglu_oai;
@@ -110,7 +113,7 @@ simd_kernel_set simd_installed_set(void)
         simd_init();
     simd_kernel_set s = {
         .q8a_quant = simd_table.q8a_quant, .q8k_quant = simd_table.q8k_quant, .dot_f32 = simd_table.dot_f32,
-        .attn = simd_table.attn,           .attn_tile = simd_table.attn_tile, .silu_mul = simd_table.silu_mul,   .gelu = simd_table.gelu,
+        .attn = simd_table.attn,           .attn_tile = simd_table.attn_tile, .attn_q = simd_table.attn_q, .silu_mul = simd_table.silu_mul,   .gelu = simd_table.gelu,
         .swiglu_oai = simd_table.swiglu_oai,
     };
     for (int t = 0; t < SIMD_TYPE_COUNT; t++) {
@@ -323,6 +326,13 @@ void simd_attn_tile(const simd_attn_args *a, size_t nt, size_t qtstride, size_t 
     if (!initialised)
         simd_init();
     simd_table.attn_tile(a, nt, qtstride, ptstride, kvbuf);
+}
+
+void simd_attn_q_tile(const simd_attn_q_args *a, size_t nt, size_t qtstride, size_t ptstride)
+{
+    if (!initialised)
+        simd_init();
+    simd_table.attn_q(a, nt, qtstride, ptstride);
 }
 
 void simd_silu_mul(float *g, const float *u, size_t n)

@@ -503,6 +503,44 @@ void simd_attn_merge(size_t hd, size_t nchunks, const float *part, size_t cstrid
 /* The exp attention uses (e^x for x <= 0; +0 below -87 and for NaN). */
 float simd_attn_exp(float x);
 
+/* ---- attention over a quantized cache (simd/attn_q.c) ----
+ * The same attention as simd_attn_chunk (one token's query heads that
+ * share a kv head, over one chunk of n <= SIMD_ATTN_CHUNK positions, the
+ * same chunk rows {m, sum, acc} for simd_attn_merge), read from q8_0 or
+ * q4_0 rows of the cache as they are stored, with integer dot products.
+ * hd must be a multiple of 32, so a head's values are whole blocks; nb =
+ * hd/32. Each query row is given quantized: nb simd_block_q8a blocks
+ * (simd_act_quant's SIMD_ACT_Q8). For each head h (s is scratch + h*n):
+ *   s[p]   = 0; for b = 0..nb-1:
+ *              s[p] = s[p] + (float)isum(q_h[b], k_p[b]) * (dk_p[b] * q_h[b].d)
+ *            (isum: the exact integer dot of the 32 int8 codes, dk the
+ *            block's f16 scale as float); s[p] = s[p] * scale
+ *   softcap, m, exp, sum: as simd_attn_chunk
+ *   acc[32b+j] = sum over p increasing of s[p] * (dv_p[b] * (float)cv_p[b][j])
+ *            (cv the V block's code: qs[j] for q8_0, nibble - 8 for q4_0;
+ *            dv * cv, V's value, is exact in float)
+ * Every set gives these bits. */
+typedef struct simd_attn_q_args {
+    size_t hd, nq, n;            /* head size (a multiple of 32), query heads, positions */
+    const simd_block_q8a *q;     /* nq rows of hd/32 blocks, qstride blocks apart */
+    size_t qstride;
+    int ktype, vtype;            /* SIMD_Q8_0 or SIMD_Q4_0 each */
+    const void *k, *v;           /* the chunk's first position: the head's first block */
+    size_t kstride, vstride;     /* bytes from one position's row to the next */
+    float scale, softcap;        /* as simd_attn_args */
+    float *part;                 /* nq rows of hd+2 floats, pstride apart */
+    size_t pstride;
+    float *scratch;              /* nq*n floats, caller's; overwritten */
+    void *buf;                   /* SIMD_ATTN_Q_BUF(hd) bytes, caller's, 4-byte aligned; overwritten:
+                                  * the chunk's codes and scales, unpacked once for every token */
+} simd_attn_q_args;
+#define SIMD_ATTN_Q_BUF(hd) ((size_t)SIMD_ATTN_CHUNK * ((hd) / 32 * 4 + 5 * (hd)))
+/* nt tokens over the same chunk: token i's query blocks at q + i*qtstride
+ * (blocks), its rows at part + i*ptstride (floats); the chunk is unpacked
+ * once. nt = 1 is one token (qtstride, ptstride unused). */
+typedef void (*simd_attn_q_fn)(const simd_attn_q_args *a, size_t nt, size_t qtstride, size_t ptstride);
+void simd_attn_q_tile(const simd_attn_q_args *a, size_t nt, size_t qtstride, size_t ptstride);
+
 /* g[i] = silu(g[i]) * u[i] (the gated FFN), silu(x) = x / (1 + e^-x) with
  * attention's exp; g and u do not overlap. Plain C, the same bits on every
  * set and vector width. */

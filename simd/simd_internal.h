@@ -16,6 +16,7 @@ typedef struct simd_kernel_set {
     simd_dot_rows_fn dot_rows[SIMD_TYPE_COUNT]; /* optional; else dot_batch per row */
     simd_attn_fn attn; /* optional; else the reference (attn.c) */
     simd_attn_tile_fn attn_tile; /* optional; else attn once per token (attn.c) */
+    simd_attn_q_fn attn_q;       /* optional; else the reference (attn_q.c) */
     simd_dot_packed_fn dot_packed[SIMD_TYPE_COUNT]; /* optional; no fallback */
     void (*silu_mul)(float *g, const float *u, size_t n); /* optional; else act.c's baseline build */
     void (*gelu)(float *g, size_t n);                     /* likewise */
@@ -54,6 +55,7 @@ typedef struct simd_dispatch {
     float (*dot_f32)(size_t n, const float *a, const float *b);
     simd_attn_fn attn;
     simd_attn_tile_fn attn_tile;
+    simd_attn_q_fn attn_q;
     void (*silu_mul)(float *g, const float *u, size_t n);
     void (*gelu)(float *g, size_t n);
     void (*swiglu_oai)(float *g, const float *u, size_t n, float alpha, float limit);

@@ -46,7 +46,11 @@ struct eng_ctx {
     size_t *kv_off[2];     /* [n_layers] each */
     int kv_type[2];        /* enum eng_kv_type */
     size_t kvq_floats;     /* 0 for f16 caches; else the floats at the end of each thread's
-                            * scores that hold one chunk of a kv head's K and V as halves */
+                            * scores that hold one chunk of a kv head's K and V as halves
+                            * (or, with kv_int8, simd_attn_q_tile's buffer) */
+    int kv_int8;           /* K and V both q8_0/q4_0 and the head size a multiple of 32:
+                            * attention reads the blocks (simd_attn_q_tile) */
+    simd_block_q8a *qq;    /* with kv_int8: [BATCH][n_heads*hd/32] the queries quantized */
     uint32_t *kv_slots;    /* [n_layers]: n_ctx, or the ring of a windowed layer */
     uint32_t high;         /* highest position written + 1 since the cache was last emptied */
     float *x, *xb, *xb2;   /* [BATCH][dim] */
@@ -327,12 +331,16 @@ static void rope(float *v, uint32_t nh, uint32_t hd, uint32_t rd, int neox, cons
  * chunk rows fit in the thread's buffer (ATT_TILE_BYTES). */
 
 /* ---- the cache's rows ----
- * An f16 cache is read where it lies. A q8_0/q4_0 row is dequantized a
- * chunk of one kv head at a time into the thread's buffer, as halves the
- * attention kernels read: d * q is exact in float and rounded to f16 once,
- * the same arithmetic wherever it runs, so the kernels see the same
- * halves for a position whichever path (a token alone, a tile, a split)
- * reads it. */
+ * An f16 cache is read where it lies. When K and V are both q8_0/q4_0 and
+ * a head's values are whole blocks (kv_int8), attention reads the blocks
+ * where they lie too (kv_qargs, simd_attn_q_tile): the queries are
+ * quantized once per layer (c->qq) and the scores are integer dots. Any
+ * other quantized cache (a pair with f16, or a head size that splits a
+ * block) is dequantized a chunk of one kv head at a time into the
+ * thread's buffer, as halves the f16 kernels read: d * q is exact in
+ * float and rounded to f16 once, the same arithmetic wherever it runs.
+ * Either way the kernels see the same values for a position whichever
+ * path (a token alone, a tile, a split) reads it. */
 
 static int kv_simd_type(int t) { return t == ENG_KV_Q8_0 ? SIMD_Q8_0 : t == ENG_KV_Q4_0 ? SIMD_Q4_0 : SIMD_F16; }
 
@@ -438,6 +446,28 @@ static void kv_chunk(const eng_ctx *c, uint32_t l, uint32_t g, size_t p0, size_t
     *stride = hd;
 }
 
+/* For kv_int8: the blocks of kv head g of layer l from position p0 on
+ * into a (k, v, their strides and types); a->buf is the thread's buffer. */
+static void kv_qargs(const eng_ctx *c, uint32_t l, uint32_t g, size_t p0, simd_attn_q_args *a)
+{
+    const eng_layer *L = &c->m->layers[l];
+    size_t hd = c->m->info.head_dim, nkvd = (size_t)L->n_kv_heads * hd, slots = c->kv_slots[l];
+    for (int w = 0; w < 2; w++) {
+        int t = c->kv_type[w];
+        size_t rb = kv_row_bytes(t, nkvd), bb = t == ENG_KV_Q8_0 ? sizeof(simd_block_q8_0) : sizeof(simd_block_q4_0);
+        const unsigned char *r = (w ? c->vc : c->kc) + c->kv_off[w][l] + p0 % slots * rb + (size_t)g * hd / SIMD_QK * bb;
+        if (w) {
+            a->v = r;
+            a->vstride = rb;
+            a->vtype = kv_simd_type(t);
+        } else {
+            a->k = r;
+            a->kstride = rb;
+            a->ktype = kv_simd_type(t);
+        }
+    }
+}
+
 /* The thread's buffer for kv_chunk (scratch: its scores). */
 static simd_f16 *kv_buf(const eng_ctx *c, float *scratch)
 {
@@ -507,6 +537,11 @@ static void att_tile(const att_job *j, float *scratch, uint32_t g, uint32_t t0, 
     size_t last = (size_t)(j->pos + t1 - 1) / SIMD_ATTN_CHUNK;
     simd_attn_args a = {.hd = hd, .nq = grp, .qstride = hd, .kvstride = nkvd, .scale = c->m->attn_scale,
                         .softcap = c->m->attn_softcap, .scratch = scratch, .pstride = row};
+    /* kv_int8: the same calls on the blocks (queries qq, qts8 blocks a token) */
+    size_t nbh = hd / SIMD_QK, qts8 = (size_t)nh * nbh;
+    simd_attn_q_args qa = {.hd = hd, .nq = grp, .qstride = nbh, .scale = c->m->attn_scale,
+                           .softcap = c->m->attn_softcap, .scratch = scratch, .pstride = row, .buf = kvb};
+    const simd_block_q8a *qq = c->kv_int8 ? c->qq + (size_t)g * grp * nbh : NULL;
     for (size_t ch = first; ch <= last; ch++) {
         size_t c0 = ch * SIMD_ATTN_CHUNK, c1 = c0 + SIMD_ATTN_CHUNK;
         uint32_t ta = t1, tb = t1; /* the tokens that see all of the chunk */
@@ -515,7 +550,8 @@ static void att_tile(const att_job *j, float *scratch, uint32_t g, uint32_t t0, 
         att_span(L->window, (size_t)j->pos + t0, &u0, &un);
         u0 = u0 > c0 ? u0 : c0;
         un = (size_t)j->pos + t1 < c1 ? (size_t)j->pos + t1 : c1;
-        kv_chunk(c, j->layer, g, u0, un, kvb, &kl, &vl, &a.kvstride);
+        if (!c->kv_int8)
+            kv_chunk(c, j->layer, g, u0, un, kvb, &kl, &vl, &a.kvstride);
         for (uint32_t t = t0; t < t1; t++) {
             size_t p = (size_t)j->pos + t;
             att_span(L->window, p, &lo, &tn);
@@ -528,6 +564,14 @@ static void att_tile(const att_job *j, float *scratch, uint32_t g, uint32_t t0, 
                 tb = t + 1;
                 continue;
             }
+            if (c->kv_int8) {
+                qa.n = p1 - p0;
+                qa.q = qq + (size_t)t * qts8;
+                qa.part = rows + (t - t0) * tokstride + (ch - first) * cstride;
+                kv_qargs(c, j->layer, g, p0, &qa);
+                simd_attn_q_tile(&qa, 1, 0, 0);
+                continue;
+            }
             a.n = p1 - p0;
             a.q = q + (size_t)t * qts;
             a.k = kl + (p0 - u0) * a.kvstride;
@@ -535,7 +579,13 @@ static void att_tile(const att_job *j, float *scratch, uint32_t g, uint32_t t0, 
             a.part = rows + (t - t0) * tokstride + (ch - first) * cstride;
             simd_attn_chunk(&a);
         }
-        if (ta < tb) {
+        if (ta < tb && c->kv_int8) {
+            qa.n = SIMD_ATTN_CHUNK;
+            qa.q = qq + (size_t)ta * qts8;
+            qa.part = rows + (ta - t0) * tokstride + (ch - first) * cstride;
+            kv_qargs(c, j->layer, g, c0, &qa);
+            simd_attn_q_tile(&qa, tb - ta, qts8, tokstride);
+        } else if (ta < tb) {
             a.n = SIMD_ATTN_CHUNK;
             a.q = q + (size_t)ta * qts;
             a.k = kl + (c0 - u0) * a.kvstride;
@@ -582,6 +632,9 @@ static void att_worker(void *arg, int ith, int nth)
     simd_f16 *kvb = kv_buf(c, scratch);
     simd_attn_args a = {.hd = hd, .nq = grp, .qstride = hd, .kvstride = nkvd, .scale = c->m->attn_scale,
                         .softcap = c->m->attn_softcap, .scratch = scratch};
+    size_t nbh = hd / SIMD_QK;
+    simd_attn_q_args qa = {.hd = hd, .nq = grp, .qstride = nbh, .scale = c->m->attn_scale,
+                           .softcap = c->m->attn_softcap, .scratch = scratch, .buf = kvb};
     if (j->tile) {
         uint32_t ntiles = (j->nt + j->tile - 1) / j->tile;
         for (uint32_t task = (uint32_t)ith; task < nkv * ntiles; task += (uint32_t)nth) {
@@ -601,14 +654,23 @@ static void att_worker(void *arg, int ith, int nth)
          * split: rows in c->apart ([head][chunk]), merged by the caller */
         float *base = j->split == 1 ? tparts : c->apart + (size_t)g * grp * c->nch_max * row;
         size_t cstride = j->split == 1 ? grp * row : row;
-        a.pstride = j->split == 1 ? row : c->nch_max * row;
+        a.pstride = qa.pstride = j->split == 1 ? row : c->nch_max * row;
         a.q = c->q + (size_t)t * nh * hd + (size_t)g * grp * hd;
+        if (c->kv_int8)
+            qa.q = c->qq + ((size_t)t * nh + (size_t)g * grp) * nbh;
         for (size_t ch = c0; ch < c1; ch++) {
             size_t p0 = (ch0 + ch) * SIMD_ATTN_CHUNK, p1 = p0 + SIMD_ATTN_CHUNK;
             if (p0 < lo)
                 p0 = lo;
             if (p1 > p + 1)
                 p1 = p + 1;
+            if (c->kv_int8) {
+                qa.n = p1 - p0;
+                qa.part = base + ch * cstride;
+                kv_qargs(c, j->layer, g, p0, &qa);
+                simd_attn_q_tile(&qa, 1, 0, 0);
+                continue;
+            }
             a.n = p1 - p0;
             kv_chunk(c, j->layer, g, p0, p1, kvb, &a.k, &a.v, &a.kvstride);
             a.part = base + ch * cstride;
@@ -697,6 +759,9 @@ static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
         kv_store(c, 0, l, slot, c->k + (size_t)t * nkvd, nkvd);
         kv_store(c, 1, l, slot, c->v + (size_t)t * nkvd, nkvd);
     }
+    /* the queries as int8 blocks, once for every chunk and thread */
+    if (c->kv_int8)
+        simd_act_quant(SIMD_ACT_Q8, c->q, c->qq, (size_t)nt * nq);
     att_job aj = {c, l, nt, c->pos, 1, 0};
     if (nt > 1)
         aj.tile = att_tile_fit(c, L, c->pos, nt);
@@ -1276,6 +1341,9 @@ int eng_ctx_new_opts(eng_model *m, const eng_ctx_opts *o, eng_ctx **out, eng_err
     c->kv_type[1] = o->type_v;
     if (o->type_k != ENG_KV_F16 || o->type_v != ENG_KV_F16)
         c->kvq_floats = (size_t)SIMD_ATTN_CHUNK * in->head_dim; /* 2 x 64 rows of halves */
+    c->kv_int8 = o->type_k != ENG_KV_F16 && o->type_v != ENG_KV_F16 && in->head_dim % SIMD_QK == 0;
+    if (c->kv_int8) /* simd_attn_q_tile's buffer instead */
+        c->kvq_floats = (SIMD_ATTN_Q_BUF(in->head_dim) + sizeof(float) - 1) / sizeof(float);
     uint32_t grp_max = 1;
     for (uint32_t l = 0; l < in->n_layers; l++)
         if (m->layers[l].n_kv_heads && m->layers[l].n_heads / m->layers[l].n_kv_heads > grp_max)
@@ -1321,9 +1389,11 @@ int eng_ctx_new_opts(eng_model *m, const eng_ctx_opts *o, eng_ctx **out, eng_err
     c->rcos = malloc(2 * BATCH * (in->rope_dims / 2 + 1) * sizeof(float));
     c->rsin = malloc(2 * BATCH * (in->rope_dims / 2 + 1) * sizeof(float));
     c->embrow = malloc(m->tok_embd.row_bytes + 64);
+    if (c->kv_int8)
+        c->qq = malloc(BATCH * nq / SIMD_QK * sizeof *c->qq + 1);
     if (!c->embrow || !c->kc || !c->vc || !c->x || !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->att || !c->hb || !c->hb2 ||
         !c->act || !c->act_k || !c->inv_freq || !c->rcos || !c->rsin || !c->kv_off[0] || !c->kv_off[1] ||
-        !c->kv_slots || !c->apart) {
+        !c->kv_slots || !c->apart || (c->kv_int8 && !c->qq)) {
         eng_ctx_free(c);
         return eng_errf(e, ENG_ENOMEM, "out of memory for a context of %u tokens (KV cache %.1f MB)", n_ctx,
                         (double)(kvb[0] + kvb[1]) / 1e6);
@@ -1352,7 +1422,7 @@ void eng_ctx_free(eng_ctx *c)
     free(c->rlog); free(c->sel); free(c->selw); free(c->gidx); free(c->gtok); free(c->gexp); free(c->ecount);
     free(c->estart); free(c->xe); free(c->ye); free(c->he); free(c->he2); free(c->eact); free(c->eact_k);
     free(c->eparts); free(c->eview);
-    free(c->scores); free(c->apart); free(c->act); free(c->act_k); free(c->inv_freq); free(c->rcos); free(c->rsin); free(c->embrow); free(c->kv_off[0]); free(c->kv_off[1]); free(c->kv_slots);
+    free(c->scores); free(c->apart); free(c->act); free(c->act_k); free(c->inv_freq); free(c->rcos); free(c->rsin); free(c->embrow); free(c->qq); free(c->kv_off[0]); free(c->kv_off[1]); free(c->kv_slots);
     free(c);
 }
 

@@ -987,13 +987,14 @@ static void test_prefill_tiles(void)
 #define KVQ_SEQ 300
 #define KVQ_CTX 512
 #define KVQ_CUT 200
-static void kvq_case(const char *name, int window, const int32_t *toks, float *base, float *one, float *got,
-                     double *based)
+static void kvq_case(const char *name, int window, double loose, const int32_t *toks, float *base, float *one,
+                     float *got, double *based)
 {
     static const struct {
         int k, v;
         double bound; /* largest relative logit error against the f16 cache (random
-                       * weights; measured 0.021 for q8_0, 0.30 for q4_0) */
+                       * weights; measured 0.021 for q8_0, 0.30 for q4_0), times
+                       * the case's `loose` */
     } kt[] = {{ENG_KV_Q8_0, ENG_KV_Q8_0, 3e-2}, {ENG_KV_Q4_0, ENG_KV_Q4_0, 4.5e-1}, {ENG_KV_F16, ENG_KV_Q4_0, 4.5e-1},
               {ENG_KV_Q8_0, ENG_KV_F16, 3e-2}};
     size_t nl = (size_t)KVQ_SEQ * N_VOCAB;
@@ -1041,8 +1042,9 @@ static void kvq_case(const char *name, int window, const int32_t *toks, float *b
         CHECKF(rc == 0, "kv cache %s: token by token: %s", what, e.msg);
         eng_ctx_free(ctx);
         CHECKF(memcmp(one, base, sizeof(float) * nl) != 0, "kv cache %s: the same bits as an f16 cache", what);
-        double err = vs_ref("kv cache", what, one, based, KVQ_SEQ, kt[ti].bound);
-        printf("kv cache %-40s worst relative logit error against f16 %.3g (bound %g)\n", what, err, kt[ti].bound);
+        double err = vs_ref("kv cache", what, one, based, KVQ_SEQ, kt[ti].bound * loose);
+        printf("kv cache %-40s worst relative logit error against f16 %.3g (bound %g)\n", what, err,
+               kt[ti].bound * loose);
         for (int k = 0; k < SIMD_K_COUNT; k++) {
             if (!simd_kernel_supported((enum simd_kernel)k, NULL))
                 continue;
@@ -1079,8 +1081,15 @@ static void test_kv_quant(void)
     size_t nl = (size_t)KVQ_SEQ * N_VOCAB;
     float *base = xmalloc(sizeof(float) * nl), *one = xmalloc(sizeof(float) * nl), *got = xmalloc(sizeof(float) * nl);
     double *based = xmalloc(sizeof(double) * nl);
-    kvq_case("gemma3-window", 80, toks, base, one, got, based);
-    kvq_case("qwen3-per-layer-keylen", 0, toks, base, one, got, based);
+    kvq_case("gemma3-window", 80, 1.0, toks, base, one, got, based);
+    /* head size 32: the q8_0/q4_0 pairs read the blocks where they lie
+     * (simd_attn_q_tile, queries in int8) */
+    kvq_case("qwen3-per-layer-keylen", 0, 1.0, toks, base, one, got, based);
+    /* the same in a windowed ring, with post-norms and a final soft-cap
+     * that make this model's logits move more for the same cache error:
+     * measured q8_0 0.054 (int8 reads; q8_0 keys with f16 values, which
+     * take the halves path, 0.027), q4_0 0.62, f16/q4_0 0.51 */
+    kvq_case("gemma3-post-norm-softcap", 80, 2.5, toks, base, one, got, based);
     free(base);
     free(one);
     free(got);

@@ -32,6 +32,7 @@ tests=(test_kernels test_dispatch)
 [ -f "$root/tests/simd/test_kquants.c" ] && tests+=(test_kquants)
 [ -f "$root/tests/simd/test_mxfp4.c" ] && tests+=(test_mxfp4)
 [ -f "$root/tests/simd/test_attn.c" ] && tests+=(test_attn)
+[ -f "$root/tests/simd/test_attn_q.c" ] && tests+=(test_attn_q)
 [ -f "$root/tests/simd/test_pack.c" ] && tests+=(test_pack)
 [ -f "$root/tests/simd/test_lquants.c" ] && tests+=(test_lquants)
 [ -f "$root/tests/simd/test_iquants.c" ] && tests+=(test_iquants)
@@ -108,6 +109,11 @@ fi
 if [ -f "$root/tests/simd/test_attn.c" ]; then
   run max test_attn '^neon +attention bit-identical' '^neon-dotprod +attention bit-identical'
   run cortex-a53 test_attn '^neon +attention bit-identical'
+fi
+if [ -f "$root/tests/simd/test_attn_q.c" ]; then
+  run max test_attn_q '^neon +quantized-cache attention bit-identical' \
+    '^neon-dotprod +quantized-cache attention bit-identical'
+  run cortex-a53 test_attn_q '^neon +quantized-cache attention bit-identical'
 fi
 if [ -f "$root/tests/simd/test_lquants.c" ]; then
   run max test_lquants '^neon +lquants bit-identical' '^neon-dotprod +lquants bit-identical'

@@ -1,0 +1,93 @@
+/* Private to simd/: what the forms of attention over a quantized cache
+ * (simd_attn_q_tile in simd.h) share: the layout of the caller's buffer,
+ * the unpacking of a chunk's blocks into it, and the steps after the
+ * scores, which are attn.h's.
+ *
+ * The buffer (SIMD_ATTN_Q_BUF(hd) bytes), for nb = hd/32 and N =
+ * SIMD_ATTN_CHUNK:
+ *   kd  float [nb][N]   K scales, block-major, so that eight positions'
+ *                       scales of a block load as one vector; positions
+ *                       n .. N-1 are zeros
+ *   vf  float [N][hd]   V's values dv * code: exact in float (an f16
+ *                       scale times a code of at most 8 bits)
+ *   kc  int8  [N][hd]   K codes of a position in column order
+ * A q4_0 block's codes come out as nibble - 8, low nibbles first (ggml's
+ * order: qs[j] low is value j, high is value j+16), a q8_0 block's as
+ * they are. Unpacking is exact, so where and how it runs changes no bit.
+ * Each set's file compiles it with its own flags (ATTNQ_H2F: its exact
+ * half-to-float, inline, so no call leaves the vector code). */
+#ifndef NIBBLE_ATTN_Q_H
+#define NIBBLE_ATTN_Q_H
+
+#include "attn.h"
+
+#ifndef ATTNQ_H2F
+#define ATTNQ_H2F simd_f16_to_f32
+#endif
+
+typedef struct attnq_buf {
+    float *kd, *vf;
+    int8_t *kc;
+} attnq_buf;
+
+static inline attnq_buf attnq_layout(void *buf, size_t hd)
+{
+    attnq_buf b;
+    b.kd = (float *)buf;
+    b.vf = b.kd + hd / 32 * SIMD_ATTN_CHUNK;
+    b.kc = (int8_t *)(b.vf + SIMD_ATTN_CHUNK * hd);
+    return b;
+}
+
+/* value j of a block as its code (-128..127) */
+static inline int attnq_code(int type, const void *blk, int j)
+{
+    if (type == SIMD_Q8_0)
+        return ((const simd_block_q8_0 *)blk)->qs[j];
+    const uint8_t *qs = ((const simd_block_q4_0 *)blk)->qs;
+    return j < SIMD_QK / 2 ? (qs[j] & 0x0f) - 8 : (qs[j - SIMD_QK / 2] >> 4) - 8;
+}
+
+/* The chunk's K and V into the buffer (layout above). */
+static inline attnq_buf attnq_unpack_chunk(const simd_attn_q_args *a)
+{
+    size_t hd = a->hd, nb = hd / 32, n = a->n;
+    size_t kb = a->ktype == SIMD_Q8_0 ? sizeof(simd_block_q8_0) : sizeof(simd_block_q4_0);
+    size_t vb = a->vtype == SIMD_Q8_0 ? sizeof(simd_block_q8_0) : sizeof(simd_block_q4_0);
+    attnq_buf b = attnq_layout(a->buf, hd);
+    for (size_t p = 0; p < n; p++) {
+        const unsigned char *kr = (const unsigned char *)a->k + p * a->kstride;
+        const unsigned char *vr = (const unsigned char *)a->v + p * a->vstride;
+        for (size_t i = 0; i < nb; i++) {
+            const void *kblk = kr + i * kb, *vblk = vr + i * vb;
+            int8_t *kc = b.kc + p * hd + i * SIMD_QK;
+            float *vf = b.vf + p * hd + i * SIMD_QK;
+            b.kd[i * SIMD_ATTN_CHUNK + p] = ATTNQ_H2F(*(const simd_f16 *)kblk); /* d is each block's first field */
+            float dv = ATTNQ_H2F(*(const simd_f16 *)vblk);
+            if (a->ktype == SIMD_Q8_0)
+                memcpy(kc, ((const simd_block_q8_0 *)kblk)->qs, SIMD_QK);
+            else
+                for (int j = 0; j < SIMD_QK; j++)
+                    kc[j] = (int8_t)attnq_code(SIMD_Q4_0, kblk, j);
+            for (int j = 0; j < SIMD_QK; j++)
+                vf[j] = dv * (float)attnq_code(a->vtype, vblk, j);
+        }
+    }
+    for (size_t i = 0; i < nb; i++)
+        for (size_t p = n; p < SIMD_ATTN_CHUNK; p++)
+            b.kd[i * SIMD_ATTN_CHUNK + p] = 0.0f;
+    return b;
+}
+
+void simd_attn_q_ref(const simd_attn_q_args *a, size_t nt, size_t qtstride, size_t ptstride);
+/* The SIMD forms (attn_q_x86.h, attn_q_neon.h): one x86 form built three
+ * times, with maddubs (avx2, avxvnniint8), AVX-VNNI's dpbusd (avxvnni) and
+ * AVX-512 VNNI's (avx512vnni); NEON with widening multiplies (neon) and
+ * with sdot (neon-dotprod). */
+void simd_attn_q_avx2(const simd_attn_q_args *a, size_t nt, size_t qtstride, size_t ptstride);
+void simd_attn_q_avxvnni(const simd_attn_q_args *a, size_t nt, size_t qtstride, size_t ptstride);
+void simd_attn_q_avx512vnni(const simd_attn_q_args *a, size_t nt, size_t qtstride, size_t ptstride);
+void simd_attn_q_neon(const simd_attn_q_args *a, size_t nt, size_t qtstride, size_t ptstride);
+void simd_attn_q_neon_dotprod(const simd_attn_q_args *a, size_t nt, size_t qtstride, size_t ptstride);
+
+#endif

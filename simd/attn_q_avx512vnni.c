@@ -1,0 +1,9 @@
+/* Attention over a q8_0/q4_0 cache for the avx512vnni set: the block dots
+ * by the EVEX vpdpbusd on 256-bit vectors (AVX-512 VNNI with VL, which
+ * every such CPU has, unlike AVX-VNNI). The form is attn_q_x86.h's; the
+ * integer sums, hence the bits, are the AVX2 form's. */
+#include <immintrin.h>
+
+#define ATTNQ_DOT(ak, sq) _mm256_dpbusd_epi32(_mm256_setzero_si256(), ak, sq)
+#define ATTNQ_ENTRY simd_attn_q_avx512vnni
+#include "attn_q_x86.h"

@@ -1,0 +1,110 @@
+/* Private to simd/: attention over a q8_0/q4_0 cache (simd_attn_q_tile)
+ * for the Arm sets, written once. The including file is built with its
+ * set's flags and defines, before including it:
+ *   ATTNQ_DOT(q0, q1, k0, k1)  four int32 sums that together hold the
+ *                              exact dot of 32 int8 pairs (q0:q1, k0:k1)
+ *   ATTNQ_ENTRY                the name of the function it defines.
+ * Bit-identical to simd_attn_q_ref, as attn_q_x86.h is: each block's
+ * integer dot is exact, four positions' sums are gathered by pairwise
+ * adds into one vector, and each lane takes the reference's float steps;
+ * max, exp and sum are attn_neon.h's; the V sum goes over 16 columns at
+ * a time, positions in order, over V's values as floats. Every
+ * product and sum is a separate vmulq / vaddq: no fused forms. */
+#ifndef NIBBLE_ATTN_Q_NEON_H
+#define NIBBLE_ATTN_Q_NEON_H
+
+#include "attn_neon.h"
+
+/* one half as float (fcvt: exact) */
+static inline float attnq_h2f(simd_f16 h) { return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0); }
+#define ATTNQ_H2F attnq_h2f
+#include "attn_q.h"
+
+/* Scores of query blocks q for positions p..p+m-1 (p a multiple of 4, m <= 4) into s[p..]. */
+AI void q_scores(const attnq_buf *b, size_t hd, const simd_block_q8a *q, size_t p, int m, float scale, float *s)
+{
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    for (size_t i = 0; i < hd / 32; i++) {
+        int8x16_t q0 = vld1q_s8(q[i].qs), q1 = vld1q_s8(q[i].qs + 16);
+        const int8_t *k = b->kc + p * hd + 32 * i;
+        int32x4_t v[4];
+        for (int j = 0; j < 4; j++)
+            v[j] = j < m ? ATTNQ_DOT(q0, q1, vld1q_s8(k + j * hd), vld1q_s8(k + j * hd + 16)) : vdupq_n_s32(0);
+        int32x4_t is = vpaddq_s32(vpaddq_s32(v[0], v[1]), vpaddq_s32(v[2], v[3]));
+        float32x4_t f = vmulq_f32(vld1q_f32(b->kd + i * SIMD_ATTN_CHUNK + p), set1(q[i].d));
+        acc = vaddq_f32(acc, vmulq_f32(vcvtq_f32_s32(is), f));
+    }
+    float32x4_t sv = vmulq_f32(acc, set1(scale));
+    if (m == 4) {
+        vst1q_f32(s + p, sv);
+    } else {
+        float tmp[4];
+        vst1q_f32(tmp, sv);
+        memcpy(s + p, tmp, (size_t)m * sizeof(float));
+    }
+}
+
+/* The V sum of nh heads (weights e[h]) for columns d0..d0+15, positions
+ * 0..n-1 in order, into o[h] (from 0). */
+AI void q_vsum(const attnq_buf *b, size_t hd, size_t n, const float *const *e, int nh, size_t d0, float *const *o)
+{
+    float32x4_t acc[ATTN_HB][4];
+    for (int h = 0; h < nh; h++)
+        for (int c = 0; c < 4; c++)
+            acc[h][c] = vdupq_n_f32(0.0f);
+    const float *vf = b->vf + d0;
+    for (size_t p = 0; p < n; p++, vf += hd) {
+        float32x4_t vv[4] = {vld1q_f32(vf), vld1q_f32(vf + 4), vld1q_f32(vf + 8), vld1q_f32(vf + 12)};
+        for (int h = 0; h < nh; h++) {
+            float32x4_t w = vld1q_dup_f32(e[h] + p);
+            for (int c = 0; c < 4; c++)
+                acc[h][c] = madd(acc[h][c], w, vv[c]);
+        }
+    }
+    for (int h = 0; h < nh; h++)
+        for (int c = 0; c < 4; c++)
+            vst1q_f32(o[h] + d0 + 4 * c, acc[h][c]);
+}
+
+/* nh heads from h0 of one token (query blocks qt, rows part). */
+AI void q_heads(const simd_attn_q_args *a, const attnq_buf *b, const simd_block_q8a *qt, float *part, size_t h0,
+                int nh)
+{
+    size_t hd = a->hd, n = a->n;
+    const float *e[ATTN_HB];
+    float *o[ATTN_HB];
+    for (int i = 0; i < nh; i++) {
+        float *s = a->scratch + (h0 + i) * n;
+        const simd_block_q8a *q = qt + (h0 + i) * a->qstride;
+        for (size_t p = 0; p < n; p += 4)
+            q_scores(b, hd, q, p, n - p < 4 ? (int)(n - p) : 4, a->scale, s);
+        if (a->softcap > 0)
+            attn_softcap(s, n, a->softcap);
+        o[i] = part + (h0 + i) * a->pstride + 2;
+        o[i][-2] = attn_max(s, n);
+        o[i][-1] = attn_exp_sum(s, n, o[i][-2]);
+        e[i] = s;
+    }
+    for (size_t d = 0; d < hd; d += 16)
+        q_vsum(b, hd, n, e, nh, d, o);
+}
+
+void ATTNQ_ENTRY(const simd_attn_q_args *a, size_t nt, size_t qtstride, size_t ptstride)
+{
+    attnq_buf b = attnq_unpack_chunk(a);
+    for (size_t t = 0; t < nt; t++) {
+        const simd_block_q8a *qt = a->q + t * qtstride;
+        float *part = a->part + t * ptstride;
+        size_t h = 0;
+        for (; h + ATTN_HB <= a->nq; h += ATTN_HB)
+            q_heads(a, &b, qt, part, h, ATTN_HB);
+        switch (a->nq - h) {
+        case 3: q_heads(a, &b, qt, part, h, 3); break;
+        case 2: q_heads(a, &b, qt, part, h, 2); break;
+        case 1: q_heads(a, &b, qt, part, h, 1); break;
+        default: break;
+        }
+    }
+}
+
+#endif
