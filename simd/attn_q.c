@@ -15,10 +15,9 @@ static void ref_token(const simd_attn_q_args *a, const attnq_buf *b, const simd_
         for (size_t p = 0; p < n; p++) {
             float acc = 0.0f;
             for (size_t i = 0; i < nb; i++) {
-                const int8_t *k = b->kc + p * hd + i * SIMD_QK;
                 int32_t isum = 0;
                 for (int j = 0; j < SIMD_QK; j++)
-                    isum += (int32_t)q[i].qs[j] * k[j];
+                    isum += (int32_t)q[i].qs[j] * b->kc[attnq_koff(0, hd, p, i, (size_t)j)];
                 acc = acc + (float)isum * (b->kd[i * SIMD_ATTN_CHUNK + p] * q[i].d);
             }
             s[p] = acc * a->scale;
@@ -46,7 +45,7 @@ static void ref_token(const simd_attn_q_args *a, const attnq_buf *b, const simd_
 
 void simd_attn_q_ref(const simd_attn_q_args *a, size_t nt, size_t qtstride, size_t ptstride)
 {
-    attnq_buf b = attnq_unpack_chunk(a);
+    attnq_buf b = attnq_unpack_chunk(a, 0);
     for (size_t t = 0; t < nt; t++)
         ref_token(a, &b, a->q + t * qtstride, a->part + t * ptstride);
 }

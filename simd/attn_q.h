@@ -10,7 +10,7 @@
  *                       n .. N-1 are zeros
  *   vf  float [N][hd]   V's values dv * code: exact in float (an f16
  *                       scale times a code of at most 8 bits)
- *   kc  int8  [N][hd]   K codes of a position in column order
+ *   kc  int8  [N*hd]    K codes, in rows or interleaved (attnq_koff)
  * A q4_0 block's codes come out as nibble - 8, low nibbles first (ggml's
  * order: qs[j] low is value j, high is value j+16), a q8_0 block's as
  * they are. Unpacking is exact, so where and how it runs changes no bit.
@@ -48,8 +48,20 @@ static inline int attnq_code(int type, const void *blk, int j)
     return j < SIMD_QK / 2 ? (qs[j] & 0x0f) - 8 : (qs[j - SIMD_QK / 2] >> 4) - 8;
 }
 
-/* The chunk's K and V into the buffer (layout above). */
-static inline attnq_buf attnq_unpack_chunk(const simd_attn_q_args *a)
+/* Where code j of block i of position p goes in kc: rows (position p's
+ * codes in column order) or, with kt, eight positions interleaved four
+ * codes at a time (block i, positions 8g..8g+7: for each group of four
+ * codes, 32 bytes holding those four codes of the eight positions), the
+ * layout in which one vector of dot products covers eight positions. */
+static inline size_t attnq_koff(int kt, size_t hd, size_t p, size_t i, size_t j)
+{
+    if (!kt)
+        return p * hd + i * SIMD_QK + j;
+    return ((i * (SIMD_ATTN_CHUNK / 8) + p / 8) * 8 + j / 4) * 32 + (p % 8) * 4 + j % 4;
+}
+
+/* The chunk's K and V into the buffer (layout above; kt: attnq_koff). */
+static inline attnq_buf attnq_unpack_chunk(const simd_attn_q_args *a, int kt)
 {
     size_t hd = a->hd, nb = hd / 32, n = a->n;
     size_t kb = a->ktype == SIMD_Q8_0 ? sizeof(simd_block_q8_0) : sizeof(simd_block_q4_0);
@@ -60,15 +72,17 @@ static inline attnq_buf attnq_unpack_chunk(const simd_attn_q_args *a)
         const unsigned char *vr = (const unsigned char *)a->v + p * a->vstride;
         for (size_t i = 0; i < nb; i++) {
             const void *kblk = kr + i * kb, *vblk = vr + i * vb;
-            int8_t *kc = b.kc + p * hd + i * SIMD_QK;
             float *vf = b.vf + p * hd + i * SIMD_QK;
             b.kd[i * SIMD_ATTN_CHUNK + p] = ATTNQ_H2F(*(const simd_f16 *)kblk); /* d is each block's first field */
             float dv = ATTNQ_H2F(*(const simd_f16 *)vblk);
+            int8_t codes[SIMD_QK];
             if (a->ktype == SIMD_Q8_0)
-                memcpy(kc, ((const simd_block_q8_0 *)kblk)->qs, SIMD_QK);
+                memcpy(codes, ((const simd_block_q8_0 *)kblk)->qs, SIMD_QK);
             else
                 for (int j = 0; j < SIMD_QK; j++)
-                    kc[j] = (int8_t)attnq_code(SIMD_Q4_0, kblk, j);
+                    codes[j] = (int8_t)attnq_code(SIMD_Q4_0, kblk, j);
+            for (int j = 0; j < SIMD_QK; j += 4)
+                memcpy(b.kc + attnq_koff(kt, hd, p, i, (size_t)j), codes + j, 4);
             for (int j = 0; j < SIMD_QK; j++)
                 vf[j] = dv * (float)attnq_code(a->vtype, vblk, j);
         }

@@ -91,7 +91,7 @@ AI void q_heads(const simd_attn_q_args *a, const attnq_buf *b, const simd_block_
 
 void ATTNQ_ENTRY(const simd_attn_q_args *a, size_t nt, size_t qtstride, size_t ptstride)
 {
-    attnq_buf b = attnq_unpack_chunk(a);
+    attnq_buf b = attnq_unpack_chunk(a, 0);
     for (size_t t = 0; t < nt; t++) {
         const simd_block_q8a *qt = a->q + t * qtstride;
         float *part = a->part + t * ptstride;

@@ -1,16 +1,22 @@
 /* Private to simd/: attention over a q8_0/q4_0 cache (simd_attn_q_tile)
  * for the x86 sets, written once. The including file is built with its
  * set's flags and defines, before including it:
- *   ATTNQ_DOT(ak, sq)   eight int32 sums of four u8*s8 products each
- *                       (maddubs + madd on AVX2; dpbusd with VNNI)
+ *   ATTNQ_PREP(kv)      once per vector of K codes, before the heads use it
+ *   ATTNQ_ACC(is, kv, bq)  is + each lane's four K codes times the four
+ *                       query codes bq (the same in every lane)
+ *   ATTNQ_FIX(is, sum)  the exact block sums from is (sum: the query
+ *                       block's sum of codes)
+ *                       (AVX2: |k| times sign(q, k) by maddubs + madd,
+ *                       each pair sum at most 2 * 128 * 127, inside int16;
+ *                       VNNI: dpbusd of k + 128, unsigned, against q,
+ *                       then 128 * sum taken off)
  *   ATTNQ_ENTRY         the name of the function it defines.
  * Bit-identical to simd_attn_q_ref:
- *  - scores: eight positions at a time, one per lane. A block's integer
- *    dot is exact however it is summed (|k| * sign(q, k): each pair sum
- *    is at most 2 * 128 * 127, inside maddubs's int16); the eight
- *    positions' sums are gathered by horizontal adds, then each lane
- *    takes the reference's float steps, (float)isum * (dk * dq) added
- *    block by block, then the scale;
+ *  - scores: eight positions at a time, one per lane, four heads at a
+ *    time (each K vector loaded once for them); a block's integer dot is
+ *    exact however it is summed, then each lane takes the reference's
+ *    float steps, (float)isum * (dk * dq) added block by block, then the
+ *    scale;
  *  - max, exp and sum: attn_x86.h's, as for the f16 cache;
  *  - the V sum: columns 16 at a time, positions in order, over V's
  *    values as floats (unpacked once a chunk). */
@@ -23,40 +29,48 @@
 #include "attn_q.h"
 #include "attn_x86.h"
 
-/* eight int32 partial sums of the 32 products q[j]*k[j] */
-AI __m256i qdot32(__m256i q, __m256i k)
+/* Scores of nh heads (query blocks q[h], scores into s[h]) for positions
+ * p..p+m-1 (p a multiple of 8, m <= 8), from K interleaved (attnq_koff):
+ * each 32-byte group holds four codes of eight positions, one position
+ * a lane, so each step is one vector of dot products against the query's
+ * four codes broadcast, and a block's eight steps leave each lane its
+ * position's exact integer sum. Lanes past m are never stored. */
+AI void q_scores(const attnq_buf *b, size_t hd, const simd_block_q8a *const *q, int nh, size_t p, int m,
+                 float scale, float *const *s)
 {
-    return ATTNQ_DOT(_mm256_sign_epi8(k, k), _mm256_sign_epi8(q, k));
-}
-
-/* lane j = the sum of v[j]'s eight lanes (integer adds: exact) */
-AI __m256i hsum8x8(const __m256i *v)
-{
-    __m256i a = _mm256_hadd_epi32(v[0], v[1]), b = _mm256_hadd_epi32(v[2], v[3]);
-    __m256i c = _mm256_hadd_epi32(v[4], v[5]), d = _mm256_hadd_epi32(v[6], v[7]);
-    __m256i ab = _mm256_hadd_epi32(a, b), cd = _mm256_hadd_epi32(c, d);
-    return _mm256_add_epi32(_mm256_permute2x128_si256(ab, cd, 0x20), _mm256_permute2x128_si256(ab, cd, 0x31));
-}
-
-/* Scores of query blocks q for positions p..p+m-1 (p a multiple of 8, m <= 8) into s[p..]. */
-AI void q_scores(const attnq_buf *b, size_t hd, const simd_block_q8a *q, size_t p, int m, float scale, float *s)
-{
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc[ATTN_HB];
+    for (int h = 0; h < nh; h++)
+        acc[h] = _mm256_setzero_ps();
     for (size_t i = 0; i < hd / 32; i++) {
-        __m256i qv = _mm256_loadu_si256((const __m256i *)q[i].qs), v[8];
-        const int8_t *k = b->kc + p * hd + 32 * i;
-        for (int j = 0; j < 8; j++)
-            v[j] = j < m ? qdot32(qv, _mm256_loadu_si256((const __m256i *)(k + j * hd))) : _mm256_setzero_si256();
-        __m256 f = _mm256_mul_ps(_mm256_loadu_ps(b->kd + i * SIMD_ATTN_CHUNK + p), set1(q[i].d));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(hsum8x8(v)), f));
+        const int8_t *k = b->kc + attnq_koff(1, hd, p, i, 0);
+        __m256i is[ATTN_HB];
+        for (int h = 0; h < nh; h++)
+            is[h] = _mm256_setzero_si256();
+        for (int g = 0; g < 8; g++) {
+            __m256i kv = _mm256_loadu_si256((const __m256i *)(k + 32 * g));
+            ATTNQ_PREP(kv);
+            for (int h = 0; h < nh; h++) {
+                int32_t qw;
+                memcpy(&qw, q[h][i].qs + 4 * g, 4);
+                is[h] = ATTNQ_ACC(is[h], kv, _mm256_set1_epi32(qw));
+            }
+        }
+        __m256 kd = _mm256_loadu_ps(b->kd + i * SIMD_ATTN_CHUNK + p);
+        for (int h = 0; h < nh; h++) {
+            __m256 f = _mm256_mul_ps(kd, set1(q[h][i].d));
+            __m256i t = ATTNQ_FIX(is[h], q[h][i].sum);
+            acc[h] = _mm256_add_ps(acc[h], _mm256_mul_ps(_mm256_cvtepi32_ps(t), f));
+        }
     }
-    __m256 sv = _mm256_mul_ps(acc, set1(scale));
-    if (m == 8) {
-        _mm256_storeu_ps(s + p, sv);
-    } else {
-        float tmp[8];
-        _mm256_storeu_ps(tmp, sv);
-        memcpy(s + p, tmp, (size_t)m * sizeof(float));
+    for (int h = 0; h < nh; h++) {
+        __m256 sv = _mm256_mul_ps(acc[h], set1(scale));
+        if (m == 8) {
+            _mm256_storeu_ps(s[h] + p, sv);
+        } else {
+            float tmp[8];
+            _mm256_storeu_ps(tmp, sv);
+            memcpy(s[h] + p, tmp, (size_t)m * sizeof(float));
+        }
     }
 }
 
@@ -87,19 +101,22 @@ AI void q_heads(const simd_attn_q_args *a, const attnq_buf *b, const simd_block_
                 int nh)
 {
     size_t hd = a->hd, n = a->n;
+    const simd_block_q8a *q[ATTN_HB];
     const float *e[ATTN_HB];
-    float *o[ATTN_HB];
+    float *o[ATTN_HB], *s[ATTN_HB];
     for (int i = 0; i < nh; i++) {
-        float *s = a->scratch + (h0 + i) * n;
-        const simd_block_q8a *q = qt + (h0 + i) * a->qstride;
-        for (size_t p = 0; p < n; p += 8)
-            q_scores(b, hd, q, p, n - p < 8 ? (int)(n - p) : 8, a->scale, s);
+        s[i] = a->scratch + (h0 + i) * n;
+        q[i] = qt + (h0 + i) * a->qstride;
+    }
+    for (size_t p = 0; p < n; p += 8)
+        q_scores(b, hd, q, nh, p, n - p < 8 ? (int)(n - p) : 8, a->scale, s);
+    for (int i = 0; i < nh; i++) {
         if (a->softcap > 0)
-            attn_softcap(s, n, a->softcap);
+            attn_softcap(s[i], n, a->softcap);
         o[i] = part + (h0 + i) * a->pstride + 2;
-        o[i][-2] = attn_max(s, n);
-        o[i][-1] = attn_exp_sum(s, n, o[i][-2]);
-        e[i] = s;
+        o[i][-2] = attn_max(s[i], n);
+        o[i][-1] = attn_exp_sum(s[i], n, o[i][-2]);
+        e[i] = s[i];
     }
     for (size_t d = 0; d < hd; d += 16)
         q_vsum(b, hd, n, e, nh, d, o);
@@ -107,7 +124,7 @@ AI void q_heads(const simd_attn_q_args *a, const attnq_buf *b, const simd_block_
 
 void ATTNQ_ENTRY(const simd_attn_q_args *a, size_t nt, size_t qtstride, size_t ptstride)
 {
-    attnq_buf b = attnq_unpack_chunk(a);
+    attnq_buf b = attnq_unpack_chunk(a, 1);
     for (size_t t = 0; t < nt; t++) {
         const simd_block_q8a *qt = a->q + t * qtstride;
         float *part = a->part + t * ptstride;
