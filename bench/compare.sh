@@ -90,7 +90,7 @@ trap '[ -n "$tmp" ] && rm -rf "$tmp"' EXIT
 mkdir -p "$dir"
 
 log=$(mktemp)
-trap '[ -n "$tmp" ] && rm -rf "$tmp"; rm -f "$log"' EXIT
+trap '[ -n "$tmp" ] && rm -rf "$tmp"; rm -f "$log" "$log.err"' EXIT
 
 # the (shape, type) pairs that have a model file; synth may not know every type yet
 pairs=""
@@ -146,15 +146,19 @@ run_peer() {
   local f=$1 s=$2 ty=$3 t=$4 d=$5 line out kb dl=""
   [ "$d" = 0 ] || dl="@d$d"
   if [ -n "$lbench" ]; then
+    # JSON (both llama.cpp's and ik_llama.cpp's llama-bench write it; only the first has
+    # jsonl), one object per line once the newlines are gone; stderr apart, for the RSS
     # shellcheck disable=SC2086 # PEER_ARGS are words
     out=$(${timer:+$timer -f "MAXRSS_KB %M"} "$lbench" -m "$f" -t "$t" -p "$pp" -n "$tg" ${dl:+-d "$d"} -r "$reps" \
-      $peer_args -o jsonl 2>&1 || true)
-    echo "$out" | grep '^{' | sed -nE "s/.*\"n_prompt\": ([0-9]+), \"n_gen\": ([0-9]+),.*\"avg_ts\": ([0-9.]+),.*/\1 \2 \3/p" |
+      $peer_args -o json 2>"$log.err" || true)
+    echo "$out" | tr -d '\n' | sed 's/}/}\n/g' |
+      sed -nE "s/.*\"n_prompt\": *([0-9]+), *\"n_gen\": *([0-9]+),.*\"avg_ts\": *([0-9.]+),.*/\1 \2 \3/p" |
       awk -v k="peer $s $ty $t" -v pp="$pp" -v tg="$tg" -v dl="$dl" '
         pp > 0 && $1 == pp && $2 == 0 { printf "%s pp%d%s %s\n", k, pp, dl, $3 }
-        tg > 0 && $1 == 0 && $2 == tg { printf "%s tg%d%s %s\n", k, tg, dl, $3 }' >>"$log"
-    echo "$out" | grep -q '"avg_ts"' || echo "compare.sh: llama-bench failed on $f t=$t${dl:+ depth $d}" >&2
-    kb=$(echo "$out" | sed -n 's/^MAXRSS_KB \([0-9]*\)$/\1/p' | tail -1)
+        tg > 0 && $1 == 0 && $2 == tg { printf "%s tg%d%s %s\n", k, tg, dl, $3 }' >>"$log" || true
+    echo "$out" | grep -q '"avg_ts"' ||
+      echo "compare.sh: llama-bench failed on $f t=$t${dl:+ depth $d}: $(grep -v '^MAXRSS_KB' "$log.err" | tail -1)" >&2
+    kb=$(sed -n 's/^MAXRSS_KB \([0-9]*\)$/\1/p' "$log.err" | tail -1)
     [ -z "$kb" ] || echo "peer $s $ty $t rss$dl $((kb / 1024))" >>"$log"
     return
   fi
