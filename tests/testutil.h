@@ -115,6 +115,17 @@ static inline char *tu_read(const char *path, size_t *len)
 #include <unistd.h>
 #endif
 
+/* "dir/name" for a test's scratch files. The result lives in one of eight
+ * rotating buffers, so up to eight paths can be held at once. */
+static inline const char *tu_path(const char *dir, const char *name)
+{
+    static char buf[8][512];
+    static int k;
+    k = (k + 1) % 8;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
 /* mkdtemp(3): tmpl ends in XXXXXX; NULL on failure. */
 static inline char *tu_mkdtemp(char *tmpl)
 {

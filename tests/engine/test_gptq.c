@@ -37,11 +37,7 @@ static char dir[256];
 
 static const char *tmp(const char *name)
 {
-    static char buf[8][512];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
+    return tu_path(dir, name);
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15u;

@@ -30,11 +30,7 @@ static char dir[64];
 
 static const char *tmp(const char *name)
 {
-    static char buf[4][160];
-    static int next;
-    char *b = buf[next++ % 4];
-    snprintf(b, sizeof buf[0], "%s/%s", dir, name);
-    return b;
+    return tu_path(dir, name);
 }
 
 static int exists(const char *p)

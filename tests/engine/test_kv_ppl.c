@@ -17,12 +17,10 @@
 
 int main(void)
 {
-    char tbuf[4096], model[4096];
-    const char *test = tu_shared("text/wiki.test.raw", tbuf);
-    if (!test)
+    char tbuf[4096], mbuf[4096];
+    const char *test = tu_shared("text/wiki.test.raw", tbuf), *model = tu_asset("stories260K.gguf", mbuf);
+    if (!test || !model)
         return TU_SKIP;
-    const char *assets = getenv("NIBBLE_ASSETS");
-    snprintf(model, sizeof model, "%s/stories260K.gguf", assets ? assets : "assets");
     size_t len = 0;
     char *text = tu_read(test, &len);
     CHECK(text != NULL);

@@ -53,14 +53,9 @@ static int type_of(const char *name)
     return -1;
 }
 
-/* A path in the scratch directory; four live at once. */
 static const char *tmp(const char *name)
 {
-    static char buf[4][160];
-    static int next;
-    char *b = buf[next++ % 4];
-    snprintf(b, sizeof buf[0], "%s/%s", dir, name);
-    return b;
+    return tu_path(dir, name);
 }
 
 /* Logits of all n_tok tokens (n_tok x n_vocab), one call or one at a time. */

@@ -18,12 +18,11 @@
 
 int main(void)
 {
-    char tbuf[4096], vbuf[4096], model[4096];
+    char tbuf[4096], vbuf[4096], mbuf[4096];
     const char *test = tu_shared("text/wiki.test.raw", tbuf), *valid = tu_shared("text/wiki.valid.raw", vbuf);
-    if (!test || !valid)
+    const char *model = tu_asset("stories260K.gguf", mbuf);
+    if (!test || !valid || !model)
         return TU_SKIP;
-    const char *assets = getenv("NIBBLE_ASSETS");
-    snprintf(model, sizeof model, "%s/stories260K.gguf", assets ? assets : "assets");
     size_t len = 0;
     char *text = tu_read(test, &len);
     CHECK(text != NULL);

@@ -25,11 +25,7 @@ static char dir[256];
 
 static const char *tmp(const char *name)
 {
-    static char buf[8][512];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
+    return tu_path(dir, name);
 }
 
 static double rel_rms(const float *a, const float *b, size_t n)
