@@ -32,6 +32,7 @@ extern const uint32_t simd_iq3xxs_grid[256];
 extern const uint32_t simd_iq3s_grid[512];
 extern const uint64_t simd_iq1s_grid[2048];
 extern const uint8_t simd_iq_ksigns[128]; /* see simd_iq_ksign */
+extern const uint64_t simd_iq_ksigns_pm1[128]; /* the same as +-1 bytes (iquants_grids.c) */
 
 void simd_deq_iq2_xxs(const void *src, float *dst, size_t n);
 void simd_deq_iq2_xs(const void *src, float *dst, size_t n);

@@ -271,9 +271,12 @@ static void nbl_nl_batch(size_t n, const void *w, const void *a, size_t astride,
     nbl_nl_rows(n, w, 0, 1, a, astride, nt, out, os);
 }
 
+#include "iquants_x86.h"
+
 void NBL_SET_FN(simd_kernel_set *s)
 {
     nbl_set_dots(s);
+    nbi_set_dots(s); /* the i-quants below 4 bits: iquants_x86.h's driver */
     s->dot[SIMD_IQ4_NL] = nbl_nl_dot;
     s->dot_batch[SIMD_IQ4_NL] = nbl_nl_batch;
     s->dot_rows[SIMD_IQ4_NL] = nbl_nl_rows;

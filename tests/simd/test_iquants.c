@@ -388,6 +388,10 @@ int main(void)
         CHECK(ksign(i) == first[i]);
     for (unsigned i = 0; i < 128; i++) /* the table behind simd_iq_ksign */
         CHECKF(simd_iq_ksign(i) == ksign(i), "simd_iq_ksigns[%u]", i);
+    for (unsigned i = 0; i < 128; i++) /* its +-1 byte form */
+        for (unsigned j = 0; j < 8; j++)
+            CHECKF((uint8_t)(simd_iq_ksigns_pm1[i] >> (8 * j)) == ((ksign(i) >> j) & 1 ? 0xffu : 0x01u),
+                   "simd_iq_ksigns_pm1[%u] byte %u", i, j);
     known();
     check_decode();
     check_dots();
