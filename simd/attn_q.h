@@ -48,6 +48,29 @@ static inline int attnq_code(int type, const void *blk, int j)
     return j < SIMD_QK / 2 ? (qs[j] & 0x0f) - 8 : (qs[j - SIMD_QK / 2] >> 4) - 8;
 }
 
+/* The default forms of a block's unpacking, one value at a time: its 32
+ * codes into c, and its values d * code into y. A set's file may define
+ * ATTNQ_CODES and ATTNQ_VALUES (same arguments) with its vectors first;
+ * they must give the same bytes, which exact integer and float steps do. */
+static inline void attnq_codes(int type, const void *blk, int8_t *c)
+{
+    for (int j = 0; j < SIMD_QK; j++)
+        c[j] = (int8_t)attnq_code(type, blk, j);
+}
+
+static inline void attnq_values(int type, const void *blk, float d, float *y)
+{
+    for (int j = 0; j < SIMD_QK; j++)
+        y[j] = d * (float)attnq_code(type, blk, j);
+}
+
+#ifndef ATTNQ_CODES
+#define ATTNQ_CODES attnq_codes
+#endif
+#ifndef ATTNQ_VALUES
+#define ATTNQ_VALUES attnq_values
+#endif
+
 /* Where code j of block i of position p goes in kc: rows (position p's
  * codes in column order) or, with kt, eight positions interleaved four
  * codes at a time (block i, positions 8g..8g+7: for each group of four
@@ -76,15 +99,14 @@ static inline attnq_buf attnq_unpack_chunk(const simd_attn_q_args *a, int kt)
             b.kd[i * SIMD_ATTN_CHUNK + p] = ATTNQ_H2F(*(const simd_f16 *)kblk); /* d is each block's first field */
             float dv = ATTNQ_H2F(*(const simd_f16 *)vblk);
             int8_t codes[SIMD_QK];
-            if (a->ktype == SIMD_Q8_0)
-                memcpy(codes, ((const simd_block_q8_0 *)kblk)->qs, SIMD_QK);
-            else
-                for (int j = 0; j < SIMD_QK; j++)
-                    codes[j] = (int8_t)attnq_code(SIMD_Q4_0, kblk, j);
-            for (int j = 0; j < SIMD_QK; j += 4)
-                memcpy(b.kc + attnq_koff(kt, hd, p, i, (size_t)j), codes + j, 4);
-            for (int j = 0; j < SIMD_QK; j++)
-                vf[j] = dv * (float)attnq_code(a->vtype, vblk, j);
+            if (!kt) {
+                ATTNQ_CODES(a->ktype, kblk, b.kc + attnq_koff(0, hd, p, i, 0));
+            } else {
+                ATTNQ_CODES(a->ktype, kblk, codes);
+                for (int j = 0; j < SIMD_QK; j += 4)
+                    memcpy(b.kc + attnq_koff(kt, hd, p, i, (size_t)j), codes + j, 4);
+            }
+            ATTNQ_VALUES(a->vtype, vblk, dv, vf);
         }
     }
     for (size_t i = 0; i < nb; i++)

@@ -17,7 +17,48 @@
 
 /* one half as float (fcvt: exact) */
 static inline float attnq_h2f(simd_f16 h) { return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0); }
+
+/* A block's 32 codes as two vectors: q8_0's as they are, q4_0's low
+ * nibbles then high ones, less 8 (attnq_code's order). */
+static inline int8x16x2_t attnq_neon_codes(int type, const void *blk)
+{
+    int8x16x2_t r;
+    if (type == SIMD_Q8_0) {
+        const int8_t *q = ((const simd_block_q8_0 *)blk)->qs;
+        r.val[0] = vld1q_s8(q);
+        r.val[1] = vld1q_s8(q + 16);
+        return r;
+    }
+    uint8x16_t x = vld1q_u8(((const simd_block_q4_0 *)blk)->qs);
+    r.val[0] = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(x, vdupq_n_u8(0x0f))), vdupq_n_s8(8));
+    r.val[1] = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(x, 4)), vdupq_n_s8(8));
+    return r;
+}
+
+static inline void attnq_neon_store_codes(int type, const void *blk, int8_t *c)
+{
+    int8x16x2_t r = attnq_neon_codes(type, blk);
+    vst1q_s8(c, r.val[0]);
+    vst1q_s8(c + 16, r.val[1]);
+}
+
+/* d * code for the 32 codes, 4 at a time (each product exact) */
+static inline void attnq_neon_values(int type, const void *blk, float d, float *y)
+{
+    int8x16x2_t r = attnq_neon_codes(type, blk);
+    float32x4_t dv = vdupq_n_f32(d);
+    for (int i = 0; i < 2; i++) {
+        int16x8_t w[2] = {vmovl_s8(vget_low_s8(r.val[i])), vmovl_s8(vget_high_s8(r.val[i]))};
+        for (int k = 0; k < 2; k++) {
+            vst1q_f32(y + 16 * i + 8 * k, vmulq_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(w[k]))), dv));
+            vst1q_f32(y + 16 * i + 8 * k + 4, vmulq_f32(vcvtq_f32_s32(vmovl_s16(vget_high_s16(w[k]))), dv));
+        }
+    }
+}
+
 #define ATTNQ_H2F attnq_h2f
+#define ATTNQ_CODES attnq_neon_store_codes
+#define ATTNQ_VALUES attnq_neon_values
 #include "attn_q.h"
 
 /* Scores of query blocks q for positions p..p+m-1 (p a multiple of 4, m <= 4) into s[p..]. */

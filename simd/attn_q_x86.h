@@ -18,14 +18,50 @@
  *    float steps, (float)isum * (dk * dq) added block by block, then the
  *    scale;
  *  - max, exp and sum: attn_x86.h's, as for the f16 cache;
- *  - the V sum: columns 16 at a time, positions in order, over V's
- *    values as floats (unpacked once a chunk). */
+ *  - the V sum: columns 16 at a time (64 on AVX-512), positions in
+ *    order, over V's values as floats (unpacked once a chunk, each
+ *    block's codes by vector steps that give the reference's bytes). */
 #ifndef NIBBLE_ATTN_Q_X86_H
 #define NIBBLE_ATTN_Q_X86_H
 
 #include <immintrin.h>
 
+#include "attn.h"
+
+/* A block's 32 codes as one vector: q8_0's as they are, q4_0's low
+ * nibbles then high ones, less 8 (attnq_code's order). */
+static inline __attribute__((always_inline)) __m256i attnq_x86_codes(int type, const void *blk)
+{
+    if (type == SIMD_Q8_0)
+        return _mm256_loadu_si256((const __m256i *)((const simd_block_q8_0 *)blk)->qs);
+    __m128i x = _mm_loadu_si128((const __m128i *)((const simd_block_q4_0 *)blk)->qs);
+    __m128i m = _mm_set1_epi8(0x0f);
+    __m256i c = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 4), m), _mm_and_si128(x, m));
+    return _mm256_sub_epi8(c, _mm256_set1_epi8(8));
+}
+
+static inline __attribute__((always_inline)) void attnq_x86_store_codes(int type, const void *blk, int8_t *c)
+{
+    _mm256_storeu_si256((__m256i *)c, attnq_x86_codes(type, blk));
+}
+
+/* d * code for the 32 codes, 8 at a time (each product exact) */
+static inline __attribute__((always_inline)) void attnq_x86_values(int type, const void *blk, float d, float *y)
+{
+    __m256i c = attnq_x86_codes(type, blk);
+    __m256 dv = _mm256_set1_ps(d);
+    __m128i h[2] = {_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1)};
+    for (int i = 0; i < 2; i++) {
+        __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(h[i]));
+        __m256 hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(h[i], 8)));
+        _mm256_storeu_ps(y + 16 * i, _mm256_mul_ps(lo, dv));
+        _mm256_storeu_ps(y + 16 * i + 8, _mm256_mul_ps(hi, dv));
+    }
+}
+
 #define ATTNQ_H2F(h) _cvtsh_ss(h)
+#define ATTNQ_CODES attnq_x86_store_codes
+#define ATTNQ_VALUES attnq_x86_values
 #include "attn_q.h"
 #include "attn_x86.h"
 
@@ -96,6 +132,35 @@ AI void q_vsum(const attnq_buf *b, size_t hd, size_t n, const float *const *e, i
     }
 }
 
+#if defined(__AVX512F__)
+/* q_vsum on 512-bit vectors (the avx512vnni set's build), columns d0 ..
+ * d0+16*nc-1, a vector of 16 each: each lane takes the same steps in the
+ * same order, so the bits are q_vsum's; a row of 64 columns is read once
+ * per pass of the heads, for half the multiplies and adds. */
+AI void q_vsum512(const attnq_buf *b, size_t hd, size_t n, const float *const *e, int nh, size_t d0, int nc,
+                  float *const *o)
+{
+    __m512 acc[ATTN_HB][4];
+    for (int h = 0; h < nh; h++)
+        for (int c = 0; c < nc; c++)
+            acc[h][c] = _mm512_setzero_ps();
+    const float *vf = b->vf + d0;
+    for (size_t p = 0; p < n; p++, vf += hd) {
+        __m512 v[4];
+        for (int c = 0; c < nc; c++)
+            v[c] = _mm512_loadu_ps(vf + 16 * c);
+        for (int h = 0; h < nh; h++) {
+            __m512 w = _mm512_set1_ps(e[h][p]);
+            for (int c = 0; c < nc; c++)
+                acc[h][c] = _mm512_add_ps(acc[h][c], _mm512_mul_ps(w, v[c]));
+        }
+    }
+    for (int h = 0; h < nh; h++)
+        for (int c = 0; c < nc; c++)
+            _mm512_storeu_ps(o[h] + d0 + 16 * c, acc[h][c]);
+}
+#endif
+
 /* nh heads from h0 of one token (query blocks qt, rows part). */
 AI void q_heads(const simd_attn_q_args *a, const attnq_buf *b, const simd_block_q8a *qt, float *part, size_t h0,
                 int nh)
@@ -118,8 +183,16 @@ AI void q_heads(const simd_attn_q_args *a, const attnq_buf *b, const simd_block_
         o[i][-1] = attn_exp_sum(s[i], n, o[i][-2]);
         e[i] = s[i];
     }
+#if defined(__AVX512F__)
+    size_t d = 0;
+    for (; d + 64 <= hd; d += 64)
+        q_vsum512(b, hd, n, e, nh, d, 4, o);
+    for (; d < hd; d += 16)
+        q_vsum512(b, hd, n, e, nh, d, 1, o);
+#else
     for (size_t d = 0; d < hd; d += 16)
         q_vsum(b, hd, n, e, nh, d, o);
+#endif
 }
 
 void ATTNQ_ENTRY(const simd_attn_q_args *a, size_t nt, size_t qtstride, size_t ptstride)
