@@ -83,6 +83,19 @@ static inline size_t attnq_koff(int kt, size_t hd, size_t p, size_t i, size_t j)
     return ((i * (SIMD_ATTN_CHUNK / 8) + p / 8) * 8 + j / 4) * 32 + (p % 8) * 4 + j % 4;
 }
 
+/* The rows are strided (a position's kv heads sit side by side), which
+ * the hardware prefetcher follows late, and the unpacking is the only
+ * reader of the cache: the rows ATTNQ_PF positions ahead are asked for
+ * while a row is unpacked, past the chunk's end too (the next chunk's
+ * first rows, where a task goes on; a prefetch of any address is only a
+ * hint and never faults). No effect on the result. */
+#define ATTNQ_PF 16
+static inline void attnq_prefetch(const unsigned char *r, size_t bytes)
+{
+    __builtin_prefetch(r);
+    __builtin_prefetch(r + bytes - 1);
+}
+
 /* The chunk's K and V into the buffer (layout above; kt: attnq_koff). */
 static inline attnq_buf attnq_unpack_chunk(const simd_attn_q_args *a, int kt)
 {
@@ -93,6 +106,8 @@ static inline attnq_buf attnq_unpack_chunk(const simd_attn_q_args *a, int kt)
     for (size_t p = 0; p < n; p++) {
         const unsigned char *kr = (const unsigned char *)a->k + p * a->kstride;
         const unsigned char *vr = (const unsigned char *)a->v + p * a->vstride;
+        attnq_prefetch(kr + ATTNQ_PF * a->kstride, nb * kb);
+        attnq_prefetch(vr + ATTNQ_PF * a->vstride, nb * vb);
         for (size_t i = 0; i < nb; i++) {
             const void *kblk = kr + i * kb, *vblk = vr + i * vb;
             float *vf = b.vf + p * hd + i * SIMD_QK;
