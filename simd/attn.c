@@ -106,7 +106,7 @@ void simd_set_attn(enum simd_kernel k, simd_kernel_set *s)
     s->attn_q = simd_attn_q_ref;
 #if defined(NIBBLE_X86_SETS)
     if (k == SIMD_K_AVX2 || k == SIMD_K_AVXVNNI || k == SIMD_K_AVX512VNNI || k == SIMD_K_AVXVNNIINT8) {
-        s->attn = simd_attn_avx2;
+        s->attn = k == SIMD_K_AVX512VNNI ? simd_attn_avx512 : simd_attn_avx2;
         s->attn_tile = k == SIMD_K_AVX512VNNI ? simd_attn_tile_avx512 : simd_attn_tile_avx2;
         /* avxvnniint8's check does not promise AVX-VNNI: it takes AVX2's */
         s->attn_q = k == SIMD_K_AVXVNNI      ? simd_attn_q_avxvnni

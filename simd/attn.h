@@ -69,6 +69,7 @@ void simd_attn_ref(const simd_attn_args *a);
 /* The SIMD forms: one for every x86 set (AVX2 instructions, which they all
  * have), one for both Arm sets. */
 void simd_attn_avx2(const simd_attn_args *a);
+void simd_attn_avx512(const simd_attn_args *a); /* the avx512vnni set's: a 512-bit V sum */
 void simd_attn_neon(const simd_attn_args *a);
 
 /* The tile (simd_attn_tile) as the installed set's chunk once per token:

@@ -1,68 +1,8 @@
 /* Attention with AVX2 (built with -mavx2 -mfma -mf16c; used by every x86
- * set, since all of them have AVX2). Bit-identical to simd_attn_ref: each
- * float operation below is one the reference does, on the same values, in
- * the same order (see simd.h at simd_attn, attn.h for the exp):
- *  - scores: one accumulator vector per position holds the reference's 8
- *    lanes (lane = d mod 8); eight positions at a time, their lanes are
- *    combined by a transpose whose adds are simd_reduce8's tree;
- *  - exp and the sum: eight positions per vector, position p in lane
- *    p mod 8, as the reference's lanes[p & 7];
- *  - the V sum runs over d in vectors (vertical), positions in order.
- * The loops around these (heads, tiles) are attn_driver.h's. */
-#include "attn_x86.h"
-
-/* Scores of head q for positions p..p+m-1 (m <= 8) into s[p..]. */
-AI void attn_scores(const simd_attn_args *a, const float *q, size_t p, int m, float *s)
-{
-    __m256 acc[8];
-    const simd_f16 *k = a->k + p * a->kvstride;
-    for (int j = 0; j < 8; j++)
-        acc[j] = _mm256_setzero_ps();
-    for (size_t d = 0; d < a->hd; d += 8) {
-        __m256 qv = _mm256_loadu_ps(q + d);
-        for (int j = 0; j < 8; j++)
-            if (j < m)
-                acc[j] = madd(acc[j], qv, ldh(k + j * a->kvstride + d));
-    }
-    __m256 sv = _mm256_mul_ps(x86_reduce8x8(acc), set1(a->scale));
-    if (m == 8) {
-        _mm256_storeu_ps(s + p, sv);
-    } else {
-        float tmp[8];
-        _mm256_storeu_ps(tmp, sv);
-        memcpy(s + p, tmp, (size_t)m * sizeof(float));
-    }
-}
-
-/* The V sum of nh heads (weights e[h]) for d in [d0, d0+width), width 16 or
- * 8, and positions [p0, p1), in order, added to o[h] (from 0 when p0 is
- * 0), so tiles keep the reference's order. */
-AI void attn_vsum(const simd_attn_args *a, const float *const *e, int nh, int width, size_t d0, size_t p0,
-                  size_t p1, float *const *o)
-{
-    const int nv = width / 8;
-    __m256 acc[ATTN_HB][2];
-    for (int i = 0; i < nh; i++)
-        for (int c = 0; c < nv; c++)
-            acc[i][c] = p0 ? _mm256_loadu_ps(o[i] + d0 + 8 * c) : _mm256_setzero_ps();
-    const simd_f16 *v = a->v + p0 * a->kvstride + d0;
-    for (size_t p = p0; p < p1; p++, v += a->kvstride) {
-        __m256 v0 = ldh(v), v1 = nv > 1 ? ldh(v + 8) : v0;
-        for (int i = 0; i < nh; i++) {
-            __m256 w = _mm256_broadcast_ss(e[i] + p);
-            acc[i][0] = madd(acc[i][0], w, v0);
-            if (nv > 1)
-                acc[i][1] = madd(acc[i][1], w, v1);
-        }
-    }
-    for (int i = 0; i < nh; i++)
-        for (int c = 0; c < nv; c++)
-            _mm256_storeu_ps(o[i] + d0 + 8 * c, acc[i][c]);
-}
-
-#define ATTN_SB 8
+ * set, since all of them have AVX2): the chunk (attn_chunk_x86.h's form)
+ * and the tile below, bit-identical to simd_attn_ref. */
 #define ATTN_ENTRY simd_attn_avx2
-#include "attn_driver.h"
+#include "attn_chunk_x86.h"
 
 /* ---- the tile (simd_attn_tile): K and V converted to float once, in
  * kvbuf as rows of hd floats, then every token's heads over them with

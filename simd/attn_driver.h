@@ -72,6 +72,10 @@ static inline __attribute__((always_inline)) void attn_heads(const simd_attn_arg
      * the other column chunks */
     for (size_t p0 = 0; p0 < n; p0 += ATTN_VT) {
         size_t p1 = p0 + ATTN_VT < n ? p0 + ATTN_VT : n, d = 0;
+#if defined(__AVX512F__)
+        for (; d + 64 <= a->hd; d += 64)
+            attn_vsum64(a, e, nh, d, p0, p1, o);
+#endif
         for (; d + 16 <= a->hd; d += 16)
             attn_vsum(a, e, nh, 16, d, p0, p1, o);
         if (d < a->hd) /* hd is a multiple of 8 */
