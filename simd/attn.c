@@ -15,7 +15,6 @@ void simd_attn_ref(const simd_attn_args *a)
     for (size_t h = 0; h < a->nq; h++) {
         const float *q = a->q + h * a->qstride;
         float *s = a->scratch + h * n, *row = a->part + h * a->pstride, *o = row + 2;
-        float mx = -INFINITY;
         for (size_t p = 0; p < n; p++) {
             const simd_f16 *k = a->k + p * a->kvstride;
             float acc[8] = {0};
@@ -23,18 +22,7 @@ void simd_attn_ref(const simd_attn_args *a)
                 acc[i & 7] += q[i] * simd_f16_to_f32(k[i]);
             s[p] = simd_reduce8(acc) * a->scale;
         }
-        if (a->softcap > 0)
-            attn_softcap(s, n, a->softcap);
-        for (size_t p = 0; p < n; p++)
-            if (s[p] > mx)
-                mx = s[p];
-        float lanes[8] = {0};
-        for (size_t p = 0; p < n; p++) {
-            s[p] = attn_exp(s[p] - mx);
-            lanes[p & 7] += s[p];
-        }
-        row[0] = mx;
-        row[1] = simd_reduce8(lanes);
+        attn_ref_softmax(s, n, a->softcap, row);
         for (size_t d = 0; d < hd; d++)
             o[d] = 0.0f;
         for (size_t p = 0; p < n; p++) {

@@ -15,6 +15,7 @@
 #ifndef NIBBLE_ATTN_H
 #define NIBBLE_ATTN_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -97,6 +98,28 @@ static inline void attn_softcap(float *s, size_t n, float cap)
         float th = (1.0f - t) / (1.0f + t);
         s[p] = (y < 0 ? -th : th) * cap;
     }
+}
+
+/* The reference's steps after the scores of one head (the order simd.h
+ * documents at simd_attn_chunk): the soft-cap, the max (NaN passed
+ * over), s[p] = exp(s[p] - max), and row[0] = max, row[1] = the sum of
+ * s in eight lanes (lane p mod 8) reduced by simd_reduce8. Both plain-C
+ * references (attn.c, attn_q.c) take it, so they cannot drift apart. */
+static inline void attn_ref_softmax(float *s, size_t n, float softcap, float *row)
+{
+    if (softcap > 0)
+        attn_softcap(s, n, softcap);
+    float mx = -INFINITY;
+    for (size_t p = 0; p < n; p++)
+        if (s[p] > mx)
+            mx = s[p];
+    float lanes[8] = {0};
+    for (size_t p = 0; p < n; p++) {
+        s[p] = attn_exp(s[p] - mx);
+        lanes[p & 7] += s[p];
+    }
+    row[0] = mx;
+    row[1] = simd_reduce8(lanes);
 }
 
 #endif

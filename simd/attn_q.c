@@ -3,7 +3,6 @@
  * simd_attn_q_args in simd.h). */
 #include "attn_q.h"
 
-#include <math.h>
 
 /* One token's heads over the unpacked chunk b. */
 static void ref_token(const simd_attn_q_args *a, const attnq_buf *b, const simd_block_q8a *qt, float *part)
@@ -22,19 +21,7 @@ static void ref_token(const simd_attn_q_args *a, const attnq_buf *b, const simd_
             }
             s[p] = acc * a->scale;
         }
-        if (a->softcap > 0)
-            attn_softcap(s, n, a->softcap);
-        float mx = -INFINITY;
-        for (size_t p = 0; p < n; p++)
-            if (s[p] > mx)
-                mx = s[p];
-        float lanes[8] = {0};
-        for (size_t p = 0; p < n; p++) {
-            s[p] = attn_exp(s[p] - mx);
-            lanes[p & 7] += s[p];
-        }
-        row[0] = mx;
-        row[1] = simd_reduce8(lanes);
+        attn_ref_softmax(s, n, a->softcap, row);
         for (size_t d = 0; d < hd; d++)
             o[d] = 0.0f;
         for (size_t p = 0; p < n; p++)
