@@ -3,7 +3,6 @@
  * simd_attn_q_args in simd.h). */
 #include "attn_q.h"
 
-
 /* One token's heads over the unpacked chunk b. */
 static void ref_token(const simd_attn_q_args *a, const attnq_buf *b, const simd_block_q8a *qt, float *part)
 {
