@@ -429,13 +429,19 @@ NBK_INLINE void nkp_block6(const unsigned char *blk, const nkp_meta6 *m, const s
     nkp_finish6(m, y, nt, sumi, acc);
 }
 
+/* ---- iq4_xs (same driver, its own block pieces) ---- */
+
+#include "lquants_packed_x86.h"
+
 /* ---- driver ---- */
 
 /* One block of one group for nt tokens (1..NKP_T), by type. */
 NBK_INLINE void nkp_block(int type, const unsigned char *blk, const void *meta, const simd_block_q8k *const *y, int nt,
                           float *const *acc)
 {
-    if (type == SIMD_Q6_K)
+    if (type == SIMD_IQ4_XS)
+        nlp_block_iq4_xs(blk, meta, y, nt, acc);
+    else if (type == SIMD_Q6_K)
         nkp_block6(blk, meta, y, nt, acc);
     else
         nkp_block45(type == SIMD_Q5_K, blk, meta, y, nt, acc);
@@ -445,9 +451,10 @@ NBK_INLINE void nkp_packed(int type, size_t n, const void *p, size_t ng, const v
                            float *out, size_t os)
 {
     const size_t nb = n / SIMD_QKK;
-    const size_t bb = NKP_R * (type == SIMD_Q6_K ? sizeof(simd_block_q6_k)
-                               : type == SIMD_Q5_K ? sizeof(simd_block_q5_k)
-                                                   : sizeof(simd_block_q4_k));
+    const size_t bb = NKP_R * (type == SIMD_Q6_K    ? sizeof(simd_block_q6_k)
+                               : type == SIMD_Q5_K  ? sizeof(simd_block_q5_k)
+                               : type == SIMD_IQ4_XS ? sizeof(simd_block_iq4_xs)
+                                                     : sizeof(simd_block_q4_k));
     float acc[NKP_TCHUNK][8][NKP_R];
     for (size_t t0 = 0; t0 < nt; t0 += NKP_TCHUNK) {
         const size_t tn = nt - t0 < NKP_TCHUNK ? nt - t0 : NKP_TCHUNK;
@@ -469,8 +476,11 @@ NBK_INLINE void nkp_packed(int type, size_t n, const void *p, size_t ng, const v
                 union {
                     nkp_meta45 m45;
                     nkp_meta6 m6;
+                    nlp_meta m4x;
                 } meta;
-                if (type == SIMD_Q6_K)
+                if (type == SIMD_IQ4_XS)
+                    nlp_meta_iq4_xs(blk, &meta.m4x);
+                else if (type == SIMD_Q6_K)
                     nkp_meta_q6(blk, &meta.m6);
                 else
                     nkp_meta_q45(blk, &meta.m45);

@@ -272,11 +272,19 @@ static void nbl_nl_batch(size_t n, const void *w, const void *a, size_t astride,
 }
 
 #include "iquants_x86.h"
+/* iq4_xs on packed rows: kquants_packed_x86.h's driver with
+ * lquants_packed_x86.h's block pieces */
+static void nbl_packed_iq4_xs(size_t n, const void *p, size_t ng, const void *a, size_t as, size_t nt, float *out,
+                              size_t os)
+{
+    nkp_packed(SIMD_IQ4_XS, n, p, ng, a, as, nt, out, os);
+}
 
 void NBL_SET_FN(simd_kernel_set *s)
 {
     nbl_set_dots(s);
     nbi_set_dots(s); /* the i-quants below 4 bits: iquants_x86.h's driver */
+    s->dot_packed[SIMD_IQ4_XS] = nbl_packed_iq4_xs;
     s->dot[SIMD_IQ4_NL] = nbl_nl_dot;
     s->dot_batch[SIMD_IQ4_NL] = nbl_nl_batch;
     s->dot_rows[SIMD_IQ4_NL] = nbl_nl_rows;

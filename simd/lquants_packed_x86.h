@@ -1,0 +1,157 @@
+/* iq4_xs on packed weight rows (layout in simd.h and simd/pack.c) for
+ * the x86 sets: the block pieces that kquants_packed_x86.h's driver
+ * calls, with row r of a 16-row group in int32 lane r as for the
+ * K-quants (its nkp_* vector helpers, included before this).
+ *
+ * A packed block: d (32 bytes), scales_h (32: one uint16 a row),
+ * scales_l (one chunk: the row's 4 bytes as a little-endian uint32, so
+ * sub-block j's low scale bits are its bits 4j..4j+3), qs (32 chunks).
+ * qs chunk 4j+i holds qs bytes 16j+4i..16j+4i+3 of each row: their low
+ * nibbles are values 32j+4i.., their high nibbles values 32j+16+4i...
+ *
+ * Codes become levels by a 16-byte table lookup (vpshufb) of the nibbles:
+ *  - vpdpbusd (AVX-512 VNNI, AVX-VNNI) multiplies unsigned by signed
+ *    bytes, so the table holds level + 128 (1..241) and the offset
+ *    128 * (a's sum over the sub-block) is taken off once per block and
+ *    token, through the sub-block scales (as q4_k's mins);
+ *  - vpdpbssd (AVX-VNNI-INT8) takes the signed levels as they are;
+ *  - plain AVX2 multiplies |level| by a carrying the level's sign
+ *    (maddubs pairs at most 2*127*127, no int16 saturation).
+ * All three give the same exact integers per lane:
+ *   sumi = sum_j (ls_j - 32) * (levels_j . a_j)
+ * and then the reference's float step (lquants.c), so the bits are the
+ * scalar dot_rows'. Bounds: a biased sub-block dot is at most
+ * 32*241*127 < 2^20, times 32, times 8 < 2^31; the true sumi is smaller. */
+#ifndef NIBBLE_LQUANTS_PACKED_X86_H
+#define NIBBLE_LQUANTS_PACKED_X86_H
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#define NLP_BIAS 1
+#elif defined(NBK_DPBSSD)
+#define NLP_BIAS 0
+#define NLP_SIGNED_DOT 1
+#elif defined(__AVXVNNI__)
+#define NLP_BIAS 1
+#else
+#define NLP_BIAS 0
+#endif
+
+NBK_INLINE __m128i nlp_table(void)
+{
+#if NLP_BIAS
+    return _mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, (char)129, (char)141, (char)153, (char)166, (char)181,
+                         (char)197, (char)217, (char)241);
+#else
+    return _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+#endif
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+typedef __m512i nlp_tab;
+/* the table's byte for each nibble (0..15) in v */
+NBK_INLINE nkp_v nlp_lut(nkp_v v, __m512i t) { return _mm512_shuffle_epi8(t, v); }
+NBK_INLINE __m512i nlp_lut_reg(void) { return _mm512_broadcast_i32x4(nlp_table()); }
+/* 16 uint16 to the 16 int32 lanes */
+NBK_INLINE nkp_v nlp_u16(const void *p) { return _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)); }
+NBK_INLINE nkp_v nlp_dot(nkp_v acc, nkp_v c, int32_t a4) { return nkp_dot(acc, c, a4); }
+#else
+typedef __m256i nlp_tab;
+NBK_INLINE nkp_v nlp_lut(nkp_v v, __m256i t)
+{
+    nkp_v r;
+    r.l = _mm256_shuffle_epi8(t, v.l);
+    r.h = _mm256_shuffle_epi8(t, v.h);
+    return r;
+}
+NBK_INLINE __m256i nlp_lut_reg(void) { return _mm256_broadcastsi128_si256(nlp_table()); }
+NBK_INLINE nkp_v nlp_u16(const void *p)
+{
+    nkp_v r;
+    r.l = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    r.h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p + 1));
+    return r;
+}
+#if NLP_BIAS || defined(NLP_SIGNED_DOT)
+NBK_INLINE nkp_v nlp_dot(nkp_v acc, nkp_v c, int32_t a4) { return nkp_dot(acc, c, a4); }
+#else
+NBK_INLINE __m256i nlp_sdot1(__m256i acc, __m256i c, __m256i a)
+{
+    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(c, c), _mm256_sign_epi8(a, c));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+}
+NBK_INLINE nkp_v nlp_dot(nkp_v acc, nkp_v c, int32_t a4)
+{
+    __m256i a = _mm256_set1_epi32(a4);
+    nkp_v r;
+    r.l = nlp_sdot1(acc.l, c.l, a);
+    r.h = nlp_sdot1(acc.h, c.h, a);
+    return r;
+}
+#endif
+#endif
+
+typedef struct {
+    nkp_v sc[8]; /* ls_j - 32, int32 per lane */
+#if NLP_BIAS
+    nkp_v sp[4]; /* ls_2k - 32 and ls_2k+1 - 32 as the int16 halves of each lane */
+#endif
+    nkp_f d;
+} nlp_meta;
+
+NBK_INLINE void nlp_meta_iq4_xs(const unsigned char *blk, nlp_meta *m)
+{
+    nkp_v lo = nkp_load(blk + 64), hi = nlp_u16(blk + 32);
+    const nkp_v m4 = nkp_set32(0x0f), m2 = nkp_set32(0x03), off = nkp_set32(32);
+    for (int j = 0; j < 8; j++) {
+        nkp_v l = nkp_and(j ? nkp_srl32(lo, 4 * j) : lo, m4);
+        nkp_v h = nkp_and(j ? nkp_srl32(hi, 2 * j) : hi, m2);
+        m->sc[j] = nkp_sub(nkp_or(l, nkp_sll32(h, 4)), off);
+    }
+#if NLP_BIAS
+    const nkp_v low16 = nkp_set32(0xffff);
+    for (int k = 0; k < 4; k++)
+        m->sp[k] = nkp_or(nkp_and(m->sc[2 * k], low16), nkp_sll32(m->sc[2 * k + 1], 16));
+#endif
+    m->d = nkp_h2f(blk);
+}
+
+/* nt (1..NKP_T) tokens against one packed block; y[t] is token t's q8k
+ * block, acc[t] its accumulator slot. */
+NBK_INLINE void nlp_block_iq4_xs(const unsigned char *blk, const nlp_meta *m, const simd_block_q8k *const *y, int nt,
+                                 float *const *acc)
+{
+    const unsigned char *qs = blk + 128;
+    const nkp_v lo4 = nkp_set8(0x0f);
+    const nlp_tab t = nlp_lut_reg();
+    nkp_v sumi[NKP_T];
+    for (int k = 0; k < nt; k++)
+        sumi[k] = nkp_zero();
+    for (int j = 0; j < 8; j++) {
+        nkp_v dj[NKP_T];
+        for (int k = 0; k < nt; k++)
+            dj[k] = nkp_zero();
+        for (int i = 0; i < 4; i++) {
+            nkp_v q = nkp_load(qs + 64 * (4 * j + i));
+            nkp_v cl = nlp_lut(nkp_and(q, lo4), t), ch = nlp_lut(nkp_and(nkp_srl16(q, 4), lo4), t);
+            for (int k = 0; k < nt; k++) {
+                dj[k] = nlp_dot(dj[k], cl, nkp_a4(y[k]->qs + 32 * j + 4 * i));
+                dj[k] = nlp_dot(dj[k], ch, nkp_a4(y[k]->qs + 32 * j + 16 + 4 * i));
+            }
+        }
+        for (int k = 0; k < nt; k++)
+            sumi[k] = nkp_add(sumi[k], nkp_mul(dj[k], m->sc[j]));
+    }
+    for (int k = 0; k < nt; k++) {
+#if NLP_BIAS
+        int32_t p[4];
+        nkp_pairs32(y[k], p);
+        nkp_v bias = nkp_zero();
+        for (int i = 0; i < 4; i++)
+            bias = nkp_dotw(bias, m->sp[i], p[i]);
+        sumi[k] = nkp_sub(sumi[k], nkp_sll32(bias, 7));
+#endif
+        nkp_float_step(m->d, NULL, &sumi[k], NULL, y[k]->d, acc[k]);
+    }
+}
+
+#endif
