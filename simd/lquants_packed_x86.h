@@ -1,7 +1,8 @@
-/* iq4_xs on packed weight rows (layout in simd.h and simd/pack.c) for
- * the x86 sets: the block pieces that kquants_packed_x86.h's driver
- * calls, with row r of a 16-row group in int32 lane r as for the
- * K-quants (its nkp_* vector helpers, included before this).
+/* iq4_xs and iq4_nl on packed weight rows (layout in simd.h and
+ * simd/pack.c) for the x86 sets, with row r of a 16-row group in int32
+ * lane r as for the K-quants (kquants_packed_x86.h, whose nkp_* vector
+ * helpers this uses and which includes it): iq4_xs's block pieces for
+ * that header's driver, and iq4_nl's own driver over blocks of 32.
  *
  * A packed block: d (32 bytes), scales_h (32: one uint16 a row),
  * scales_l (one chunk: the row's 4 bytes as a little-endian uint32, so
@@ -151,6 +152,87 @@ NBK_INLINE void nlp_block_iq4_xs(const unsigned char *blk, const nlp_meta *m, co
         sumi[k] = nkp_sub(sumi[k], nkp_sll32(bias, 7));
 #endif
         nkp_float_step(m->d, NULL, &sumi[k], NULL, y[k]->d, acc[k]);
+    }
+}
+
+/* ---- iq4_nl: blocks of 32 against q8a ----
+ * A packed block: d (32 bytes), qs (4 chunks): chunk i's low nibbles are
+ * values 4i.., its high nibbles 16+4i... Per row (lane), token and block
+ * the exact isum (with the biased table, less 128 times the activation
+ * block's sum), then the reference's float step
+ *   acc[b & 7] += (d_w * d_a) * (float)isum
+ * and the 8 slots combined as simd_reduce8 does. */
+
+NBK_INLINE void nlp_block_iq4_nl(const unsigned char *blk, nkp_f d, const simd_block_q8a *const *y, int nt,
+                                 float *const *acc)
+{
+    const nkp_v lo4 = nkp_set8(0x0f);
+    const nlp_tab t = nlp_lut_reg();
+    nkp_v s[NKP_T];
+    for (int k = 0; k < nt; k++)
+        s[k] = NLP_BIAS ? nkp_set32(-(int32_t)((uint32_t)y[k]->sum << 7)) : nkp_zero();
+    for (int i = 0; i < 4; i++) {
+        nkp_v q = nkp_load(blk + 32 + 64 * i);
+        nkp_v cl = nlp_lut(nkp_and(q, lo4), t), ch = nlp_lut(nkp_and(nkp_srl16(q, 4), lo4), t);
+        for (int k = 0; k < nt; k++) {
+            s[k] = nlp_dot(s[k], cl, nkp_a4(y[k]->qs + 4 * i));
+            s[k] = nlp_dot(s[k], ch, nkp_a4(y[k]->qs + 16 + 4 * i));
+        }
+    }
+    for (int k = 0; k < nt; k++)
+        nkp_float_step(d, NULL, &s[k], NULL, y[k]->d, acc[k]);
+}
+
+static void nlp_packed_iq4_nl(size_t n, const void *p, size_t ng, const void *a, size_t as, size_t nt, float *out,
+                              size_t os)
+{
+    const size_t nb = n / SIMD_QK, bb = NKP_R * sizeof(simd_block_iq4_nl);
+    float acc[NKP_TCHUNK][8][NKP_R];
+    for (size_t g = 0; g < ng; g++) {
+        const unsigned char *gp = (const unsigned char *)p + g * nb * bb;
+        for (size_t t0 = 0; t0 < nt; t0 += NKP_TCHUNK) {
+            const size_t tn = nt - t0 < NKP_TCHUNK ? nt - t0 : NKP_TCHUNK;
+            const char *at = (const char *)a + t0 * as;
+            for (size_t t = 0; t < tn; t++)
+                for (int l = 0; l < 8; l++)
+                    nkp_fstore(acc[t][l], nkp_fzero());
+            for (size_t b = 0; b < nb; b++) {
+                const unsigned char *blk = gp + b * bb;
+                if (NKP_PF > 0 && (b & 1) == 0)
+                    for (size_t o = 0; o < 2 * bb; o += 64)
+                        _mm_prefetch((const char *)blk + NKP_PF + o, _MM_HINT_T0);
+                nkp_f d = nkp_h2f(blk);
+                for (size_t t1 = 0; t1 < tn; t1 += NKP_T) {
+                    const simd_block_q8a *y[NKP_T];
+                    float *ac[NKP_T];
+                    int k = (int)(tn - t1 < NKP_T ? tn - t1 : NKP_T);
+                    for (int t = 0; t < k; t++) {
+                        y[t] = (const simd_block_q8a *)(at + (t1 + t) * as) + b;
+                        ac[t] = acc[t1 + t][b & 7];
+                    }
+                    switch (k) {
+                    case 1: nlp_block_iq4_nl(blk, d, y, 1, ac); break;
+#if NKP_T > 2
+                    case 2: nlp_block_iq4_nl(blk, d, y, 2, ac); break;
+                    case 3: nlp_block_iq4_nl(blk, d, y, 3, ac); break;
+                    case 4: nlp_block_iq4_nl(blk, d, y, 4, ac); break;
+                    case 5: nlp_block_iq4_nl(blk, d, y, 5, ac); break;
+                    case 6: nlp_block_iq4_nl(blk, d, y, 6, ac); break;
+                    case 7: nlp_block_iq4_nl(blk, d, y, 7, ac); break;
+#endif
+                    default: nlp_block_iq4_nl(blk, d, y, NKP_T, ac); break;
+                    }
+                }
+            }
+            /* simd_reduce8, lane by lane */
+            for (size_t t = 0; t < tn; t++) {
+                nkp_f r = nkp_fadd(nkp_fadd(nkp_fadd(nkp_fload(acc[t][0]), nkp_fload(acc[t][4])),
+                                            nkp_fadd(nkp_fload(acc[t][2]), nkp_fload(acc[t][6]))),
+                                   nkp_fadd(nkp_fadd(nkp_fload(acc[t][1]), nkp_fload(acc[t][5])),
+                                            nkp_fadd(nkp_fload(acc[t][3]), nkp_fload(acc[t][7]))));
+                nkp_fstore(out + (t0 + t) * os + g * NKP_R, r);
+            }
+        }
     }
 }
 

@@ -285,6 +285,7 @@ void NBL_SET_FN(simd_kernel_set *s)
     nbl_set_dots(s);
     nbi_set_dots(s); /* the i-quants below 4 bits: iquants_x86.h's driver */
     s->dot_packed[SIMD_IQ4_XS] = nbl_packed_iq4_xs;
+    s->dot_packed[SIMD_IQ4_NL] = nlp_packed_iq4_nl; /* lquants_packed_x86.h */
     s->dot[SIMD_IQ4_NL] = nbl_nl_dot;
     s->dot_batch[SIMD_IQ4_NL] = nbl_nl_batch;
     s->dot_rows[SIMD_IQ4_NL] = nbl_nl_rows;

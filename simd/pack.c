@@ -26,6 +26,7 @@ static const pack_fields fields[SIMD_TYPE_COUNT] = {
     [SIMD_Q5_K] = {{2, 2, 12, 32, 128}},
     [SIMD_Q6_K] = {{128, 64, 16, 2}},
     [SIMD_MXFP4] = {{1, 16}},
+    [SIMD_IQ4_NL] = {{2, 16}},
     [SIMD_IQ4_XS] = {{2, 2, 4, 128}},
 };
 

@@ -37,7 +37,7 @@ static uint64_t brnd(void)
 }
 
 static const int types[] = {SIMD_Q4_0, SIMD_Q4_1, SIMD_Q5_0, SIMD_Q5_1, SIMD_Q8_0,
-                            SIMD_Q4_K, SIMD_Q5_K, SIMD_Q6_K, SIMD_MXFP4, SIMD_IQ4_XS};
+                            SIMD_Q4_K, SIMD_Q5_K, SIMD_Q6_K, SIMD_MXFP4, SIMD_IQ4_XS, SIMD_IQ4_NL};
 
 /* rows with PAD spare bytes each; the packed copy; rows unpacked again */
 static unsigned char rows[MAXR * (MAXN * 2 + PAD)], back[MAXR * (MAXN * 2 + PAD)];
@@ -65,7 +65,7 @@ static void fill_rows(int type, size_t n, size_t nr, size_t ws)
             unsigned char *blk = rows + r * ws + b * t->bytes;
             uint16_t d[2] = {pick_f16(), pick_f16()};
             switch (type) {
-            case SIMD_Q4_0: case SIMD_Q5_0: case SIMD_Q8_0: case SIMD_IQ4_XS: memcpy(blk, d, 2); break;
+            case SIMD_Q4_0: case SIMD_Q5_0: case SIMD_Q8_0: case SIMD_IQ4_XS: case SIMD_IQ4_NL: memcpy(blk, d, 2); break;
             case SIMD_Q4_1: case SIMD_Q5_1: case SIMD_Q4_K: case SIMD_Q5_K: memcpy(blk, d, 4); break;
             case SIMD_Q6_K: memcpy(blk + offsetof(simd_block_q6_k, d), d, 2); break;
             default: break; /* mxfp4: every exponent byte is a valid scale */
@@ -134,7 +134,7 @@ static const struct {
     {SIMD_Q4_0, 2, {2, 16}},        {SIMD_Q4_1, 3, {2, 2, 16}},          {SIMD_Q5_0, 3, {2, 4, 16}},
     {SIMD_Q5_1, 4, {2, 2, 4, 16}},  {SIMD_Q8_0, 2, {2, 32}},             {SIMD_Q4_K, 4, {2, 2, 12, 128}},
     {SIMD_Q5_K, 5, {2, 2, 12, 32, 128}}, {SIMD_Q6_K, 4, {128, 64, 16, 2}}, {SIMD_MXFP4, 2, {1, 16}},
-    {SIMD_IQ4_XS, 4, {2, 2, 4, 128}},
+    {SIMD_IQ4_XS, 4, {2, 2, 4, 128}}, {SIMD_IQ4_NL, 2, {2, 16}},
 };
 
 static void check_layout(void)
@@ -233,9 +233,9 @@ static void check_all_sets(void)
         }
         CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
         int kernels = check_set(name, ref, NULL);
-        /* every x86 set reads all ten packed types (mxfp4 and iq4_xs included) */
+        /* every x86 set reads all eleven packed types (mxfp4, iq4_xs and iq4_nl included) */
         int x86 = k == SIMD_K_AVX2 || k == SIMD_K_AVXVNNI || k == SIMD_K_AVX512VNNI || k == SIMD_K_AVXVNNIINT8;
-        CHECKF(!x86 || kernels == 10, "%s: %d packed kernels, expected 10", name, kernels);
+        CHECKF(!x86 || kernels == 11, "%s: %d packed kernels, expected 11", name, kernels);
         printf("%-14s %d packed kernel(s) checked\n", name, kernels);
     }
 #ifdef NIBBLE_TEST_VNNIINT8_EMUL
@@ -249,7 +249,7 @@ static void check_all_sets(void)
         simd_set_mxfp4_avxvnniint8_emul(&e);
         simd_set_lquants_avxvnniint8_emul(&e);
         int kernels = check_set("avxvnniint8 (emulated)", ref, e.dot_packed);
-        CHECKF(kernels == 10, "avxvnniint8 (emulated): %d packed kernels, expected 10", kernels);
+        CHECKF(kernels == 11, "avxvnniint8 (emulated): %d packed kernels, expected 11", kernels);
         printf("%-14s %d packed kernel(s) checked\n", "avxvnniint8 (emulated)", kernels);
     }
 #endif
