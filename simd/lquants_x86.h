@@ -272,6 +272,7 @@ static void nbl_nl_batch(size_t n, const void *w, const void *a, size_t astride,
 }
 
 #include "iquants_x86.h"
+
 /* iq4_xs on packed rows: kquants_packed_x86.h's driver with
  * lquants_packed_x86.h's block pieces */
 static void nbl_packed_iq4_xs(size_t n, const void *p, size_t ng, const void *a, size_t as, size_t nt, float *out,
