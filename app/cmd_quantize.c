@@ -19,6 +19,7 @@
 #include "gptq.h"
 #include "quantize.h"
 #include "simd.h"
+#include "sys.h"
 #include "files.h"
 
 static const char usage[] =
@@ -90,7 +91,9 @@ static const char usage[] =
     "                        (quantize.imatrix.*) as llama-quantize records it\n"
     "  --allow-requantize    accept an already quantized IN (errors add up); also\n"
     "                        converts MXFP4 tensors, which are otherwise kept\n"
-    "  -t N                  threads for the calibration pass and the GPTQ pass\n"
+    "  -t N                  threads (default: the physical cores) for the\n"
+    "                        calibration pass, the GPTQ pass and every type's\n"
+    "                        row quantization; OUT is the same at any count\n"
     "  -q                    no progress bar\n"
     "The method is recorded in OUT's nibble.quantize.method (with '+imatrix'\n"
     "when one is used) and the text's name in nibble.quantize.calibration.\n";
@@ -279,7 +282,7 @@ int cmd_quantize(int argc, char **argv)
     }
     app_bar bar = {.label = "quantize", .quiet = quiet};
     eng_quant_opts o = {.target = t, .allow_requantize = allow, .progress = on_progress, .note = on_note,
-                        .user = &bar};
+                        .user = &bar, .threads = threads ? threads : eng_physical_cores()};
     eng_err e;
     eng_awq *awq = NULL;
     eng_gptq *gptq = NULL;

@@ -22,6 +22,7 @@
 #include "report.h"
 #include "files.h"
 #include "simd.h"
+#include "sys.h"
 
 static const char usage[] =
     "usage: nibble quant-sweep [-m MODEL] -f TEXT [--calib CALIB] [-c CTX] [--chunks N]\n"
@@ -427,7 +428,8 @@ static int quantize_to(sweep *sw, const char *src, const eng_qtarget *t, int met
     eng_err e;
     app_bar bar = {.label = "  quantize", .quiet = o->quiet};
     eng_quant_opts qo = {.target = t, .user = &bar, .method = app_quant_method_name(method, sw->imatrix != NULL),
-                         .imatrix = sw->imatrix, .imatrix_file = sw->imatrix_path};
+                         .imatrix = sw->imatrix, .imatrix_file = sw->imatrix_path,
+                         .threads = o->threads ? o->threads : eng_physical_cores()};
     eng_awq *aw = NULL;
     if (method & APP_QM_AWQ) {
         app_bar ab = {.label = "  awq     ", .quiet = o->quiet};

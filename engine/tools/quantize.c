@@ -46,10 +46,12 @@
 #include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool.h"
 #include "simd.h"
 
 /* LLAMA_FTYPE numbers: ALL_F32 0, MOSTLY_F16 1, Q4_0 2, Q4_1 3, Q8_0 7,
@@ -369,12 +371,74 @@ static int convert_gptq(const eng_quant_opts *o, const eng_gguf_tensor *t, int t
     return r;
 }
 
+/* The rows of a matrix converted without GPTQ, a slice of SLICE_ROWS at
+ * a time, slices handed out to the threads as they come free. Each row's
+ * bytes depend on that row alone (its values, its edit factors, its
+ * matrix's importance), so the output is the same at any thread count. */
+typedef struct {
+    const eng_quant_opts *o;
+    const eng_gguf_tensor *t;
+    const simd_traits *src, *dt;
+    int type, fake_bits;
+    const eng_tensor_edit *ed;
+    const eng_imatrix_entry *ix;
+    uint64_t rows, cols;
+    size_t rb, srb;
+    char *out;
+    float **tmp, **imp;  /* per participant: SLICE_ROWS rows, cols importances */
+    uint64_t *imp_k;     /* per participant: the matrix (expert) imp holds */
+    atomic_uint_fast64_t next;
+} conv_job;
+
+static void convert_slice(conv_job *j, int ith, uint64_t r0)
+{
+    const eng_tensor_edit *ed = j->ed;
+    uint64_t cols = j->cols, n = j->rows - r0 < SLICE_ROWS ? j->rows - r0 : SLICE_ROWS;
+    float *tmp = j->tmp[ith], *imp = j->imp ? j->imp[ith] : NULL;
+    for (uint64_t r = 0; r < n; r++)
+        j->src->dequant((const char *)j->t->data + (r0 + r) * j->srb, tmp + r * cols, (size_t)cols);
+    if (ed)
+        for (uint64_t r = 0; r < n; r++)
+            for (uint64_t c = 0; c < cols; c++)
+                tmp[r * cols + c] *= (ed->col ? ed->col[c] : 1.0f) * (ed->row ? ed->row[r0 + r] : 1.0f);
+    if (ed && ed->clip && j->t->ne[2] * j->t->ne[3] == 1)
+        for (uint64_t r = 0; r < n; r++)
+            clip_row(ed, r0 + r, tmp + r * cols, cols);
+    if (j->fake_bits)
+        for (uint64_t r = 0; r < n; r++)
+            eng_fake_quant_row(tmp + r * cols, tmp + r * cols, (size_t)cols, j->fake_bits, 32);
+    if (!imp) {
+        eng_quant_rows(j->type, tmp, j->out + r0 * j->rb, n, cols);
+        return;
+    }
+    for (uint64_t r = 0; r < n; r++) {
+        uint64_t k = (r0 + r) / j->t->ne[1];
+        if (k != j->imp_k[ith]) {
+            importance_of(j->ix, (uint32_t)k, ed, imp);
+            j->imp_k[ith] = k;
+        }
+        j->dt->quant_imp(tmp + r * cols, j->out + (r0 + r) * j->rb, (size_t)cols, imp);
+    }
+}
+
+static void convert_part(void *arg, int ith, int nth)
+{
+    (void)nth;
+    conv_job *j = arg;
+    for (;;) {
+        uint64_t s = atomic_fetch_add(&j->next, 1);
+        if (s * SLICE_ROWS >= j->rows)
+            return;
+        convert_slice(j, ith, s * SLICE_ROWS);
+    }
+}
+
 /* Convert tensor t to `type` (applying edit ed; with importance entry
  * ix, through the type's weighted quantizer; with a Hessian H, through
- * the GPTQ pass) into a new buffer. */
-static void *convert(const eng_quant_opts *o, const eng_gguf_tensor *t, int type, const eng_tensor_edit *ed,
-                     int fake_bits, const eng_imatrix_entry *ix, const double *H, eng_quant_report *rep,
-                     size_t *out_bytes, eng_err *e)
+ * the GPTQ pass) into a new buffer, on pool's threads (NULL: this one). */
+static void *convert(const eng_quant_opts *o, eng_pool *pool, const eng_gguf_tensor *t, int type,
+                     const eng_tensor_edit *ed, int fake_bits, const eng_imatrix_entry *ix, const double *H,
+                     eng_quant_report *rep, size_t *out_bytes, eng_err *e)
 {
     const simd_traits *src = simd_type_traits(t->type), *dt = simd_type_traits(type);
     uint64_t cols = t->ne[0], rows = t->ne[1] * t->ne[2] * t->ne[3];
@@ -384,12 +448,7 @@ static void *convert(const eng_quant_opts *o, const eng_gguf_tensor *t, int type
     }
     size_t rb = simd_row_bytes(type, cols), srb = simd_row_bytes(t->type, cols);
     char *out = malloc(rb * rows + 1);
-    float *tmp = malloc(SLICE_ROWS * cols * sizeof(float) + 1);
-    float *imp = ix && dt->quant_imp ? malloc(cols * sizeof(float)) : NULL;
-    if (!out || !tmp || (ix && dt->quant_imp && !imp)) {
-        free(out);
-        free(tmp);
-        free(imp);
+    if (!out) {
         eng_errf(e, ENG_ENOMEM, "tensor '%s': out of memory", t->name);
         return NULL;
     }
@@ -397,49 +456,49 @@ static void *convert(const eng_quant_opts *o, const eng_gguf_tensor *t, int type
         int r = convert_gptq(o, t, type, ed, ix, H, out, rep);
         if (r < 0) {
             free(out);
-            free(tmp);
-            free(imp);
             eng_errf(e, r, "tensor '%s': %s", t->name, r == ENG_ENOMEM ? "out of memory for the GPTQ pass" :
                      "the GPTQ pass cannot write this type");
             return NULL;
         }
         if (r == 0) {
-            free(tmp);
-            free(imp);
             *out_bytes = rb * rows;
             return out;
         }
     }
-    uint64_t imp_k = UINT64_MAX; /* the matrix (expert) imp holds */
-    for (uint64_t r0 = 0; r0 < rows; r0 += SLICE_ROWS) {
-        uint64_t n = rows - r0 < SLICE_ROWS ? rows - r0 : SLICE_ROWS;
-        for (uint64_t r = 0; r < n; r++)
-            src->dequant((const char *)t->data + (r0 + r) * srb, tmp + r * cols, (size_t)cols);
-        if (ed)
-            for (uint64_t r = 0; r < n; r++)
-                for (uint64_t c = 0; c < cols; c++)
-                    tmp[r * cols + c] *= (ed->col ? ed->col[c] : 1.0f) * (ed->row ? ed->row[r0 + r] : 1.0f);
-        if (ed && ed->clip && t->ne[2] * t->ne[3] == 1)
-            for (uint64_t r = 0; r < n; r++)
-                clip_row(ed, r0 + r, tmp + r * cols, cols);
-        if (fake_bits)
-            for (uint64_t r = 0; r < n; r++)
-                eng_fake_quant_row(tmp + r * cols, tmp + r * cols, (size_t)cols, fake_bits, 32);
-        if (!imp) {
-            eng_quant_rows(type, tmp, out + r0 * rb, n, cols);
-            continue;
-        }
-        for (uint64_t r = 0; r < n; r++) {
-            uint64_t k = (r0 + r) / t->ne[1];
-            if (k != imp_k) {
-                importance_of(ix, (uint32_t)k, ed, imp);
-                imp_k = k;
-            }
-            dt->quant_imp(tmp + r * cols, out + (r0 + r) * rb, (size_t)cols, imp);
-        }
+    int nth = pool ? eng_pool_threads(pool) : 1;
+    uint64_t slices = (rows + SLICE_ROWS - 1) / SLICE_ROWS;
+    if ((uint64_t)nth > slices)
+        nth = slices ? (int)slices : 1;
+    int with_imp = ix && dt->quant_imp;
+    conv_job j = {.o = o, .t = t, .src = src, .dt = dt, .type = type, .fake_bits = fake_bits, .ed = ed, .ix = ix,
+                  .rows = rows, .cols = cols, .rb = rb, .srb = srb, .out = out,
+                  .tmp = calloc((size_t)nth, sizeof *j.tmp), .imp = with_imp ? calloc((size_t)nth, sizeof *j.imp) : NULL,
+                  .imp_k = malloc((size_t)nth * sizeof *j.imp_k)};
+    atomic_init(&j.next, 0);
+    int ok = j.tmp && (!with_imp || j.imp) && j.imp_k;
+    for (int i = 0; ok && i < nth; i++) {
+        j.imp_k[i] = UINT64_MAX;
+        ok = (j.tmp[i] = malloc(SLICE_ROWS * cols * sizeof(float) + 1)) != NULL &&
+             (!with_imp || (j.imp[i] = malloc(cols * sizeof(float) + 1)) != NULL);
     }
-    free(tmp);
-    free(imp);
+    if (ok) {
+        if (nth > 1)
+            eng_pool_run_parts(pool, convert_part, &j, nth);
+        else
+            convert_part(&j, 0, 1);
+    }
+    for (int i = 0; i < nth; i++) {
+        free(j.tmp ? j.tmp[i] : NULL);
+        free(j.imp ? j.imp[i] : NULL);
+    }
+    free(j.tmp);
+    free(j.imp);
+    free(j.imp_k);
+    if (!ok) {
+        free(out);
+        eng_errf(e, ENG_ENOMEM, "tensor '%s': out of memory", t->name);
+        return NULL;
+    }
     *out_bytes = rb * rows;
     return out;
 }
@@ -461,7 +520,8 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
     uint64_t nt = eng_gguf_n_tensors(g);
     eng_gguf_writer *w = eng_gguf_writer_new();
     void **bufs = calloc(nt + 1, sizeof *bufs);
-    if (!w || !bufs) {
+    eng_pool *pool = o->threads > 1 ? eng_pool_new(o->threads) : NULL;
+    if (!w || !bufs || (o->threads > 1 && !pool)) {
         r = eng_errf(e, ENG_ENOMEM, "out of memory");
         goto done;
     }
@@ -587,7 +647,7 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
             }
         }
         if (type != t->type || ed || fake) {
-            bufs[i] = convert(o, t, type, ed, fake, ix, H, rep, &bytes, e);
+            bufs[i] = convert(o, pool, t, type, ed, fake, ix, H, rep, &bytes, e);
             if (!bufs[i]) {
                 r = ENG_ENOMEM;
                 goto done;
@@ -632,6 +692,7 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
 oom:
     r = eng_errf(e, ENG_ENOMEM, "out of memory while building %s", out_path);
 done:
+    eng_pool_free(pool);
     eng_gguf_writer_free(w);
     for (uint64_t i = 0; bufs && i < nt; i++)
         free(bufs[i]);

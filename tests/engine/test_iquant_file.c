@@ -9,7 +9,11 @@
  *    and the KL growing as the files shrink (iq3_s < iq2_s < iq2_xxs <
  *    iq1_s), so a broken type (whose KL would be huge) fails;
  *  - a model whose rows fit no 256-block (the embedded one) gets iq4_nl
- *    under every i-quant target, with no importance matrix needed. */
+ *    under every i-quant target, with no importance matrix needed;
+ *  - the file is the same byte for byte at 1, 2 and 5 threads, for the
+ *    i-quants, the K-quants and the 32-blocks, with and without the
+ *    importance matrix (5 threads share tiny256's 8-slice matrices
+ *    unevenly). */
 #include "gguf.h"
 #include "imatrix.h"
 #include "model.h"
@@ -46,11 +50,44 @@ static const char story[] =
     "Tom had a toy car. He liked to push it around the house. His mom said, \"Tom, be careful!\" "
     "Tom did not listen. The car hit the wall and broke. Tom was sad, but his mom helped him fix it. ";
 
+static int quantize_t(const char *in, const char *out, const char *type, const eng_imatrix *im, int threads,
+                      eng_quant_report *rep, eng_err *e)
+{
+    eng_quant_opts o = {.target = eng_qtarget_find(type), .imatrix = im, .imatrix_file = "t.imatrix",
+                        .threads = threads};
+    return eng_quantize_file(in, out, &o, rep, e);
+}
+
 static int quantize(const char *in, const char *out, const char *type, const eng_imatrix *im, eng_quant_report *rep,
                     eng_err *e)
 {
-    eng_quant_opts o = {.target = eng_qtarget_find(type), .imatrix = im, .imatrix_file = "t.imatrix"};
-    return eng_quantize_file(in, out, &o, rep, e);
+    return quantize_t(in, out, type, im, 1, rep, e);
+}
+
+/* The same bytes from `type` at 1, 2 and 5 threads. */
+static void check_threads(const char *model, const char *type, const eng_imatrix *im)
+{
+    eng_err e;
+    eng_quant_report rep;
+    char *one = NULL;
+    size_t n1 = 0;
+    const int counts[] = {1, 2, 5};
+    for (int k = 0; k < 3; k++) {
+        int r = quantize_t(model, tmp("thr.gguf"), type, im, counts[k], &rep, &e);
+        CHECKF(r == 0, "%s at %d threads: %s", type, counts[k], r ? e.msg : "");
+        size_t n = 0;
+        char *b = r ? NULL : tu_read(tmp("thr.gguf"), &n);
+        CHECK(b != NULL);
+        if (k == 0)
+            one = b, n1 = n;
+        else {
+            CHECKF(b && one && n == n1 && !memcmp(b, one, n), "%s%s: %d threads wrote other bytes than 1", type,
+                   im ? " with importance" : "", counts[k]);
+            free(b);
+        }
+    }
+    free(one);
+    remove(tmp("thr.gguf"));
 }
 
 /* KL of the model at path to base over text; -1 on failure */
@@ -85,6 +122,13 @@ static void test_tiny256(void)
     CHECK(eng_imatrix_collect(model, &io, &im, &e) == 0);
     if (!im)
         return;
+
+    /* the thread count changes nothing */
+    const char *thr_types[] = {"iq3_s", "iq2_xs", "iq1_m", "q4_k_m", "iq4_xs", "q2_k", "q4_0"};
+    for (int i = 0; i < 7; i++)
+        check_threads(model, thr_types[i], im);
+    check_threads(model, "iq3_xxs", NULL);
+    check_threads(model, "q3_k_m", NULL);
 
     /* refusals */
     const char *need[] = {"iq2_xxs", "iq2_xs", "iq1_s", "iq1_m"};

@@ -92,6 +92,9 @@ typedef struct eng_quant_opts {
      * round to nearest. gptq_params' col and imp are set per tensor. */
     eng_gptq *gptq;  /* borrowed; collects a layer group's Hessians as asked */
     eng_gptq_params gptq_params;
+    /* rows quantized at once outside the GPTQ pass (0 or 1: on the
+     * caller's thread); the bytes written are the same at any count */
+    int threads;
     /* progress: called after each tensor (done, total bytes of input
      * tensors); notes: one line per tensor whose type was changed from
      * the plan (fallbacks), and requantization warnings. Both optional. */
