@@ -253,43 +253,57 @@ typedef struct {
     const grid_def *gd;
     const grid_table *tb;
     float lv[2][8];
+    float mid[2][8]; /* midpoints between neighbouring levels */
     int nlv; /* 1, or 2 for iq1 (delta +1/8, -1/8) */
 } searcher;
 
 /* The grid point for the group of dim targets t (weights w) at scale s
- * with level values lv: the nearest level vector if it is a grid point,
- * else the best of its neighbours. *err gets the weighted error. */
-static int pick_group(const searcher *S, const float *lv, const float *t, const float *w, float s, float *err)
+ * with level set `set`: the nearest level vector if it is a grid point,
+ * else the best of its neighbours. *err gets the weighted error. The
+ * lists are long (tens of points), so each value's error at each level
+ * is computed once for the group and the points sum those. */
+static int pick_group(const searcher *S, int set, const float *t, const float *w, float s, float *err)
 {
     const grid_def *d = S->gd;
+    const float *lv = S->lv[set], *mid = S->mid[set];
+    const int dim = d->dim, nlev = d->nlev;
     int key = 0;
-    for (int j = d->dim - 1; j >= 0; j--) {
+    for (int j = dim - 1; j >= 0; j--) {
         float v = s > 0 ? t[j] / s : 0;
         int l = 0;
-        while (l + 1 < d->nlev && v > 0.5f * (lv[l] + lv[l + 1]))
+        while (l + 1 < nlev && v > mid[l])
             l++;
-        key = key * d->nlev + l;
+        key = key * nlev + l;
     }
     int32_t m = S->tb->map[key];
-    const uint16_t *list = NULL;
-    int n = 1, best = m;
-    if (m < 0) {
-        list = S->tb->nb + (-(int64_t)m - 1);
-        n = list[0];
-        list++;
-    }
-    float be = INFINITY;
-    for (int c = 0; c < n; c++) {
-        int p = list ? list[c] : m;
-        const uint8_t *pl = S->tb->lev + p * d->dim;
+    if (m >= 0) {
+        const uint8_t *pl = S->tb->lev + m * dim;
         float e = 0;
-        for (int j = 0; j < d->dim; j++) {
+        for (int j = 0; j < dim; j++) {
             float r = s * lv[pl[j]] - t[j];
             e += w[j] * r * r;
         }
+        *err = e;
+        return m;
+    }
+    float E[8][8];
+    for (int j = 0; j < dim; j++)
+        for (int l = 0; l < nlev; l++) {
+            float r = s * lv[l] - t[j];
+            E[j][l] = w[j] * r * r;
+        }
+    const uint16_t *list = S->tb->nb + (-(int64_t)m - 1);
+    int n = list[0], best = m;
+    list++;
+    float be = INFINITY;
+    for (int c = 0; c < n; c++) {
+        const uint8_t *pl = S->tb->lev + list[c] * dim;
+        float e = 0;
+        for (int j = 0; j < dim; j++)
+            e += E[j][pl[j]];
         if (e < be) {
             be = e;
-            best = p;
+            best = list[c];
         }
     }
     *err = be;
@@ -314,11 +328,11 @@ static float pick_all(const searcher *S, const float *t, const float *w, int n, 
         uint8_t cn[32];
         for (int k = 0; k < n / dim; k++) {
             float e0;
-            int p = pick_group(S, S->lv[set], t + k * dim, w + k * dim, s, &e0);
+            int p = pick_group(S, set, t + k * dim, w + k * dim, s, &e0);
             cn[k] = (uint8_t)set;
             if (S->sp->iq1 == 2) { /* iq1_m: a delta per group */
                 float e1;
-                int p1 = pick_group(S, S->lv[1], t + k * dim, w + k * dim, s, &e1);
+                int p1 = pick_group(S, 1, t + k * dim, w + k * dim, s, &e1);
                 if (e1 < e0) {
                     e0 = e1;
                     p = p1;
@@ -581,6 +595,9 @@ static void quant(int type, const float *src, void *dst, size_t n, const float *
             S.lv[0][l] = (float)S.gd->bytes[l] / sp->qdiv;
         }
     }
+    for (int k = 0; k < 2; k++)
+        for (int l = 0; l + 1 < S.gd->nlev; l++)
+            S.mid[k][l] = 0.5f * (S.lv[k][l] + S.lv[k][l + 1]);
     for (size_t b = 0; b < n / QKK; b++) {
         solution so;
         solve(&S, src + b * QKK, imp ? imp + b * QKK : NULL, &so);

@@ -34,7 +34,7 @@ static inline int qround(float v, int lo, int hi)
         return lo;
     if (v >= (float)hi)
         return hi;
-    return (int)lrintf(v);
+    return simd_rint_small(v);
 }
 
 /* ---- 6-bit scale packing of q4_k / q5_k ---- */

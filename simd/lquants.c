@@ -23,7 +23,7 @@ static inline int qround(float v, int lo, int hi)
         return lo;
     if (v >= (float)hi)
         return hi;
-    return (int)lrintf(v);
+    return simd_rint_small(v);
 }
 
 /* q2_k / q3_k: the 2 low bits of value v (see simd_block_q2_k). */

@@ -246,7 +246,7 @@ static inline int iround(float v, int lo, int hi)
         return lo;
     if (v >= (float)hi)
         return hi;
-    return (int)lrintf(v);
+    return simd_rint_small(v);
 }
 
 /* x ~ d * L, L in -nneg..npos: d into *d16, the levels into L. */

@@ -5,6 +5,9 @@
 
 #include "simd.h"
 
+#include <float.h>
+#include <math.h>
+
 /* One kernel set, as its file fills it in (entries left NULL fall back to
  * the scalar ones); simd_kernel_select copies it into the table. */
 typedef struct simd_kernel_set {
@@ -103,6 +106,22 @@ enum {
 unsigned simd_cpu_features(void);
 /* Test hook: pretend the features in mask are absent (0 restores). */
 void simd_cpu_disable(unsigned mask);
+
+/* v rounded to the nearest integer, ties to even, as lrintf rounds in
+ * the default rounding mode, for |v| < 2^22 (the quantizers' codes, which
+ * are clamped first): v + 1.5 * 2^23 lies where floats are whole numbers,
+ * so the addition rounds and the subtraction is exact. Inline, where
+ * lrintf is a library call that the scale searches make millions of times
+ * a second. */
+static inline int simd_rint_small(float v)
+{
+#if FLT_EVAL_METHOD == 0
+    const float magic = 12582912.0f;
+    return (int)((v + magic) - magic);
+#else
+    return (int)lrintf(v);
+#endif
+}
 
 /* The fixed order in which every set combines its 8 float lanes. Lane l
  * holds the sum, in index order, of the terms whose block (or element)
