@@ -324,9 +324,28 @@ static void check_all_sets(void)
 #endif
 }
 
+/* simd_rint_small, the quantizers' inline rounding, against lrintf in
+ * the default rounding mode: every half step (the ties go to even) and
+ * nearby values over the codes' range, and a few large ones. */
+static void check_rint_small(void)
+{
+    int bad = 0;
+    for (int k = -2 * 300; k <= 2 * 300; k++) {
+        float h = 0.5f * (float)k;
+        const float v[3] = {h, nextafterf(h, -INFINITY), nextafterf(h, INFINITY)};
+        for (int i = 0; i < 3; i++)
+            bad += simd_rint_small(v[i]) != (int)lrintf(v[i]);
+    }
+    const float big[] = {4194303.5f, -4194303.5f, 1048576.5f, -2097151.5f, 1e-30f, -0.0f};
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
+        bad += simd_rint_small(big[i]) != (int)lrintf(big[i]);
+    CHECKF(bad == 0, "simd_rint_small differs from lrintf on %d values", bad);
+}
+
 int main(void)
 {
     simd_init();
+    check_rint_small();
     const struct { int type; uint32_t block, bytes; } layout[] = {
         {SIMD_Q2_K, 256, 84}, {SIMD_Q3_K, 256, 110}, {SIMD_IQ4_NL, 32, 18}, {SIMD_IQ4_XS, 256, 136}};
     for (int k = 0; k < 4; k++) {
