@@ -230,32 +230,96 @@ NB_INLINE void nbp_group1(int type, size_t nb, const unsigned char *g, int h, co
     nbp_storef(out, nbp_reduce8(acc));
 }
 
-/* Tokens per pass over a group in the batched form: the accumulators
- * (tokens x 8 slots x one vector) stay in L1. */
-#define NBP_TT 32
+/* Prefill: a register tile of NBP_RT tokens against one group (half h).
+ *
+ * The float order puts block b of a row and token into slot b mod 8, and
+ * the 8 slots are independent sums until simd_reduce8. So the tile takes
+ * the slots one at a time: for slot k it walks blocks k, k+8, k+16, ...,
+ * keeping each token's running slot sum in a register for the whole walk
+ * (tn float vectors), and per block one integer chain per token (tn more).
+ * Only the 8 finished slot sums per token go to memory (sl), so a block
+ * costs 8 integer dots and 4 float ops per token, with no accumulator
+ * loads or stores; the block's codes are unpacked once for the tn tokens.
+ * Same terms, same slots, same order as the scalar reference: the same
+ * bits. tn is a constant at every call site, so the loops unroll and the
+ * arrays become registers. */
+/* Bytes of weights and of activations one cache block of the batched
+ * form keeps (together well inside a 1 MiB L2; a 512 KiB L2 still holds
+ * them). */
+#ifndef NBP_L2W
+#define NBP_L2W (192 * 1024)
+#endif
+#ifndef NBP_L2A
+#define NBP_L2A (192 * 1024)
+#endif
 
-/* Prefill: one group (half h) against tn <= NBP_TT tokens. Each block's
- * codes are unpacked once into registers and serve every token; the
- * accumulators live in acc[t][slot]. */
-NB_INLINE void nbp_groupn(int type, size_t nb, const unsigned char *g, int h, const char *a, size_t as, int tn,
-                          float *out, size_t os, nbp_vf (*acc)[8])
+#ifndef NBP_RT
+#define NBP_RT (NBP_W == 16 ? 8 : 4) /* 32 zmm / 16 ymm: tokens per tile */
+#endif
+
+NB_INLINE void nbp_tile(int type, size_t nb, const unsigned char *g, int h, const char *a, size_t as, int tn,
+                        float *out, size_t os)
 {
     const size_t pb = SIMD_PACK_ROWS * nb_bbytes(type);
-    for (int t = 0; t < tn; t++)
-        for (int k = 0; k < 8; k++)
-            acc[t][k] = nbp_zerof();
-    for (size_t b = 0; b < nb; b++) {
-        nbp_vi W[8];
-        nbp_vf dw, mw;
-        nbp_wblock(type, g + b * pb, h, W, &dw, &mw);
-        const char *ab = a + b * sizeof(simd_block_q8a);
-        for (int t = 0; t < tn; t++) {
-            const simd_block_q8a *y = (const simd_block_q8a *)(ab + (size_t)t * as);
-            acc[t][b & 7] = nbp_addf(acc[t][b & 7], nbp_term(type, W, dw, mw, y));
+    const int sh = type == SIMD_Q8_0 ? NBP_Q8_BIAS_SHIFT : type == SIMD_MXFP4 ? NBP_MX_BIAS_SHIFT : nb_bias_shift(type);
+    nbp_vf sl[NBP_RT][8];
+    for (int k = 0; k < 8; k++) {
+        nbp_vf f[NBP_RT];
+#pragma GCC unroll 8
+        for (int t = 0; t < tn; t++)
+            f[t] = nbp_zerof();
+        for (size_t b = (size_t)k; b < nb; b += 8) {
+            nbp_vi W[8];
+            nbp_vf dw, mw;
+            nbp_wblock(type, g + b * pb, h, W, &dw, &mw);
+            const char *ab = a + b * sizeof(simd_block_q8a);
+            nbp_vi s[NBP_RT];
+#pragma GCC unroll 8
+            for (int t = 0; t < tn; t++) {
+                const simd_block_q8a *y = (const simd_block_q8a *)(ab + (size_t)t * as);
+                s[t] = sh >= 0 ? nbp_set1i(-(int32_t)((uint32_t)y->sum << sh)) : nbp_zeroi();
+            }
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; j++)
+#pragma GCC unroll 8
+                for (int t = 0; t < tn; t++) {
+                    const unsigned char *q = (const unsigned char *)(ab + (size_t)t * as) + offsetof(simd_block_q8a, qs);
+                    s[t] = type == SIMD_Q8_0 ? nbp_dotq8(s[t], W[j], q + 4 * j) : nbp_dot(s[t], W[j], q + 4 * j);
+                }
+#pragma GCC unroll 8
+            for (int t = 0; t < tn; t++) {
+                const simd_block_q8a *y = (const simd_block_q8a *)(ab + (size_t)t * as);
+                nbp_vf da = nbp_set1f(y->d);
+                nbp_vf term = nbp_mulf(nbp_mulf(dw, da), nbp_cvtf(s[t]));
+                if (nb_has_min(type))
+                    term = nbp_addf(term, nbp_mulf(nbp_mulf(mw, da), nbp_set1f((float)y->sum)));
+                f[t] = nbp_addf(f[t], term);
+            }
         }
+#pragma GCC unroll 8
+        for (int t = 0; t < tn; t++)
+            sl[t][k] = f[t];
     }
     for (int t = 0; t < tn; t++)
-        nbp_storef(out + (size_t)t * os, nbp_reduce8(acc[t]));
+        nbp_storef(out + (size_t)t * os, nbp_reduce8(sl[t]));
+}
+
+/* tn <= NBP_RT tokens, each tile size its own unrolled copy. */
+NB_INLINE void nbp_groupn(int type, size_t nb, const unsigned char *g, int h, const char *a, size_t as, int tn,
+                          float *out, size_t os)
+{
+    switch (tn) {
+    case NBP_RT: nbp_tile(type, nb, g, h, a, as, NBP_RT, out, os); break;
+#if NBP_RT > 4
+    case 7: nbp_tile(type, nb, g, h, a, as, 7, out, os); break;
+    case 6: nbp_tile(type, nb, g, h, a, as, 6, out, os); break;
+    case 5: nbp_tile(type, nb, g, h, a, as, 5, out, os); break;
+    case 4: nbp_tile(type, nb, g, h, a, as, 4, out, os); break;
+#endif
+    case 3: nbp_tile(type, nb, g, h, a, as, 3, out, os); break;
+    case 2: nbp_tile(type, nb, g, h, a, as, 2, out, os); break;
+    default: nbp_tile(type, nb, g, h, a, as, 1, out, os); break;
+    }
 }
 
 NB_INLINE void nbp_dot_packed(int type, size_t n, const void *p, size_t ng, const void *a, size_t as, size_t nt,
@@ -269,14 +333,27 @@ NB_INLINE void nbp_dot_packed(int type, size_t n, const void *p, size_t ng, cons
                 nbp_group1(type, nb, g, h, a, out + i * SIMD_PACK_ROWS + (size_t)h * NBP_W);
         return;
     }
-    nbp_vf acc[NBP_TT][8];
-    for (size_t i = 0; i < ng; i++, g += gbytes)
-        for (size_t t0 = 0; t0 < nt; t0 += NBP_TT) {
-            int tn = (int)(nt - t0 < NBP_TT ? nt - t0 : NBP_TT);
-            for (int h = 0; h < SIMD_PACK_ROWS / NBP_W; h++)
-                nbp_groupn(type, nb, g, h, (const char *)a + t0 * as, as, tn,
-                           out + t0 * os + i * SIMD_PACK_ROWS + (size_t)h * NBP_W, os, acc);
+    /* Cache blocking: a block of groups (about NBP_L2W bytes of weights)
+     * against a chunk of tokens (about NBP_L2A bytes of activations), so
+     * both stay in L2 while every tile of the pair runs. Without it a long
+     * prompt's activations (512 tokens of a 4864-column row: 6 MB) were
+     * streamed from L3 once per group of 16 rows. */
+    size_t gblk = NBP_L2W / gbytes, tchunk = NBP_L2A / (as ? as : 1);
+    gblk = gblk ? gblk : 1;
+    tchunk = tchunk < NBP_RT ? NBP_RT : tchunk / NBP_RT * NBP_RT;
+    for (size_t i0 = 0; i0 < ng; i0 += gblk) {
+        size_t i1 = i0 + gblk < ng ? i0 + gblk : ng;
+        for (size_t c0 = 0; c0 < nt; c0 += tchunk) {
+            size_t c1 = c0 + tchunk < nt ? c0 + tchunk : nt;
+            for (size_t i = i0; i < i1; i++)
+                for (size_t t0 = c0; t0 < c1; t0 += NBP_RT) {
+                    int tn = (int)(c1 - t0 < NBP_RT ? c1 - t0 : NBP_RT);
+                    for (int h = 0; h < SIMD_PACK_ROWS / NBP_W; h++)
+                        nbp_groupn(type, nb, g + i * gbytes, h, (const char *)a + t0 * as, as, tn,
+                                   out + t0 * os + i * SIMD_PACK_ROWS + (size_t)h * NBP_W, os);
+                }
         }
+    }
 }
 
 #define NBP_DEF(NAME, TYPE)                                                                                   \
