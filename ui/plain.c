@@ -11,6 +11,7 @@
 #ifdef _WIN32
 #include <pthread.h>
 #else
+#include <fcntl.h>
 #include <poll.h>
 #endif
 
@@ -92,12 +93,28 @@ static int inbox_take(char **in, size_t *nin, size_t *cap, int *eof)
  * when the reader of stdout went away), 0 if none */
 static volatile sig_atomic_t got_int, got_term;
 
+#ifndef _WIN32
+/* The self-pipe: on_sig writes a byte so that a poll() entered after the
+ * loop last looked at the flags still wakes. Without it a signal that
+ * lands while the loop prints (a /load of thousands of turns) was only
+ * seen at the next event, and an idle chat waited in poll() for ever. */
+static int sig_pipe[2] = {-1, -1};
+#endif
+
 static void on_sig(int sig)
 {
     if (sig == SIGINT)
         got_int = 1;
     else
         got_term = sig;
+#ifndef _WIN32
+    if (sig_pipe[1] >= 0) {
+        int e = errno; /* a handler must leave errno as it found it */
+        ssize_t w = write(sig_pipe[1], "s", 1); /* full pipe: a wake-up is pending anyway */
+        (void)w;
+        errno = e;
+    }
+#endif
 }
 
 typedef struct printer {
@@ -191,6 +208,11 @@ int ui_plain_run(ui_chat *ch, const ui_opts *o)
     else
         inbox.eof = 1;
 #else
+    if (sig_pipe[0] < 0 && pipe(sig_pipe) == 0)
+        for (int i = 0; i < 2; i++) {
+            fcntl(sig_pipe[i], F_SETFL, fcntl(sig_pipe[i], F_GETFL) | O_NONBLOCK);
+            fcntl(sig_pipe[i], F_SETFD, FD_CLOEXEC);
+        }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sig;
@@ -264,12 +286,18 @@ int ui_plain_run(ui_chat *ch, const ui_opts *o)
             eng_engine_wait(ch->en, to < 0 || to > 15 ? 15 : to);
         }
 #else
-        struct pollfd fds[2] = {{eng_engine_fd(ch->en), POLLIN, 0}, {0, POLLIN, 0}};
-        int nf = eof ? 1 : 2;
+        /* stdin last, so that nf leaves it out at end of input */
+        struct pollfd fds[3] = {{eng_engine_fd(ch->en), POLLIN, 0}, {sig_pipe[0], POLLIN, 0}, {0, POLLIN, 0}};
+        int nf = eof ? 2 : 3;
         int to = ui_chat_timeout(ch);
         if (poll(fds, (nfds_t)nf, to) < 0 && errno != EINTR)
             break;
-        if (nf == 2 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+        if (fds[1].revents & POLLIN) { /* a signal came: the flags say which; empty the pipe */
+            char drain[64];
+            while (read(sig_pipe[0], drain, sizeof drain) > 0)
+                ;
+        }
+        if (nf == 3 && (fds[2].revents & (POLLIN | POLLHUP | POLLERR))) {
             if (nin + 4096 + 1 > cap) {
                 cap = (nin + 4096 + 1) * 2;
                 char *b = realloc(in, cap);
