@@ -112,6 +112,31 @@ item_load_time() {
   exec 3>&-
   rm -f "$work/in"
   check "SIGTERM during /load of 30,000 turns ends it within 5 s ($ms ms, status $rc)" '[ $ms -lt 5000 ] && [ $rc = 143 ]'
+  # The same signal once the chat is idle: the load is over (its line is
+  # printed) and the loop waits in poll() with stdin open and silent. The
+  # build before the self-pipe passes this too (poll returns EINTR); what
+  # it missed was a signal landing just before poll(), a window no script
+  # can aim at. This holds the idle path itself: a chat that ignores
+  # SIGTERM while it waits for input fails here, not by timing out CI.
+  mkfifo "$work/in"
+  "$bin" chat --plain --no-config <"$work/in" >"$work/o" 2>&1 &
+  pid=$!
+  exec 3>"$work/in"
+  printf '/load meta\n' >&3
+  local i=0
+  while [ $i -lt $((T * 10)) ] && ! grep -q "resumed .meta." "$work/o"; do sleep 0.1; i=$((i + 1)); done
+  sleep 0.3
+  t0=$(date +%s%N)
+  kill -TERM $pid
+  { sleep 10; kill -KILL $pid 2>/dev/null; } &
+  local guard=$!
+  wait $pid
+  rc=$?
+  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  kill $guard 2>/dev/null; wait $guard 2>/dev/null
+  exec 3>&-
+  rm -f "$work/in"
+  check "SIGTERM to an idle chat (stdin open, nothing typed) ends it within 5 s ($ms ms, status $rc)" '[ $ms -lt 5000 ] && [ $rc = 143 ]'
 }
 
 item_forward() {
