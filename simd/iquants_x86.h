@@ -167,55 +167,15 @@ NBK_INLINE void nbi_row(int type, size_t nb, const void *wrow, const char *a, si
         out[t * os] = simd_reduce8(acc[t]);
 }
 
-/* nr rows ws bytes apart against nt tokens, tiled as nbk_rows does. */
-NBK_INLINE void nbi_rows(int type, size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as, size_t nt,
-                         float *out, size_t os)
-{
-    const size_t nb = n / SIMD_QKK;
-    const size_t tile = nt > NBK_MAXT ? NBK_ROW_TILE : nr;
-    for (size_t r0 = 0; r0 < nr; r0 += tile) {
-        size_t rn = nr - r0 < tile ? nr - r0 : tile;
-        for (size_t t0 = 0; t0 < nt; t0 += NBK_MAXT) {
-            const char *at = (const char *)a + t0 * as;
-            size_t k = nt - t0 < NBK_MAXT ? nt - t0 : NBK_MAXT;
-            for (size_t r = r0; r < r0 + rn; r++) {
-                const char *wr = (const char *)w + r * ws;
-                float *o = out + t0 * os + r;
-                switch (k) {
-                case 1: nbi_row(type, nb, wr, at, as, 1, o, os); break;
-                case 2: nbi_row(type, nb, wr, at, as, 2, o, os); break;
-                case 3: nbi_row(type, nb, wr, at, as, 3, o, os); break;
-                default: nbi_row(type, nb, wr, at, as, NBK_MAXT, o, os); break;
-                }
-            }
-        }
-    }
-}
-
-#define NBI_KDOT(NAME, TYPE)                                                                                       \
-    static void NAME##_rows(size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as, size_t nt,    \
-                            float *out, size_t os)                                                                 \
-    {                                                                                                              \
-        nbi_rows(TYPE, n, w, ws, nr, a, as, nt, out, os);                                                          \
-    }                                                                                                              \
-    static float NAME(size_t n, const void *w, const void *a)                                                      \
-    {                                                                                                              \
-        float r;                                                                                                   \
-        nbi_row(TYPE, n / SIMD_QKK, w, a, 0, 1, &r, 0);                                                            \
-        return r;                                                                                                  \
-    }                                                                                                              \
-    static void NAME##_batch(size_t n, const void *w, const void *a, size_t as, size_t nt, float *out, size_t os) \
-    {                                                                                                              \
-        nbi_rows(TYPE, n, w, 0, 1, a, as, nt, out, os);                                                            \
-    }
-NBI_KDOT(nbi_dot_iq2_xxs, SIMD_IQ2_XXS)
-NBI_KDOT(nbi_dot_iq2_xs, SIMD_IQ2_XS)
-NBI_KDOT(nbi_dot_iq2_s, SIMD_IQ2_S)
-NBI_KDOT(nbi_dot_iq3_xxs, SIMD_IQ3_XXS)
-NBI_KDOT(nbi_dot_iq3_s, SIMD_IQ3_S)
-NBI_KDOT(nbi_dot_iq1_s, SIMD_IQ1_S)
-NBI_KDOT(nbi_dot_iq1_m, SIMD_IQ1_M)
-#undef NBI_KDOT
+/* nr rows against nt tokens, tiled as nbk_rows is (kquants_rows.h). */
+NBK_DEFINE_ROWS(nbi_rows, nbi_row)
+NBK_DEFINE_DOTS(nbi_dot_iq2_xxs, SIMD_IQ2_XXS, nbi_rows, nbi_row)
+NBK_DEFINE_DOTS(nbi_dot_iq2_xs, SIMD_IQ2_XS, nbi_rows, nbi_row)
+NBK_DEFINE_DOTS(nbi_dot_iq2_s, SIMD_IQ2_S, nbi_rows, nbi_row)
+NBK_DEFINE_DOTS(nbi_dot_iq3_xxs, SIMD_IQ3_XXS, nbi_rows, nbi_row)
+NBK_DEFINE_DOTS(nbi_dot_iq3_s, SIMD_IQ3_S, nbi_rows, nbi_row)
+NBK_DEFINE_DOTS(nbi_dot_iq1_s, SIMD_IQ1_S, nbi_rows, nbi_row)
+NBK_DEFINE_DOTS(nbi_dot_iq1_m, SIMD_IQ1_M, nbi_rows, nbi_row)
 
 static void nbi_set_dots(simd_kernel_set *s)
 {

@@ -70,54 +70,63 @@ NBK_INLINE void nbk_row(int type, size_t nb, const void *wrow, const char *a, si
         out[t * os] = simd_reduce8(acc[t]);
 }
 
-/* nr rows ws bytes apart against nt tokens: up to NBK_MAXT tokens share
- * each expansion of a block; with more tokens than that, rows go in tiles
- * of NBK_ROW_TILE so a tile stays in cache over the token passes. */
-NBK_INLINE void nbk_rows(int type, size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as,
-                         size_t nt, float *out, size_t os)
-{
-    const size_t nb = n / SIMD_QKK;
-    const size_t tile = nt > NBK_MAXT ? NBK_ROW_TILE : nr;
-    for (size_t r0 = 0; r0 < nr; r0 += tile) {
-        size_t rn = nr - r0 < tile ? nr - r0 : tile;
-        for (size_t t0 = 0; t0 < nt; t0 += NBK_MAXT) {
-            const char *at = (const char *)a + t0 * as;
-            size_t k = nt - t0 < NBK_MAXT ? nt - t0 : NBK_MAXT;
-            for (size_t r = r0; r < r0 + rn; r++) {
-                const char *wr = (const char *)w + r * ws;
-                float *o = out + t0 * os + r;
-                switch (k) {
-                case 1: nbk_row(type, nb, wr, at, as, 1, o, os); break;
-                case 2: nbk_row(type, nb, wr, at, as, 2, o, os); break;
-                case 3: nbk_row(type, nb, wr, at, as, 3, o, os); break;
-                default: nbk_row(type, nb, wr, at, as, NBK_MAXT, o, os); break;
-                }
-            }
-        }
+/* The tiling shared by every row driver (this file's, lquants_rows.h's and
+ * iquants_x86.h's): NAME(type, n, w, ws, nr, a, as, nt, out, os) runs nr
+ * rows ws bytes apart against nt tokens through ROW, a one-row function of
+ * nbk_row's signature. Up to NBK_MAXT tokens share each expansion of a
+ * block, ROW called with a constant token count so it unrolls; with more
+ * tokens than that, rows go in tiles of NBK_ROW_TILE so a tile stays in
+ * cache over the token passes. A macro rather than a function taking ROW
+ * by pointer, so that every ROW is inlined with its constant count. */
+#define NBK_DEFINE_ROWS(NAME, ROW)                                                                        \
+    NBK_INLINE void NAME(int type, size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as, \
+                         size_t nt, float *out, size_t os)                                                 \
+    {                                                                                                      \
+        const size_t nb = n / SIMD_QKK;                                                                    \
+        const size_t tile = nt > NBK_MAXT ? NBK_ROW_TILE : nr;                                             \
+        for (size_t r0 = 0; r0 < nr; r0 += tile) {                                                         \
+            size_t rn = nr - r0 < tile ? nr - r0 : tile;                                                   \
+            for (size_t t0 = 0; t0 < nt; t0 += NBK_MAXT) {                                                 \
+                const char *at = (const char *)a + t0 * as;                                                \
+                size_t k = nt - t0 < NBK_MAXT ? nt - t0 : NBK_MAXT;                                        \
+                for (size_t r = r0; r < r0 + rn; r++) {                                                    \
+                    const char *wr = (const char *)w + r * ws;                                             \
+                    float *o = out + t0 * os + r;                                                          \
+                    switch (k) {                                                                           \
+                    case 1: ROW(type, nb, wr, at, as, 1, o, os); break;                                    \
+                    case 2: ROW(type, nb, wr, at, as, 2, o, os); break;                                    \
+                    case 3: ROW(type, nb, wr, at, as, 3, o, os); break;                                    \
+                    default: ROW(type, nb, wr, at, as, NBK_MAXT, o, os); break;                            \
+                    }                                                                                      \
+                }                                                                                          \
+            }                                                                                              \
+        }                                                                                                  \
     }
-}
 
-#define NBK_KDOT(NAME, TYPE)                                                                          \
-    static void NAME##_rows(size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as,  \
-                            size_t nt, float *out, size_t os)                                         \
-    {                                                                                                 \
-        nbk_rows(TYPE, n, w, ws, nr, a, as, nt, out, os);                                             \
-    }                                                                                                 \
-    static float NAME(size_t n, const void *w, const void *a)                                         \
-    {                                                                                                 \
-        float r;                                                                                      \
-        nbk_row(TYPE, n / SIMD_QKK, w, a, 0, 1, &r, 0);                                               \
-        return r;                                                                                     \
-    }                                                                                                 \
-    static void NAME##_batch(size_t n, const void *w, const void *a, size_t as, size_t nt, float *out, \
-                             size_t os)                                                               \
-    {                                                                                                 \
-        nbk_rows(TYPE, n, w, 0, 1, a, as, nt, out, os);                                               \
+/* A type's three entry points, NAME (dot), NAME##_batch and NAME##_rows,
+ * from a driver's ROWS (made by NBK_DEFINE_ROWS) and its ROW. */
+#define NBK_DEFINE_DOTS(NAME, TYPE, ROWS, ROW)                                                          \
+    static void NAME##_rows(size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as,    \
+                            size_t nt, float *out, size_t os)                                           \
+    {                                                                                                   \
+        ROWS(TYPE, n, w, ws, nr, a, as, nt, out, os);                                                   \
+    }                                                                                                   \
+    static float NAME(size_t n, const void *w, const void *a)                                           \
+    {                                                                                                   \
+        float r;                                                                                        \
+        ROW(TYPE, n / SIMD_QKK, w, a, 0, 1, &r, 0);                                                     \
+        return r;                                                                                       \
+    }                                                                                                   \
+    static void NAME##_batch(size_t n, const void *w, const void *a, size_t as, size_t nt, float *out,  \
+                             size_t os)                                                                 \
+    {                                                                                                   \
+        ROWS(TYPE, n, w, 0, 1, a, as, nt, out, os);                                                     \
     }
-NBK_KDOT(nbk_dot_q4_k, SIMD_Q4_K)
-NBK_KDOT(nbk_dot_q5_k, SIMD_Q5_K)
-NBK_KDOT(nbk_dot_q6_k, SIMD_Q6_K)
-#undef NBK_KDOT
+
+NBK_DEFINE_ROWS(nbk_rows, nbk_row)
+NBK_DEFINE_DOTS(nbk_dot_q4_k, SIMD_Q4_K, nbk_rows, nbk_row)
+NBK_DEFINE_DOTS(nbk_dot_q5_k, SIMD_Q5_K, nbk_rows, nbk_row)
+NBK_DEFINE_DOTS(nbk_dot_q6_k, SIMD_Q6_K, nbk_rows, nbk_row)
 
 /* The three types' dot, dot_batch and dot_rows into s. */
 static void nbk_set_dots(simd_kernel_set *s)

@@ -4,7 +4,8 @@
  * K types: the loop over super-blocks, the float accumulation and the
  * tiling of rows and tokens are the same on every set. The including
  * header defines, before it includes this, NBK_INLINE, NBK_MAXT,
- * NBK_ROW_TILE (from its kquants header), nbk_codes, and
+ * NBK_ROW_TILE, NBK_DEFINE_ROWS and NBK_DEFINE_DOTS (from its kquants
+ * header and kquants_rows.h), nbk_codes, and
  *
  *   nbl_scales
  *   nbl_prep(type, block, *codes, *scales, *d, *dmin)
@@ -46,59 +47,18 @@ NBK_INLINE void nbl_row(int type, size_t nb, const void *wrow, const char *a, si
         out[t * os] = simd_reduce8(acc[t]);
 }
 
-/* nr rows ws bytes apart against nt tokens, tiled as nbk_rows does. */
-NBK_INLINE void nbl_rows(int type, size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as,
-                         size_t nt, float *out, size_t os)
-{
-    const size_t nb = n / SIMD_QKK;
-    const size_t tile = nt > NBK_MAXT ? NBK_ROW_TILE : nr;
-    for (size_t r0 = 0; r0 < nr; r0 += tile) {
-        size_t rn = nr - r0 < tile ? nr - r0 : tile;
-        for (size_t t0 = 0; t0 < nt; t0 += NBK_MAXT) {
-            const char *at = (const char *)a + t0 * as;
-            size_t k = nt - t0 < NBK_MAXT ? nt - t0 : NBK_MAXT;
-            for (size_t r = r0; r < r0 + rn; r++) {
-                const char *wr = (const char *)w + r * ws;
-                float *o = out + t0 * os + r;
-                switch (k) {
-                case 1: nbl_row(type, nb, wr, at, as, 1, o, os); break;
-                case 2: nbl_row(type, nb, wr, at, as, 2, o, os); break;
-                case 3: nbl_row(type, nb, wr, at, as, 3, o, os); break;
-                default: nbl_row(type, nb, wr, at, as, NBK_MAXT, o, os); break;
-                }
-            }
-        }
-    }
-}
-
-#define NBL_KDOT(NAME, TYPE)                                                                          \
-    static void NAME##_rows(size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as,  \
-                            size_t nt, float *out, size_t os)                                         \
-    {                                                                                                 \
-        nbl_rows(TYPE, n, w, ws, nr, a, as, nt, out, os);                                             \
-    }                                                                                                 \
-    static float NAME(size_t n, const void *w, const void *a)                                         \
-    {                                                                                                 \
-        float r;                                                                                      \
-        nbl_row(TYPE, n / SIMD_QKK, w, a, 0, 1, &r, 0);                                               \
-        return r;                                                                                     \
-    }                                                                                                 \
-    static void NAME##_batch(size_t n, const void *w, const void *a, size_t as, size_t nt, float *out, \
-                             size_t os)                                                               \
-    {                                                                                                 \
-        nbl_rows(TYPE, n, w, 0, 1, a, as, nt, out, os);                                               \
-    }
-NBL_KDOT(nbl_dot_q2_k, SIMD_Q2_K)
-NBL_KDOT(nbl_dot_q3_k, SIMD_Q3_K)
-NBL_KDOT(nbl_dot_iq4_xs, SIMD_IQ4_XS)
-NBL_KDOT(nbl_dot_iq2_xxs, SIMD_IQ2_XXS)
-NBL_KDOT(nbl_dot_iq2_xs, SIMD_IQ2_XS)
-NBL_KDOT(nbl_dot_iq2_s, SIMD_IQ2_S)
-NBL_KDOT(nbl_dot_iq3_xxs, SIMD_IQ3_XXS)
-NBL_KDOT(nbl_dot_iq3_s, SIMD_IQ3_S)
-NBL_KDOT(nbl_dot_iq1_s, SIMD_IQ1_S)
-NBL_KDOT(nbl_dot_iq1_m, SIMD_IQ1_M)
-#undef NBL_KDOT
+/* nr rows against nt tokens, tiled as nbk_rows is (kquants_rows.h). */
+NBK_DEFINE_ROWS(nbl_rows, nbl_row)
+NBK_DEFINE_DOTS(nbl_dot_q2_k, SIMD_Q2_K, nbl_rows, nbl_row)
+NBK_DEFINE_DOTS(nbl_dot_q3_k, SIMD_Q3_K, nbl_rows, nbl_row)
+NBK_DEFINE_DOTS(nbl_dot_iq4_xs, SIMD_IQ4_XS, nbl_rows, nbl_row)
+NBK_DEFINE_DOTS(nbl_dot_iq2_xxs, SIMD_IQ2_XXS, nbl_rows, nbl_row)
+NBK_DEFINE_DOTS(nbl_dot_iq2_xs, SIMD_IQ2_XS, nbl_rows, nbl_row)
+NBK_DEFINE_DOTS(nbl_dot_iq2_s, SIMD_IQ2_S, nbl_rows, nbl_row)
+NBK_DEFINE_DOTS(nbl_dot_iq3_xxs, SIMD_IQ3_XXS, nbl_rows, nbl_row)
+NBK_DEFINE_DOTS(nbl_dot_iq3_s, SIMD_IQ3_S, nbl_rows, nbl_row)
+NBK_DEFINE_DOTS(nbl_dot_iq1_s, SIMD_IQ1_S, nbl_rows, nbl_row)
+NBK_DEFINE_DOTS(nbl_dot_iq1_m, SIMD_IQ1_M, nbl_rows, nbl_row)
 
 static void nbl_set_dots(simd_kernel_set *s)
 {
