@@ -158,6 +158,7 @@ typedef struct app_quant_calib {
     const char *path;   /* calibration text */
     int tokens, threads, clip, quiet;
     int refine;         /* GPTQ: rounds of the local search after the pass */
+    int ffn_rows;       /* GPTQ: per-row Hessians for SwiGLU gate/up (--ffn-rows) */
     int hessian_mb;     /* GPTQ: Hessians held at once, MB (0: the default) */
     float damp;
     const char *label_awq, *label_gptq; /* progress bar labels */

@@ -25,7 +25,7 @@
 static const char usage[] =
     "usage: nibble quantize IN.gguf OUT.gguf TYPE [--method rtn|awq|gptq|awq+gptq --calib TEXT]\n"
     "                       [--awq TEXT] [--imatrix FILE] [--no-clip] [--damp R] [--refine N]\n"
-    "                       [--hessian-mb N]\n"
+    "                       [--ffn-rows] [--hessian-mb N]\n"
     "                       [--allow-requantize] [-t N]\n"
     "\n"
     "Write IN's weights as TYPE into OUT (metadata kept; OUT is written to a\n"
@@ -78,6 +78,10 @@ static const char usage[] =
     "                        off) of moving single codes to a neighbouring level\n"
     "                        and refitting q4_0/q5_0/q8_0/iq4_nl block scales,\n"
     "                        kept only where the output error goes down\n"
+    "  --ffn-rows            GPTQ: each row of a SwiGLU FFN's ffn_gate and ffn_up\n"
+    "                        gets its own Hessian, the calibration tokens weighted\n"
+    "                        by how much that row moves silu(gate) * up there\n"
+    "                        (2 * ffn * dim^2 doubles a layer, in the budget)\n"
     "  --hessian-mb N        GPTQ: hold at most N MB of Hessians (default 1024):\n"
     "                        the layers are collected in groups that fit, one\n"
     "                        calibration pass per group\n"
@@ -186,7 +190,7 @@ int app_quant_prepare(const char *in, const eng_qtarget *t, int method, const ap
     if (method & APP_QM_GPTQ) {
         app_bar gbar = {.label = c->label_gptq, .quiet = c->quiet};
         eng_gptq_opts go = {.calib_path = c->path, .max_tokens = (uint32_t)c->tokens, .threads = c->threads,
-                            .max_bytes = (uint64_t)c->hessian_mb << 20,
+                            .max_bytes = (uint64_t)c->hessian_mb << 20, .ffn_rows = c->ffn_rows,
                             .progress = app_awq_progress, .user = &gbar};
         if (eng_gptq_collect(in, &go, gptq, e)) {
             eng_awq_free(*awq);
@@ -209,6 +213,7 @@ int cmd_quantize(int argc, char **argv)
 {
     const char *pos[3] = {0}, *awq_text = NULL, *calib = NULL, *imx_path = NULL, *mname = NULL;
     int np = 0, allow = 0, quiet = 0, threads = 0, calib_tokens = 4096, no_clip = 0, refine = -1, hessian_mb = 0;
+    int ffn_rows = 0;
     float damp = 0.01f;
     const app_flag own[] = {APP_FLAG("--awq", NULL, APP_STR, &awq_text),
                             APP_FLAG("--method", NULL, APP_STR, &mname),
@@ -217,6 +222,7 @@ int cmd_quantize(int argc, char **argv)
                             APP_FLAG("--damp", NULL, APP_FLOAT, &damp),
                             APP_FLAG("--refine", NULL, APP_INT, &refine, .min = 0, .max = 100,
                                      .why = "expected a number of rounds in 0..100"),
+                            APP_FLAG("--ffn-rows", NULL, APP_ON, &ffn_rows),
                             APP_FLAG("--hessian-mb", NULL, APP_INT, &hessian_mb, .min = 1, .max = 1 << 20,
                                      .why = "expected megabytes in 1..1048576"),
                             APP_FLAG("--imatrix", NULL, APP_STR, &imx_path),
@@ -259,6 +265,8 @@ int cmd_quantize(int argc, char **argv)
         snprintf(v, sizeof v, "%d", refine);
         return app_usage_error("quantize", "--refine", v, "is for --method gptq or awq+gptq");
     }
+    if (ffn_rows && !(method & APP_QM_GPTQ))
+        return app_usage_error("quantize", "--ffn-rows", "", "is for --method gptq or awq+gptq");
     if (refine < 0)
         refine = APP_GPTQ_REFINE;
     if (hessian_mb && !(method & APP_QM_GPTQ)) {
@@ -299,7 +307,7 @@ int cmd_quantize(int argc, char **argv)
                     eng_imatrix_chunk_count(imx), imx_path);
     }
     app_quant_calib qc = {.path = calib, .tokens = calib_tokens, .threads = threads, .clip = !no_clip, .damp = damp,
-                          .refine = refine, .hessian_mb = hessian_mb,
+                          .refine = refine, .ffn_rows = ffn_rows, .hessian_mb = hessian_mb,
                           .quiet = quiet, .label_awq = "awq     ", .label_gptq = "gptq    "};
     if (app_quant_prepare(pos[0], t, method, &qc, &awq, &gptq, &o, &e)) {
         fprintf(stderr, "nibble quantize: %s\n", e.msg);

@@ -565,6 +565,30 @@ int eng_gptq_quant_matrix(int type, float *W, uint32_t rows, uint32_t cols, cons
 {
     static const eng_gptq_params none;
     const eng_gptq_params *pp = prm ? prm : &none;
+    if (pp->row_h) {
+        /* each row with its own Hessian: a one-row matrix each, in order */
+        eng_gptq_params one = *pp;
+        one.row_h = NULL;
+        one.threads = 1;
+        const simd_traits *tr = simd_type_traits(type);
+        if (!tr || !cols || cols % tr->block)
+            return ENG_EUNSUP;
+        size_t rb = simd_row_bytes(type, cols);
+        eng_gptq_stats sum = {0}, st;
+        for (uint32_t r = 0; r < rows; r++) {
+            int rc = eng_gptq_quant_matrix(type, W + (size_t)r * cols, 1, cols, pp->row_h + (size_t)r * cols * cols,
+                                           &one, (char *)dst + r * rb, &st);
+            if (rc == ENG_EFORMAT) /* this row's H is degenerate: the shared one */
+                rc = eng_gptq_quant_matrix(type, W + (size_t)r * cols, 1, cols, H, &one, (char *)dst + r * rb, &st);
+            if (rc)
+                return rc;
+            sum.err_rtn += st.err_rtn, sum.err_gptq += st.err_gptq;
+            sum.damp_used = st.damp_used > sum.damp_used ? st.damp_used : sum.damp_used;
+        }
+        if (stats)
+            *stats = sum;
+        return 0;
+    }
     pass p = {.type = type, .tr = simd_type_traits(type), .cols = cols, .imp = pp->imp, .clip = pp->clip,
               .refine = pp->refine};
     if (!fmt_of(type, &p.f) || !p.tr || !p.tr->quant || !cols || cols % p.tr->block)
@@ -644,6 +668,14 @@ typedef struct site {
     uint32_t cols, layer;
     double *h;   /* cols x cols while its group is loaded; the lower triangle while summing */
     int bad;
+    /* --ffn-rows: a SwiGLU FFN's gate/up input also sums, per row i of
+     * ffn_gate and of ffn_up, x x^T weighted by how much that row's output
+     * moves the product silu(gate) * up: (silu'(g_i) u_i)^2 for the gate
+     * row, silu(g_i)^2 for the up row */
+    const eng_weight *wg, *wu;  /* the layer's gate and up (NULL: none) */
+    uint32_t rows;
+    float *wgf, *wuf;           /* their values, rows x cols each, while loaded */
+    double *hr;                 /* [2][rows][cols][cols]: gate's rows, then up's */
     char names[MAX_NAMES][96];
     int n_names;
 } site;
@@ -657,7 +689,10 @@ struct eng_gptq {
     eng_model *m;
     int32_t *ids;
     int threads;
+    int ffn_rows;          /* per-row Hessians for SwiGLU gate/up (opts) */
     eng_pool *pool;        /* for the sums (NULL: one thread) */
+    float *rw;             /* the observer's per-token row weights, [nt][2][rows] */
+    size_t rw_cap;
     /* the observer's job for the pool: */
     site *cur;
     const float *x;
@@ -682,6 +717,56 @@ static void sum_rows(void *arg, uint32_t i0, uint32_t i1)
     }
 }
 
+/* Rows r0..r1 (of 2 * rows: gate's, then up's) of the current site's
+ * per-row Hessians += the batch's weighted x x^T (lower triangles). */
+static void sum_row_hess(void *arg, uint32_t r0, uint32_t r1)
+{
+    eng_gptq *g = arg;
+    site *s = g->cur;
+    uint32_t cols = s->cols, rows = s->rows;
+    for (uint32_t r = r0; r < r1; r++) {
+        double *h = s->hr + (size_t)r * cols * cols;
+        for (uint32_t tk = 0; tk < g->nt; tk++) {
+            double wt = g->rw[((size_t)tk * 2 + r / rows) * rows + r % rows];
+            if (wt == 0)
+                continue;
+            const float *x = g->x + (size_t)tk * cols;
+            for (uint32_t i = 0; i < cols; i++) {
+                double xi = wt * x[i], *hi = h + (size_t)i * cols;
+                for (uint32_t j = 0; j <= i; j++)
+                    hi[j] += xi * x[j];
+            }
+        }
+    }
+}
+
+/* The batch's row weights into g->rw (see site). Returns 0 or ENG_ENOMEM. */
+static int row_weights(eng_gptq *g, site *s, const float *x, uint32_t nt)
+{
+    uint32_t cols = s->cols, rows = s->rows;
+    size_t need = (size_t)nt * 2 * rows;
+    if (need > g->rw_cap) {
+        float *n = realloc(g->rw, need * sizeof *n);
+        if (!n)
+            return ENG_ENOMEM;
+        g->rw = n, g->rw_cap = need;
+    }
+    for (uint32_t tk = 0; tk < nt; tk++) {
+        const float *xt = x + (size_t)tk * cols;
+        float *wg = g->rw + (size_t)tk * 2 * rows, *wu = wg + rows;
+        for (uint32_t i = 0; i < rows; i++) {
+            const float *a = s->wgf + (size_t)i * cols, *b = s->wuf + (size_t)i * cols;
+            double gi = 0, ui = 0;
+            for (uint32_t c = 0; c < cols; c++)
+                gi += (double)a[c] * xt[c], ui += (double)b[c] * xt[c];
+            double sg = 1 / (1 + exp(-gi)), silu = gi * sg, dsilu = sg * (1 + gi * (1 - sg));
+            wg[i] = (float)(dsilu * ui * dsilu * ui);
+            wu[i] = (float)(silu * silu);
+        }
+    }
+    return 0;
+}
+
 static void observe(void *user, const eng_weight *w, const float *x, uint32_t nt, uint32_t cols)
 {
     eng_gptq *g = user;
@@ -701,6 +786,16 @@ static void observe(void *user, const eng_weight *w, const float *x, uint32_t nt
         eng_pool_run_range(g->pool, sum_rows, g, cols, 8);
     else
         sum_rows(g, 0, cols);
+    if (s->hr && !s->bad) {
+        if (row_weights(g, s, x, nt)) {
+            s->bad = 2;
+            return;
+        }
+        if (g->pool)
+            eng_pool_run_range(g->pool, sum_row_hess, g, 2 * s->rows, 4);
+        else
+            sum_row_hess(g, 0, 2 * s->rows);
+    }
 }
 
 static site *add_site(eng_gptq *g, const eng_weight *key, uint32_t layer)
@@ -750,10 +845,14 @@ static int make_sites(eng_gptq *g, const eng_model *m, uint64_t max_bytes, eng_e
             keys[2] = eng_model_ffn(m) == ENG_FFN_GELU ? &L->w_up : &L->w_gate;
             keys[3] = &L->w_down;
         }
+        int rows_h = g->ffn_rows && keys[2] == &L->w_gate && L->w_gate.cols && L->w_up.rows == L->w_gate.rows &&
+                     L->w_up.cols == L->w_gate.cols;
         uint64_t lb = 0;
         for (int k = 0; k < 4; k++)
             if (keys[k] && keys[k]->cols)
                 lb += (uint64_t)keys[k]->cols * keys[k]->cols * sizeof(double);
+        if (rows_h)
+            lb += (uint64_t)2 * L->w_gate.rows * L->w_gate.cols * L->w_gate.cols * sizeof(double);
         if (bytes && bytes + lb > max_bytes)
             g->n_groups++, bytes = 0;
         bytes += lb;
@@ -775,6 +874,8 @@ static int make_sites(eng_gptq *g, const eng_model *m, uint64_t max_bytes, eng_e
                 if (keys[2] == &L->w_gate)
                     name_site(s, m, &L->w_gate, l, "ffn_gate.weight");
                 name_site(s, m, &L->w_up, l, "ffn_up.weight");
+                if (rows_h)
+                    s->wg = &L->w_gate, s->wu = &L->w_up, s->rows = L->w_gate.rows;
                 break;
             default: name_site(s, m, &L->w_down, l, "ffn_down.weight"); break;
             }
@@ -790,9 +891,10 @@ static int load_group(eng_gptq *g, uint32_t grp, void (*progress)(void *, double
                       eng_err *e)
 {
     for (size_t i = 0; i < g->n; i++) {
-        free(g->s[i].h);
-        g->s[i].h = NULL;
-        g->s[i].bad = 0;
+        site *s = &g->s[i];
+        free(s->h); free(s->hr); free(s->wgf); free(s->wuf);
+        s->h = NULL, s->hr = NULL, s->wgf = s->wuf = NULL;
+        s->bad = 0;
     }
     g->loaded = g->n_groups;
     double mb = 0;
@@ -804,6 +906,21 @@ static int load_group(eng_gptq *g, uint32_t grp, void (*progress)(void *, double
         if (!(s->h = calloc((size_t)s->cols * s->cols, sizeof *s->h)))
             return eng_errf(e, ENG_ENOMEM, "GPTQ: out of memory for the Hessians of '%s' and its group (%.1f MB "
                             "so far; lower the budget to take fewer layers at once)", s->names[0], mb);
+        if (s->wg) {
+            size_t n = (size_t)s->rows * s->cols;
+            const simd_traits *tg = simd_type_traits(s->wg->type), *tu = simd_type_traits(s->wu->type);
+            s->hr = calloc(2 * n * s->cols, sizeof *s->hr);
+            s->wgf = malloc(n * sizeof *s->wgf);
+            s->wuf = malloc(n * sizeof *s->wuf);
+            if (!s->hr || !s->wgf || !s->wuf)
+                return eng_errf(e, ENG_ENOMEM, "GPTQ: out of memory for the per-row Hessians of '%s'", s->names[0]);
+            if (!tg || !tg->dequant || !tu || !tu->dequant)
+                return eng_errf(e, ENG_EUNSUP, "GPTQ: cannot read '%s' as floats", s->names[0]);
+            for (uint32_t r = 0; r < s->rows; r++) {
+                tg->dequant((const char *)s->wg->data + r * s->wg->row_bytes, s->wgf + (size_t)r * s->cols, s->cols);
+                tu->dequant((const char *)s->wu->data + r * s->wu->row_bytes, s->wuf + (size_t)r * s->cols, s->cols);
+            }
+        }
     }
     int r = tools_calib_run(g->m, g->ids, g->n_tok, g->n_ctx, g->threads, observe, g, progress, user, 0, 1, e);
     if (r)
@@ -812,12 +929,20 @@ static int load_group(eng_gptq *g, uint32_t grp, void (*progress)(void *, double
         site *s = &g->s[i];
         if (!s->h)
             continue;
+        if (s->bad == 2)
+            return eng_errf(e, ENG_ENOMEM, "GPTQ: out of memory for the row weights of '%s'", s->names[0]);
         if (s->bad)
             return eng_errf(e, ENG_EFORMAT, "GPTQ: non-finite activations reached '%s' (the model overflows on "
                             "this text)", s->names[0]);
         for (uint32_t a = 0; a < s->cols; a++) /* mirror the lower triangle */
             for (uint32_t b = 0; b < a; b++)
                 s->h[(size_t)b * s->cols + a] = s->h[(size_t)a * s->cols + b];
+        for (uint32_t r = 0; s->hr && r < 2 * s->rows; r++) {
+            double *h = s->hr + (size_t)r * s->cols * s->cols;
+            for (uint32_t a = 0; a < s->cols; a++)
+                for (uint32_t b = 0; b < a; b++)
+                    h[(size_t)b * s->cols + a] = h[(size_t)a * s->cols + b];
+        }
     }
     g->loaded = grp;
     return 0;
@@ -835,6 +960,7 @@ int eng_gptq_collect(const char *model_path, const eng_gptq_opts *o, eng_gptq **
         n_ctx = eng_model_get_info(g->m)->ctx_train;
     g->n_ctx = n_ctx;
     g->threads = o->threads;
+    g->ffn_rows = o->ffn_rows;
     if (o->threads > 1 && !(g->pool = eng_pool_new(o->threads))) {
         r = eng_errf(e, ENG_ENOMEM, "out of memory for %d threads", o->threads);
         goto done;
@@ -873,6 +999,34 @@ int eng_gptq_hessian(eng_gptq *g, const char *name, const double **H, uint32_t *
     return 0;
 }
 
+int eng_gptq_row_hessians(eng_gptq *g, const char *name, const double **Hr, uint32_t *rows, eng_err *e)
+{
+    *Hr = NULL;
+    *rows = 0;
+    const double *H;
+    uint32_t cols;
+    int r = eng_gptq_hessian(g, name, &H, &cols, e);
+    if (r || !H)
+        return r;
+    for (size_t i = 0; i < g->n; i++) {
+        site *s = &g->s[i];
+        if (s->h != H || !s->hr)
+            continue;
+        char gn[96], un[96];
+        tools_weight_name(g->m, s->wg, (int)s->layer, "ffn_gate.weight", gn, sizeof gn);
+        tools_weight_name(g->m, s->wu, (int)s->layer, "ffn_up.weight", un, sizeof un);
+        size_t n = (size_t)s->rows * s->cols * s->cols;
+        if (!strcmp(name, gn))
+            *Hr = s->hr;
+        else if (!strcmp(name, un))
+            *Hr = s->hr + n;
+        if (*Hr)
+            *rows = s->rows;
+        return 0;
+    }
+    return 0;
+}
+
 uint32_t eng_gptq_tokens(const eng_gptq *g) { return g ? g->n_tok : 0; }
 
 uint32_t eng_gptq_groups(const eng_gptq *g) { return g ? g->n_groups : 0; }
@@ -881,8 +1035,10 @@ void eng_gptq_free(eng_gptq *g)
 {
     if (!g)
         return;
-    for (size_t i = 0; i < g->n; i++)
-        free(g->s[i].h);
+    for (size_t i = 0; i < g->n; i++) {
+        free(g->s[i].h); free(g->s[i].hr); free(g->s[i].wgf); free(g->s[i].wuf);
+    }
+    free(g->rw);
     free(g->s);
     free(g->group_of);
     free(g->ids);

@@ -332,7 +332,8 @@ static void clip_row(const eng_tensor_edit *ed, uint64_t r, float *x, uint64_t n
  * out. Returns 0, 1 when H is not positive definite (the caller rounds to
  * nearest instead), or a negative code. */
 static int convert_gptq(const eng_quant_opts *o, const eng_gguf_tensor *t, int type, const eng_tensor_edit *ed,
-                        const eng_imatrix_entry *ix, const double *H, char *out, eng_quant_report *rep)
+                        const eng_imatrix_entry *ix, const double *H, const double *Hr, char *out,
+                        eng_quant_report *rep)
 {
     const simd_traits *src = simd_type_traits(t->type), *dt = simd_type_traits(type);
     uint64_t cols = t->ne[0], rows = t->ne[1];
@@ -356,6 +357,7 @@ static int convert_gptq(const eng_quant_opts *o, const eng_gguf_tensor *t, int t
     eng_gptq_params p = o->gptq_params;
     p.col = ed ? ed->col : NULL;
     p.imp = imp;
+    p.row_h = Hr;
     eng_gptq_stats st;
     int r = eng_gptq_quant_matrix(type, W, (uint32_t)rows, (uint32_t)cols, H, &p, out, &st);
     free(W);
@@ -438,7 +440,7 @@ static void convert_part(void *arg, int ith, int nth)
  * the GPTQ pass) into a new buffer, on pool's threads (NULL: this one). */
 static void *convert(const eng_quant_opts *o, eng_pool *pool, const eng_gguf_tensor *t, int type,
                      const eng_tensor_edit *ed, int fake_bits, const eng_imatrix_entry *ix, const double *H,
-                     eng_quant_report *rep, size_t *out_bytes, eng_err *e)
+                     const double *Hr, eng_quant_report *rep, size_t *out_bytes, eng_err *e)
 {
     const simd_traits *src = simd_type_traits(t->type), *dt = simd_type_traits(type);
     uint64_t cols = t->ne[0], rows = t->ne[1] * t->ne[2] * t->ne[3];
@@ -453,7 +455,7 @@ static void *convert(const eng_quant_opts *o, eng_pool *pool, const eng_gguf_ten
         return NULL;
     }
     if (H) {
-        int r = convert_gptq(o, t, type, ed, ix, H, out, rep);
+        int r = convert_gptq(o, t, type, ed, ix, H, Hr, out, rep);
         if (r < 0) {
             free(out);
             eng_errf(e, r, "tensor '%s': %s", t->name, r == ENG_ENOMEM ? "out of memory for the GPTQ pass" :
@@ -635,7 +637,7 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
             else
                 rep->n_unweighted++;
         }
-        const double *H = NULL;
+        const double *H = NULL, *Hr = NULL;
         if (o->gptq && t->n_dims == 2 && !fake && type != t->type && eng_gptq_supports(type)) {
             uint32_t hc;
             if ((r = eng_gptq_hessian(o->gptq, t->name, &H, &hc, e)))
@@ -645,9 +647,14 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
                       (unsigned long long)t->ne[0]);
                 H = NULL;
             }
+            uint32_t hrows;
+            if (H && (r = eng_gptq_row_hessians(o->gptq, t->name, &Hr, &hrows, e)))
+                goto done;
+            if (Hr && hrows != t->ne[1])
+                Hr = NULL;
         }
         if (type != t->type || ed || fake) {
-            bufs[i] = convert(o, pool, t, type, ed, fake, ix, H, rep, &bytes, e);
+            bufs[i] = convert(o, pool, t, type, ed, fake, ix, H, Hr, rep, &bytes, e);
             if (!bufs[i]) {
                 r = ENG_ENOMEM;
                 goto done;

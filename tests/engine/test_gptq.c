@@ -16,6 +16,10 @@
  *    model's KL; two threads give the same bytes as one;
  *  - the Hessians collected a layer at a time (a budget of one byte) on
  *    two threads give the same file as collected at once;
+ *  - --ffn-rows (eng_gptq_opts.ffn_rows): each SwiGLU gate/up row gets its
+ *    own Hessian (none for other tensors, none without the option), the
+ *    embedded model's q4_0 KL falls below the plain pass's, and two
+ *    threads with the layers collected one at a time give the same bytes;
  *  - the command line's --method and --refine errors. */
 #include <math.h>
 #include <stdint.h>
@@ -252,6 +256,83 @@ static void test_model(const char *model)
     eng_gptq_free(g);
 }
 
+/* The per-row Hessians of --ffn-rows on the embedded model. */
+static void test_ffn_rows(const char *model)
+{
+    char pv[4096], pt[4096];
+    const char *valid = tu_shared("text/wiki.valid.raw", pv), *test = tu_shared("text/wiki.test.raw", pt);
+    if (!valid || !test)
+        return;
+    eng_err e;
+    eng_gptq *g[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < 3; k++) {
+        /* plain; per-row on one thread; per-row on two, a layer at a time */
+        eng_gptq_opts go = {.calib_path = valid, .max_tokens = 2048, .threads = k == 2 ? 2 : 1, .ffn_rows = k > 0,
+                            .max_bytes = k == 2 ? 1 : 0};
+        CHECKF(eng_gptq_collect(model, &go, &g[k], &e) == 0, "%s", e.msg);
+    }
+    if (!g[0] || !g[1] || !g[2])
+        goto done;
+    const double *hg = NULL, *hu = NULL, *hq = NULL, *h0 = NULL, *H = NULL;
+    uint32_t rg = 0, ru = 0, rq = 1, r0 = 1, cols = 0;
+    CHECK(eng_gptq_row_hessians(g[1], "blk.1.ffn_gate.weight", &hg, &rg, &e) == 0 && hg && rg == 172 &&
+          eng_gptq_row_hessians(g[1], "blk.1.ffn_up.weight", &hu, &ru, &e) == 0 && hu == hg + 172 * 64 * 64 &&
+          ru == 172 && eng_gptq_row_hessians(g[1], "blk.1.attn_q.weight", &hq, &rq, &e) == 0 && !hq && !rq &&
+          eng_gptq_row_hessians(g[0], "blk.1.ffn_gate.weight", &h0, &r0, &e) == 0 && !h0 && !r0);
+    CHECK(eng_gptq_hessian(g[1], "blk.1.ffn_up.weight", &H, &cols, &e) == 0 && H && cols == 64);
+    /* each row's sum is symmetric, positive on its diagonal, and rows
+     * differ (the weights are per row, not one for all) */
+    int sym = 1, pos = 1, differ = 0;
+    for (uint32_t r = 0; hg && r < 2 * 172; r++) {
+        const double *h = hg + (size_t)r * 64 * 64;
+        for (uint32_t i = 0; i < 64; i++) {
+            pos &= h[i * 64 + i] > 0;
+            for (uint32_t j = 0; j < i; j++)
+                sym &= h[i * 64 + j] == h[j * 64 + i];
+        }
+        differ |= r && fabs(h[0] / h[65] - hg[0] / hg[65]) > 1e-6 * fabs(hg[0] / hg[65]);
+    }
+    CHECK(sym && pos && differ);
+    size_t len = 0;
+    char *text = tu_read(test, &len);
+    eng_model *base = NULL;
+    CHECK(text && eng_model_open(model, &base, &e) == 0);
+    double kl[2] = {0, 0};
+    for (int k = 0; k < 3 && base && text; k++) {
+        eng_quant_opts o = {.target = eng_qtarget_find("q4_0"), .method = "gptq", .gptq = g[k]};
+        o.gptq_params.clip = 1, o.gptq_params.refine = 4, o.gptq_params.threads = k == 2 ? 2 : 1;
+        eng_quant_report rep;
+        char name[32];
+        snprintf(name, sizeof name, "fr%d.gguf", k);
+        CHECKF(eng_quantize_file(model, tmp(name), &o, &rep, &e) == 0, "%s", e.msg);
+        if (k == 2) {
+            size_t n1 = 0, n2 = 0;
+            char *f1 = tu_read(tmp("fr1.gguf"), &n1), *f2 = tu_read(tmp("fr2.gguf"), &n2);
+            CHECKF(f1 && f2 && n1 == n2 && !memcmp(f1, f2, n1), "--ffn-rows: two threads, a different file");
+            free(f1);
+            free(f2);
+            break;
+        }
+        eng_model *m = NULL;
+        eng_ppl_result r;
+        eng_ppl_opts po = {.n_ctx = 256, .max_chunks = 12, .threads = 1, .base = base};
+        if (eng_model_open(tmp(name), &m, &e) || eng_ppl_run(m, text, len, &po, &r, &e)) {
+            CHECKF(0, "%s", e.msg);
+            eng_model_close(m);
+            continue;
+        }
+        kl[k] = r.kl;
+        printf("q4_0 gptq%s mean KL to f32 %.5f, top-1 %.2f%%\n", k ? " --ffn-rows" : "", r.kl, 100 * r.top1);
+        eng_model_close(m);
+    }
+    CHECKF(kl[1] > 0 && kl[1] < 0.97 * kl[0], "--ffn-rows %g, without %g", kl[1], kl[0]);
+    eng_model_close(base);
+    free(text);
+done:
+    for (int k = 0; k < 3; k++)
+        eng_gptq_free(g[k]);
+}
+
 #ifndef _WIN32
 /* Run a nibble command line; its exit status, stderr in err.txt. */
 static int run(const char *bin, const char *args)
@@ -304,6 +385,8 @@ static void test_cli(const char *model)
     CHECK(run(bin, a) == 2 && err_has("expected a number of rounds in 0..100"));
     snprintf(a, sizeof a, "quantize %s %s q4_0 -q --calib %s --method awq --hessian-mb 5", model, tmp("o.gguf"), cal);
     CHECK(run(bin, a) == 2 && err_has("--hessian-mb 5: is for --method gptq or awq+gptq"));
+    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --awq %s --ffn-rows", model, tmp("o.gguf"), cal);
+    CHECK(run(bin, a) == 2 && err_has("--ffn-rows") && err_has("is for --method gptq or awq+gptq"));
     snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method gptq --calib %s", model, tmp("o.gguf"), tmp("none.txt"));
     CHECK(run(bin, a) == 1 && err_has("calibration text"));
     /* a good run: the method and the calibration recorded */
@@ -340,6 +423,7 @@ int main(void)
         test_cli(model);
 #endif
         test_model(model);
+        test_ffn_rows(model);
     }
     tu_rmtree(dir);
     return tu_result("test_gptq");

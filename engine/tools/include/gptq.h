@@ -37,6 +37,8 @@ typedef struct eng_gptq_opts {
     uint32_t n_ctx;          /* window of the calibration pass (0: 256) */
     int threads;             /* the calibration pass's and the sums' */
     uint64_t max_bytes;      /* Hessians held at once (0: ENG_GPTQ_MAX_BYTES) */
+    int ffn_rows;            /* also a Hessian per row of a SwiGLU FFN's gate and up
+                              * (eng_gptq_row_hessians): 2 * ffn * dim^2 doubles a layer */
     void (*progress)(void *user, double frac, const char *what);
     void *user;
 } eng_gptq_opts;
@@ -61,6 +63,14 @@ int eng_gptq_collect(const char *model_path, const eng_gptq_opts *o, eng_gptq **
  * not in the group held, its group is collected first (a calibration
  * pass); its errors are eng_gptq_collect's. */
 int eng_gptq_hessian(eng_gptq *g, const char *name, const double **H, uint32_t *cols, eng_err *e);
+/* Into *Hr the per-row Hessians (rows x cols x cols doubles; valid as
+ * eng_gptq_hessian's) of the ffn_gate or ffn_up tensor called name when
+ * the collection made them (eng_gptq_opts.ffn_rows; SwiGLU layers only),
+ * else NULL: row i's sums x x^T over the calibration tokens, each token
+ * weighted by the square of how much a unit change of that row's output
+ * moves silu(gate_i) * up_i there, so the pass weighs a row's error where
+ * the FFN's product feels it. Errors: eng_gptq_hessian's. */
+int eng_gptq_row_hessians(eng_gptq *g, const char *name, const double **Hr, uint32_t *rows, eng_err *e);
 /* Tokens the Hessians were summed over. */
 uint32_t eng_gptq_tokens(const eng_gptq *g);
 /* Layer groups (calibration passes when every group is asked for). */
@@ -86,6 +96,9 @@ typedef struct eng_gptq_params {
                          * single codes moved to a neighbouring level, and the
                          * f16 scale of q4_0/q5_0/q8_0/iq4_nl blocks refitted,
                          * while (w - q)^T (H + damp) (w - q) goes down */
+    const double *row_h; /* NULL or rows x cols x cols: each row's own Hessian
+                         * (eng_gptq_row_hessians), replacing H for it (H is used
+                         * for a row whose own one is not positive definite) */
     int threads;        /* rows quantized at once (0 or 1: on the caller's thread) */
 } eng_gptq_params;
 
