@@ -441,6 +441,8 @@ NBK_INLINE void nkp_block(int type, const unsigned char *blk, const void *meta, 
 {
     if (type == SIMD_IQ4_XS)
         nlp_block_iq4_xs(blk, meta, y, nt, acc);
+    else if (type == SIMD_Q2_K || type == SIMD_Q3_K)
+        nlp_block_q23(type == SIMD_Q3_K, blk, meta, y, nt, acc);
     else if (type == SIMD_Q6_K)
         nkp_block6(blk, meta, y, nt, acc);
     else
@@ -454,6 +456,8 @@ NBK_INLINE void nkp_packed(int type, size_t n, const void *p, size_t ng, const v
     const size_t bb = NKP_R * (type == SIMD_Q6_K    ? sizeof(simd_block_q6_k)
                                : type == SIMD_Q5_K  ? sizeof(simd_block_q5_k)
                                : type == SIMD_IQ4_XS ? sizeof(simd_block_iq4_xs)
+                               : type == SIMD_Q2_K  ? sizeof(simd_block_q2_k)
+                               : type == SIMD_Q3_K  ? sizeof(simd_block_q3_k)
                                                      : sizeof(simd_block_q4_k));
     float acc[NKP_TCHUNK][8][NKP_R];
     for (size_t t0 = 0; t0 < nt; t0 += NKP_TCHUNK) {
@@ -477,9 +481,15 @@ NBK_INLINE void nkp_packed(int type, size_t n, const void *p, size_t ng, const v
                     nkp_meta45 m45;
                     nkp_meta6 m6;
                     nlp_meta m4x;
+                    nlp_meta2 m2;
+                    nlp_meta3 m3;
                 } meta;
                 if (type == SIMD_IQ4_XS)
                     nlp_meta_iq4_xs(blk, &meta.m4x);
+                else if (type == SIMD_Q2_K)
+                    nlp_meta_q2_k(blk, &meta.m2);
+                else if (type == SIMD_Q3_K)
+                    nlp_meta_q3_k(blk, &meta.m3);
                 else if (type == SIMD_Q6_K)
                     nkp_meta_q6(blk, &meta.m6);
                 else

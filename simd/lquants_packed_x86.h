@@ -155,6 +155,134 @@ NBK_INLINE void nlp_block_iq4_xs(const unsigned char *blk, const nlp_meta *m, co
     }
 }
 
+/* ---- q2_k / q3_k (blocks of 256 against q8k, the K-quant driver) ----
+ * q2_k packed block: scales (4 chunks at 0), qs (16 chunks at 256), d (32
+ * bytes at 1280), dmin (32 at 1312). q3_k: hmask (8 chunks at 0), qs (16
+ * chunks at 512), scales (3 chunks at 1536), d (32 bytes at 1728).
+ * qs chunk 8h + i holds qs bytes 32h + 4i .. 32h + 4i + 3 of each row;
+ * bits 2k, 2k+1 of those bytes are values 128h + 32k + 4i .. +3, in
+ * sub-block j = 8h + 2k + i/4. q3_k's high bit of the same values is bit
+ * 4h + k of hmask chunk i.
+ *
+ * Codes are unsigned on every set: q2_k's 0..3 as they are, q3_k's level
+ * + 4 (0..7), and q3_k takes 4 * sum_j (sc_j - 32) * bsum_j off per block
+ * and token, as lquants_x86.h does. Codes 0..7 are valid bytes for all
+ * three products (vpdpbusd's unsigned side, vpdpbssd's signed one, and
+ * maddubs pairs of at most 2*7*127), so the signed form that avxvnniint8
+ * could use would only trade those 8 int16 pair products per block for a
+ * subtraction on each of the block's 64 code vectors. Per lane:
+ *   q2_k: sumi = sum_j sc_j * (codes . a)_j,  summ = sum_j m_j * bsum_j
+ *         acc += (d * d_a) * (float)sumi - (dmin * d_a) * (float)summ
+ *   q3_k: sumi = sum_j (sc_j - 32) * ((codes . a)_j - 4 * bsum_j)
+ *         acc += (d * d_a) * (float)sumi
+ * which are lquants.c's integers and float steps. Bounds: a sub-block dot
+ * is at most 16*7*127, times 32, times 16 < 2^31. */
+
+typedef struct {
+    nkp_v sc[16]; /* sub-block scales (low nibbles), int32 per lane */
+    nkp_v mp[8];  /* mins m_2k, m_2k+1 as the int16 halves of each lane */
+    nkp_f d, dmin;
+} nlp_meta2;
+
+typedef struct {
+    nkp_v sc[16]; /* sc_j - 32, int32 per lane */
+    nkp_v sp[8];  /* sc_2k - 32 and sc_2k+1 - 32 as the int16 halves of each lane */
+    nkp_f d;
+} nlp_meta3;
+
+NBK_INLINE void nlp_meta_q2_k(const unsigned char *blk, nlp_meta2 *m)
+{
+    const nkp_v m4 = nkp_set8(0x0f);
+    for (int c = 0; c < 4; c++) {
+        nkp_v u = nkp_load(blk + 64 * c);
+        nkp_v lo = nkp_and(u, m4), hi = nkp_and(nkp_srl16(u, 4), m4);
+        for (int k = 0; k < 4; k++)
+            m->sc[4 * c + k] = nkp_shuf(lo, nkp_pat_byte(k));
+        m->mp[2 * c] = nkp_shuf(hi, nkp_pat_lo16(0));
+        m->mp[2 * c + 1] = nkp_shuf(hi, nkp_pat_lo16(2));
+    }
+    m->d = nkp_h2f(blk + 1280);
+    m->dmin = nkp_h2f(blk + 1312);
+}
+
+/* The six-bit scales (simd_q3k_scales, lane by lane): chunk u0 holds
+ * scales bytes 0-3, u1 4-7, u2 8-11. sc_4g+k has its low 4 bits in byte k
+ * of u0 (g = 0), u1 (1), u0's high nibbles (2), u1's (3), and its top 2
+ * bits at bits 2g, 2g+1 of byte k of u2. */
+NBK_INLINE void nlp_meta_q3_k(const unsigned char *blk, nlp_meta3 *m)
+{
+    const unsigned char *sb = blk + 1536;
+    nkp_v u0 = nkp_load(sb), u1 = nkp_load(sb + 64), u2 = nkp_load(sb + 128);
+    const nkp_v m4 = nkp_set8(0x0f), m30 = nkp_set8(0x30), off = nkp_set32(32), low16 = nkp_set32(0xffff);
+    const nkp_v lo[4] = {nkp_and(u0, m4), nkp_and(u1, m4), nkp_and(nkp_srl16(u0, 4), m4),
+                         nkp_and(nkp_srl16(u1, 4), m4)};
+    for (int g = 0; g < 4; g++) {
+        /* bits 2g, 2g+1 of each byte to bits 4, 5 (16-bit shifts: the
+         * mask keeps bits that stayed within their byte) */
+        nkp_v hi = g < 2 ? nkp_sll16(u2, 4 - 2 * g) : g == 2 ? u2 : nkp_srl16(u2, 2);
+        nkp_v s = nkp_or(lo[g], nkp_and(hi, m30));
+        for (int k = 0; k < 4; k++)
+            m->sc[4 * g + k] = nkp_sub(nkp_shuf(s, nkp_pat_byte(k)), off);
+    }
+    for (int k = 0; k < 8; k++)
+        m->sp[k] = nkp_or(nkp_and(m->sc[2 * k], low16), nkp_sll32(m->sc[2 * k + 1], 16));
+    m->d = nkp_h2f(blk + 1728);
+}
+
+/* nt (1..NKP_T) tokens against one packed q2_k (three = 0) or q3_k block;
+ * y[t] is token t's q8k block, acc[t] its accumulator slot. meta is an
+ * nlp_meta2 or nlp_meta3. */
+NBK_INLINE void nlp_block_q23(int three, const unsigned char *blk, const void *meta, const simd_block_q8k *const *y,
+                              int nt, float *const *acc)
+{
+    const nlp_meta2 *m2 = meta;
+    const nlp_meta3 *m3 = meta;
+    const unsigned char *hmask = blk, *qs = blk + (three ? 512 : 256);
+    const nkp_v lo2 = nkp_set8(0x03), bit2 = nkp_set8(0x04);
+    nkp_v sumi[NKP_T];
+    for (int t = 0; t < nt; t++)
+        sumi[t] = nkp_zero();
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 4; k++)
+            for (int s = 0; s < 2; s++) {
+                nkp_v dj[NKP_T];
+                for (int t = 0; t < nt; t++)
+                    dj[t] = nkp_zero();
+                for (int i = 4 * s; i < 4 * s + 4; i++) {
+                    nkp_v q = nkp_load(qs + 64 * (8 * h + i));
+                    nkp_v c = nkp_and(k ? nkp_srl16(q, 2 * k) : q, lo2);
+                    if (three) {
+                        /* bit 4h + k of the hmask byte to bit 2 (it stays
+                         * within its byte for these shifts) */
+                        nkp_v hm = nkp_load(hmask + 64 * i);
+                        int b = 4 * h + k;
+                        nkp_v hb = b >= 2 ? nkp_srl16(hm, b - 2) : nkp_sll16(hm, 2 - b);
+                        c = nkp_or(c, nkp_and(hb, bit2));
+                    }
+                    for (int t = 0; t < nt; t++)
+                        dj[t] = nkp_dot(dj[t], c, nkp_a4(y[t]->qs + 128 * h + 32 * k + 4 * i));
+                }
+                const nkp_v sc = three ? m3->sc[8 * h + 2 * k + s] : m2->sc[8 * h + 2 * k + s];
+                for (int t = 0; t < nt; t++)
+                    sumi[t] = nkp_add(sumi[t], nkp_mul(dj[t], sc));
+            }
+    for (int t = 0; t < nt; t++) {
+        /* the 16 bsums, two to an int32 for the int16 pair products */
+        nkp_v bs = nkp_zero();
+        for (int k = 0; k < 8; k++) {
+            int32_t p2;
+            memcpy(&p2, y[t]->bsums + 2 * k, 4);
+            bs = nkp_dotw(bs, three ? m3->sp[k] : m2->mp[k], p2);
+        }
+        if (three) {
+            nkp_v s = nkp_sub(sumi[t], nkp_sll32(bs, 2));
+            nkp_float_step(m3->d, NULL, &s, NULL, y[t]->d, acc[t]);
+        } else {
+            nkp_float_step(m2->d, &m2->dmin, &sumi[t], &bs, y[t]->d, acc[t]);
+        }
+    }
+}
+
 /* ---- iq4_nl: blocks of 32 against q8a ----
  * A packed block: d (32 bytes), qs (4 chunks): chunk i's low nibbles are
  * values 4i.., its high nibbles 16+4i... Per row (lane), token and block

@@ -280,12 +280,24 @@ static void nbl_packed_iq4_xs(size_t n, const void *p, size_t ng, const void *a,
 {
     nkp_packed(SIMD_IQ4_XS, n, p, ng, a, as, nt, out, os);
 }
+static void nbl_packed_q2_k(size_t n, const void *p, size_t ng, const void *a, size_t as, size_t nt, float *out,
+                            size_t os)
+{
+    nkp_packed(SIMD_Q2_K, n, p, ng, a, as, nt, out, os);
+}
+static void nbl_packed_q3_k(size_t n, const void *p, size_t ng, const void *a, size_t as, size_t nt, float *out,
+                            size_t os)
+{
+    nkp_packed(SIMD_Q3_K, n, p, ng, a, as, nt, out, os);
+}
 
 void NBL_SET_FN(simd_kernel_set *s)
 {
     nbl_set_dots(s);
     nbi_set_dots(s); /* the i-quants below 4 bits: iquants_x86.h's driver */
     s->dot_packed[SIMD_IQ4_XS] = nbl_packed_iq4_xs;
+    s->dot_packed[SIMD_Q2_K] = nbl_packed_q2_k;
+    s->dot_packed[SIMD_Q3_K] = nbl_packed_q3_k;
     s->dot_packed[SIMD_IQ4_NL] = nlp_packed_iq4_nl; /* lquants_packed_x86.h */
     s->dot[SIMD_IQ4_NL] = nbl_nl_dot;
     s->dot_batch[SIMD_IQ4_NL] = nbl_nl_batch;

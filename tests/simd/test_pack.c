@@ -1,7 +1,7 @@
 /* Packed weight rows (simd/pack.c, layout in simd.h):
  *  - pack then unpack gives the rows back, bytes and padding untouched,
  *    for every type with a layout;
- *  - the layout is the documented one (q4_0, q5_1, q4_k spot checks);
+ *  - the layout is the documented one, byte by byte, for every type;
  *  - every kernel set this CPU runs that reads packed rows gives, for
  *    each type it packs, the bits of the scalar set's dot_rows on the
  *    same rows unpacked: random bit patterns with finite f16 scales,
@@ -36,8 +36,9 @@ static uint64_t brnd(void)
     return rng;
 }
 
-static const int types[] = {SIMD_Q4_0, SIMD_Q4_1, SIMD_Q5_0, SIMD_Q5_1, SIMD_Q8_0,
-                            SIMD_Q4_K, SIMD_Q5_K, SIMD_Q6_K, SIMD_MXFP4, SIMD_IQ4_XS, SIMD_IQ4_NL};
+static const int types[] = {SIMD_Q4_0, SIMD_Q4_1, SIMD_Q5_0, SIMD_Q5_1,  SIMD_Q8_0,   SIMD_Q4_K,  SIMD_Q5_K,
+                            SIMD_Q6_K, SIMD_MXFP4, SIMD_IQ4_XS, SIMD_IQ4_NL, SIMD_Q2_K, SIMD_Q3_K};
+#define NTYPES ((int)(sizeof types / sizeof *types))
 
 /* rows with PAD spare bytes each; the packed copy; rows unpacked again */
 static unsigned char rows[MAXR * (MAXN * 2 + PAD)], back[MAXR * (MAXN * 2 + PAD)];
@@ -68,6 +69,8 @@ static void fill_rows(int type, size_t n, size_t nr, size_t ws)
             case SIMD_Q4_0: case SIMD_Q5_0: case SIMD_Q8_0: case SIMD_IQ4_XS: case SIMD_IQ4_NL: memcpy(blk, d, 2); break;
             case SIMD_Q4_1: case SIMD_Q5_1: case SIMD_Q4_K: case SIMD_Q5_K: memcpy(blk, d, 4); break;
             case SIMD_Q6_K: memcpy(blk + offsetof(simd_block_q6_k, d), d, 2); break;
+            case SIMD_Q2_K: memcpy(blk + offsetof(simd_block_q2_k, d), d, 4); break;
+            case SIMD_Q3_K: memcpy(blk + offsetof(simd_block_q3_k, d), d, 2); break;
             default: break; /* mxfp4: every exponent byte is a valid scale */
             }
         }
@@ -135,6 +138,7 @@ static const struct {
     {SIMD_Q5_1, 4, {2, 2, 4, 16}},  {SIMD_Q8_0, 2, {2, 32}},             {SIMD_Q4_K, 4, {2, 2, 12, 128}},
     {SIMD_Q5_K, 5, {2, 2, 12, 32, 128}}, {SIMD_Q6_K, 4, {128, 64, 16, 2}}, {SIMD_MXFP4, 2, {1, 16}},
     {SIMD_IQ4_XS, 4, {2, 2, 4, 128}}, {SIMD_IQ4_NL, 2, {2, 16}},
+    {SIMD_Q2_K, 4, {16, 64, 2, 2}},     {SIMD_Q3_K, 4, {32, 64, 12, 2}},
 };
 
 static void check_layout(void)
@@ -233,14 +237,14 @@ static void check_all_sets(void)
         }
         CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
         int kernels = check_set(name, ref, NULL);
-        /* every x86 set reads all eleven packed types (mxfp4, iq4_xs and iq4_nl included) */
+        /* every x86 set reads all the packed types (mxfp4, iq4_xs, iq4_nl, q2_k and q3_k included) */
         int x86 = k == SIMD_K_AVX2 || k == SIMD_K_AVXVNNI || k == SIMD_K_AVX512VNNI || k == SIMD_K_AVXVNNIINT8;
-        CHECKF(!x86 || kernels == 11, "%s: %d packed kernels, expected 11", name, kernels);
+        CHECKF(!x86 || kernels == NTYPES, "%s: %d packed kernels, expected %d", name, kernels, NTYPES);
         printf("%-14s %d packed kernel(s) checked\n", name, kernels);
     }
 #ifdef NIBBLE_TEST_VNNIINT8_EMUL
-    /* the avxvnniint8 set's packed kernels (32-block types, K-quants and
-     * mxfp4), vpdpbssd emulated */
+    /* the avxvnniint8 set's packed kernels (32-block types, K-quants,
+     * mxfp4, iq4, q2_k and q3_k), vpdpbssd emulated */
     if (simd_kernel_supported(SIMD_K_AVX2, NULL)) {
         simd_kernel_set e;
         memset(&e, 0, sizeof e);
@@ -249,7 +253,7 @@ static void check_all_sets(void)
         simd_set_mxfp4_avxvnniint8_emul(&e);
         simd_set_lquants_avxvnniint8_emul(&e);
         int kernels = check_set("avxvnniint8 (emulated)", ref, e.dot_packed);
-        CHECKF(kernels == 11, "avxvnniint8 (emulated): %d packed kernels, expected 11", kernels);
+        CHECKF(kernels == NTYPES, "avxvnniint8 (emulated): %d packed kernels, expected %d", kernels, NTYPES);
         printf("%-14s %d packed kernel(s) checked\n", "avxvnniint8 (emulated)", kernels);
     }
 #endif
