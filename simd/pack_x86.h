@@ -333,6 +333,63 @@ NB_INLINE void nbp_groupacc(int type, size_t nb, const unsigned char *g, int h, 
         nbp_storef(out + (size_t)t * os, nbp_reduce8(acc[t]));
 }
 
+/* The accumulator form on two sets of rows at once (AVX-512: two groups,
+ * 32 rows), for the 4- and 5-bit types: each activation dword is
+ * broadcast once and feeds both sets' vpdpbusd, so a product needs half a
+ * load where nbp_groupacc needs one, and the bias and scale broadcasts are
+ * shared too. The two blocks' codes are unpacked once for tn <= NBP_PT
+ * tokens (16 vectors of codes: only the 32-register set has room). Each
+ * set's terms, slots and order are nbp_groupacc's: the same bits. */
+#ifndef NBP_PT
+#define NBP_PT 16
+#endif
+#ifndef NBP_PAIR
+#define NBP_PAIR 1
+#endif
+
+NB_INLINE void nbp_pairacc(int type, size_t nb, const unsigned char *ga, const unsigned char *gb, const char *a,
+                           size_t as, int tn, float *outa, float *outb, size_t os, nbp_vf (*acc)[2][8])
+{
+    const size_t pb = SIMD_PACK_ROWS * nb_bbytes(type);
+    const int sh = type == SIMD_MXFP4 ? NBP_MX_BIAS_SHIFT : nb_bias_shift(type);
+    for (int t = 0; t < tn; t++)
+        for (int k = 0; k < 8; k++)
+            acc[t][0][k] = acc[t][1][k] = nbp_zerof();
+    for (size_t b = 0; b < nb; b++) {
+        nbp_vi WA[8], WB[8];
+        nbp_vf dwa, mwa, dwb, mwb;
+        nbp_wblock(type, ga + b * pb, 0, WA, &dwa, &mwa);
+        nbp_wblock(type, gb + b * pb, 0, WB, &dwb, &mwb);
+        const char *ab = a + b * sizeof(simd_block_q8a);
+        const int k = (int)(b & 7);
+        for (int t = 0; t < tn; t++) {
+            const simd_block_q8a *y = (const simd_block_q8a *)(ab + (size_t)t * as);
+            const unsigned char *q = (const unsigned char *)y->qs;
+            nbp_vi sa = sh >= 0 ? nbp_set1i(-(int32_t)((uint32_t)y->sum << sh)) : nbp_zeroi();
+            nbp_vi sb = sa;
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; j++) {
+                sa = nbp_dot(sa, WA[j], q + 4 * j);
+                sb = nbp_dot(sb, WB[j], q + 4 * j);
+            }
+            nbp_vf da = nbp_set1f(y->d);
+            nbp_vf ta = nbp_mulf(nbp_mulf(dwa, da), nbp_cvtf(sa));
+            nbp_vf tb = nbp_mulf(nbp_mulf(dwb, da), nbp_cvtf(sb));
+            if (nb_has_min(type)) {
+                nbp_vf fs = nbp_set1f((float)y->sum);
+                ta = nbp_addf(ta, nbp_mulf(nbp_mulf(mwa, da), fs));
+                tb = nbp_addf(tb, nbp_mulf(nbp_mulf(mwb, da), fs));
+            }
+            acc[t][0][k] = nbp_addf(acc[t][0][k], ta);
+            acc[t][1][k] = nbp_addf(acc[t][1][k], tb);
+        }
+    }
+    for (int t = 0; t < tn; t++) {
+        nbp_storef(outa + (size_t)t * os, nbp_reduce8(acc[t][0]));
+        nbp_storef(outb + (size_t)t * os, nbp_reduce8(acc[t][1]));
+    }
+}
+
 /* tn <= NBP_RT tokens, each tile size its own unrolled copy. */
 NB_INLINE void nbp_groupn(int type, size_t nb, const unsigned char *g, int h, const char *a, size_t as, int tn,
                           float *out, size_t os)
@@ -362,6 +419,34 @@ NB_INLINE void nbp_dot_packed(int type, size_t n, const void *p, size_t ng, cons
                 nbp_group1(type, nb, g, h, a, out + i * SIMD_PACK_ROWS + (size_t)h * NBP_W);
         return;
     }
+#if NBP_W == 16 && NBP_PAIR
+    if (type != SIMD_Q8_0) {
+        /* pairs of groups against chunks of tokens, blocked for L2 as below */
+        nbp_vf acc[NBP_PT][2][8];
+        size_t gblk = NBP_L2W / gbytes, tchunk = NBP_L2A / (as ? as : 1);
+        gblk = gblk < 2 ? 2 : gblk & ~(size_t)1;
+        tchunk = tchunk < NBP_PT ? NBP_PT : tchunk / NBP_PT * NBP_PT;
+        for (size_t i0 = 0; i0 < ng; i0 += gblk) {
+            size_t i1 = i0 + gblk < ng ? i0 + gblk : ng;
+            for (size_t c0 = 0; c0 < nt; c0 += tchunk) {
+                size_t c1 = c0 + tchunk < nt ? c0 + tchunk : nt;
+                for (size_t t0 = c0; t0 < c1; t0 += NBP_PT) {
+                    int tn = (int)(c1 - t0 < NBP_PT ? c1 - t0 : NBP_PT);
+                    const char *at = (const char *)a + t0 * as;
+                    size_t i = i0;
+                    for (; i + 2 <= i1; i += 2)
+                        nbp_pairacc(type, nb, g + i * gbytes, g + (i + 1) * gbytes, at, as, tn,
+                                    out + t0 * os + i * SIMD_PACK_ROWS, out + t0 * os + (i + 1) * SIMD_PACK_ROWS, os,
+                                    acc);
+                    if (i < i1) /* an odd last group */
+                        nbp_groupacc(type, nb, g + i * gbytes, 0, at, as, tn, out + t0 * os + i * SIMD_PACK_ROWS, os,
+                                     (nbp_vf(*)[8])acc);
+                }
+            }
+        }
+        return;
+    }
+#endif
     if (type != SIMD_Q8_0) {
         nbp_vf acc[NBP_TT][8];
         for (size_t i = 0; i < ng; i++, g += gbytes)

@@ -5,7 +5,7 @@
  *  - every kernel set this CPU runs that reads packed rows gives, for
  *    each type it packs, the bits of the scalar set's dot_rows on the
  *    same rows unpacked: random bit patterns with finite f16 scales,
- *    1-3 groups, many lengths, 1..65 tokens (around the x86 kernels'
+ *    1-3 groups (7 for the longest rows), many lengths, 1..65 tokens (around the x86 kernels'
  *    32-token passes), an output stride wider than the rows; on x86 also
  *    the avxvnniint8 set's kernels with vpdpbssd emulated (built into this
  *    test again, as test_kernels does). */
@@ -21,7 +21,8 @@ void simd_set_mxfp4_avxvnniint8_emul(simd_kernel_set *s);
 void simd_set_lquants_avxvnniint8_emul(simd_kernel_set *s);
 #endif
 
-#define MAXG 3
+#define MAXG 7 /* 1-3 groups everywhere; 7 for long rows, so the x86 cache blocks of groups (about 192 KiB of
+                  * weights) split them, with an odd group last */
 #define MAXR (MAXG * SIMD_PACK_ROWS)
 #define MAXN 4096
 #define MAXT 65
@@ -200,7 +201,9 @@ static int check_set(const char *set, simd_dot_rows_fn ref[SIMD_TYPE_COUNT], sim
         for (size_t li = 0; li < nl; li++) {
             size_t n = lens[li], ws = simd_row_bytes(type, n) + PAD;
             size_t as = simd_act_row_bytes(t->act, n) + 16;
-            for (size_t ng = 1; ng <= MAXG; ng++) {
+            for (size_t ng = 1; ng <= MAXG; ng = ng == 3 && n >= 2048 ? MAXG : ng + 1) {
+                if (ng > 3 && ng < MAXG)
+                    break;
                 size_t nr = ng * SIMD_PACK_ROWS;
                 fill_rows(type, n, nr, ws);
                 simd_pack(type, n, rows, ws, ng, packed);
