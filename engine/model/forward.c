@@ -196,6 +196,29 @@ static void mm_part_packed(mm_part *p)
 
 static void mm_run(eng_ctx *c, mm_job *j);
 
+/* Quantizing a batch's activation rows, split by rows over the pool: a
+ * long prompt's rows took one thread a few percent of prefill while the
+ * others waited. Each row is quantized alone, so the split changes no
+ * byte. */
+typedef struct act_job {
+    const float *x;
+    uint32_t cols;
+    int q8, q8k;
+    char *act, *act_k;
+    size_t qstride, kstride;
+} act_job;
+
+static void act_range(void *arg, uint32_t t0, uint32_t t1)
+{
+    const act_job *j = arg;
+    for (uint32_t t = t0; t < t1; t++) {
+        if (j->q8)
+            simd_act_quant(SIMD_ACT_Q8, j->x + (size_t)t * j->cols, j->act + t * j->qstride, j->cols);
+        if (j->q8k)
+            simd_act_quant(SIMD_ACT_Q8K, j->x + (size_t)t * j->cols, j->act_k + t * j->kstride, j->cols);
+    }
+}
+
 /* y_i[t] = W_i x[t] for each weight of the group; x is nt rows of cols
  * floats, quantized here once if any weight wants int8 activations. */
 static void matmul(eng_ctx *c, const float *x, uint32_t nt, int np, const eng_weight *const *w, float *const *out)
@@ -210,12 +233,14 @@ static void matmul(eng_ctx *c, const float *x, uint32_t nt, int np, const eng_we
         need_q8 |= w[i]->act == SIMD_ACT_Q8;
         need_q8k |= w[i]->act == SIMD_ACT_Q8K;
     }
-    if (need_q8)
-        for (uint32_t t = 0; t < nt; t++)
-            simd_act_quant(SIMD_ACT_Q8, x + (size_t)t * cols, (char *)c->act + t * qstride, cols);
-    if (need_q8k)
-        for (uint32_t t = 0; t < nt; t++)
-            simd_act_quant(SIMD_ACT_Q8K, x + (size_t)t * cols, (char *)c->act_k + t * kstride, cols);
+    if (need_q8 || need_q8k) {
+        act_job aj = {x, cols, need_q8, need_q8k, (char *)c->act, (char *)c->act_k, qstride, kstride};
+        /* below ~64 KiB of floats waking the workers costs more than it saves */
+        if ((uint64_t)nt * cols < 16384 || eng_pool_threads(c->pool) < 2)
+            act_range(&aj, 0, nt);
+        else
+            eng_pool_run_range(c->pool, act_range, &aj, nt, 1);
+    }
     mm_part parts[3];
     mm_job j = {.p = parts, .np = np};
     for (int i = 0; i < np; i++) {
