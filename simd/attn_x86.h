@@ -1,7 +1,7 @@
 /* Private to simd/: the AVX2 pieces of attention that the x86 forms
- * (attn_avx2.c, attn_avx512.c) share: the exp eight lanes at a time, the
- * eight-position lane reduction, the max and the exp-and-sum of a row of
- * scores. Each keeps simd_attn_ref's order of float operations lane by
+ * (attn_avx2.c, attn_avx512.c) share: the exp eight lanes at a time
+ * (sixteen in the AVX-512 builds), the eight-position lane reduction,
+ * the max and the exp-and-sum of a row of scores. Each keeps simd_attn_ref's order of float operations lane by
  * lane (attn_avx2.c says how). Included by files built with AVX2 or
  * AVX-512 flags only. */
 #ifndef NIBBLE_ATTN_X86_H
@@ -42,6 +42,31 @@ AI __m256 exp8(__m256 x)
     return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), keep);
 }
 
+#if defined(__AVX512F__)
+/* exp8 on sixteen lanes (the AVX-512 builds): each lane takes exp8's
+ * steps on the same value, so the bits are the same; the dropped lanes
+ * are zeroed by the mask, as exp8's and-mask zeroes them. */
+AI __m512 exp16(__m512 x)
+{
+    __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(ATTN_EXP_MIN), _CMP_GE_OQ); /* false for NaN */
+    x = _mm512_min_ps(x, _mm512_setzero_ps());
+    __m512 t = _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(ATTN_LOG2E)), _mm512_set1_ps(ATTN_ROUND));
+    __m512 n = _mm512_sub_ps(t, _mm512_set1_ps(ATTN_ROUND));
+    __m512 r = _mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(ATTN_LN2_HI)));
+    r = _mm512_sub_ps(r, _mm512_mul_ps(n, _mm512_set1_ps(ATTN_LN2_LO)));
+    __m512 p = _mm512_set1_ps(ATTN_C7);
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(ATTN_C6));
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(ATTN_C5));
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(ATTN_C4));
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(ATTN_C3));
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(ATTN_C2));
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.0f));
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.0f));
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_maskz_mov_ps(keep, _mm512_mul_ps(p, _mm512_castsi512_ps(e)));
+}
+#endif
+
 /* Largest score, NaN passed over (max_ps(s, m) is s > m ? s : m). */
 static inline float attn_max(const float *s, size_t n)
 {
@@ -65,6 +90,18 @@ static inline float attn_exp_sum(float *s, size_t n, float mx)
 {
     __m256 mv = set1(mx), sum = _mm256_setzero_ps();
     size_t p = 0;
+#if defined(__AVX512F__)
+    /* sixteen exps at a time; the two halves are added to the eight lanes
+     * one after the other, positions p..p+7 then p+8..p+15, the order of
+     * the loop below */
+    __m512 mv16 = _mm512_set1_ps(mx);
+    for (; p + 16 <= n; p += 16) {
+        __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + p), mv16));
+        _mm512_storeu_ps(s + p, e);
+        sum = _mm256_add_ps(sum, _mm512_castps512_ps256(e));
+        sum = _mm256_add_ps(sum, _mm256_castsi256_ps(_mm512_extracti64x4_epi64(_mm512_castps_si512(e), 1)));
+    }
+#endif
     for (; p + 8 <= n; p += 8) {
         __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + p), mv));
         _mm256_storeu_ps(s + p, e);
