@@ -98,6 +98,60 @@ AI void attn_vsum64(const simd_attn_args *a, const float *const *e, int nh, size
 }
 #endif
 
+#if defined(__AVX512F__)
+/* Scores of nh heads (queries q[i], into s[i]) for positions p..p+m-1
+ * (m <= 8) on 512-bit vectors (the AVX-512 build), read from the halves
+ * where they lie: a vector holds two positions' eight lanes (lane d mod
+ * 8, low half position 2j, high half 2j+1) against a query's eight
+ * columns in both halves, so each K row is converted once for all nh
+ * heads (attn_scores converts it once per head) and each multiply and
+ * add covers two positions. Every lane takes attn_scores's steps in its
+ * order, and x86_reduce8x8 combines the eight positions' lanes as there:
+ * the same bits. Rows past m are neither read nor stored (their lanes
+ * are zeros). */
+AI void attn_scores_heads(const simd_attn_args *a, const float *const *q, int nh, size_t p, int m,
+                          float *const *s)
+{
+    __m512 acc[ATTN_HB][4];
+    const simd_f16 *k = a->k + p * a->kvstride;
+    for (int i = 0; i < nh; i++)
+        for (int j = 0; j < 4; j++)
+            acc[i][j] = _mm512_setzero_ps();
+    for (size_t d = 0; d < a->hd; d += 8) {
+        __m512 kv[4];
+        for (int j = 0; j < 4; j++) {
+            __m128i lo = 2 * j < m ? _mm_loadu_si128((const __m128i *)(k + 2 * j * a->kvstride + d))
+                                   : _mm_setzero_si128();
+            __m128i hi = 2 * j + 1 < m ? _mm_loadu_si128((const __m128i *)(k + (2 * j + 1) * a->kvstride + d))
+                                       : _mm_setzero_si128();
+            kv[j] = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+        }
+        for (int i = 0; i < nh; i++) {
+            __m256d q8 = _mm256_castps_pd(_mm256_loadu_ps(q[i] + d));
+            __m512 qv = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(q8), q8, 1));
+            for (int j = 0; j < 4; j++)
+                acc[i][j] = _mm512_add_ps(acc[i][j], _mm512_mul_ps(qv, kv[j]));
+        }
+    }
+    for (int i = 0; i < nh; i++) {
+        __m256 l[8];
+        for (int j = 0; j < 4; j++) {
+            l[2 * j] = _mm512_castps512_ps256(acc[i][j]);
+            l[2 * j + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[i][j]), 1));
+        }
+        __m256 sv = _mm256_mul_ps(x86_reduce8x8(l), set1(a->scale));
+        if (m == 8) {
+            _mm256_storeu_ps(s[i] + p, sv);
+        } else {
+            float tmp[8];
+            _mm256_storeu_ps(tmp, sv);
+            memcpy(s[i] + p, tmp, (size_t)m * sizeof(float));
+        }
+    }
+}
+#define ATTN_SCORES_HEADS 1
+#endif
+
 #define ATTN_SB 8
 #include "attn_driver.h"
 

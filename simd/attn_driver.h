@@ -16,6 +16,9 @@
  *                                    [p0, p1), added to o[h] (started at 0
  *                                    when p0 is 0), positions in order
  *   ATTN_ENTRY                       the name of the simd_attn_* it defines
+ * and may define ATTN_SCORES_HEADS, then giving
+ *   attn_scores_heads(a, q, nh, p, m, s)  attn_scores for the nh heads
+ *                                    q[i] into s[i] at once
  * and gets ATTN_ENTRY(const simd_attn_args *). */
 #ifndef NIBBLE_ATTN_DRIVER_H
 #define NIBBLE_ATTN_DRIVER_H
@@ -54,12 +57,21 @@ static inline __attribute__((always_inline)) void attn_heads(const simd_attn_arg
     for (; p + ATTN_SB <= n; p += ATTN_SB) {
         for (size_t j = 0; j < ATTN_SB; j++)
             attn_prefetch(a, p + j);
+#ifdef ATTN_SCORES_HEADS
+        attn_scores_heads(a, q, nh, p, ATTN_SB, (float *const *)e);
+#else
         for (int i = 0; i < nh; i++)
             attn_scores(a, q[i], p, ATTN_SB, (float *)e[i]);
+#endif
     }
+#ifdef ATTN_SCORES_HEADS
+    if (p < n)
+        attn_scores_heads(a, q, nh, p, (int)(n - p), (float *const *)e);
+#else
     if (p < n)
         for (int i = 0; i < nh; i++)
             attn_scores(a, q[i], p, (int)(n - p), (float *)e[i]);
+#endif
     if (a->softcap > 0)
         for (int i = 0; i < nh; i++)
             attn_softcap((float *)e[i], n, a->softcap);
