@@ -1,0 +1,114 @@
+/* nibble_attnbench: one decode step's attention over one layer's cache,
+ * as forward.c runs it on one thread (every kv head, chunk by chunk,
+ * the query heads of a kv head together), for each kernel set this CPU
+ * runs but scalar: an f16 cache (simd_attn_chunk) and a q8_0 one
+ * (simd_attn_q_tile).
+ * The cache is small enough to stay in L2/L3, so this times the kernels'
+ * arithmetic, not memory; each figure is the fastest of -i runs, which a
+ * busy machine disturbs least. Compare builds by running each in turns.
+ *
+ *   nibble_attnbench [-d DEPTH] [-hd HEAD] [-g QHEADS_PER_KV] [-kv KVHEADS] [-i RUNS]
+ * (defaults: qwen05's shape, 64 / 7 / 2, depth 4096, 300 runs) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "simd.h"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static float val(size_t i, unsigned mul) { return (float)((i * mul) % 1000u) / 1000.0f - 0.5f; }
+
+int main(int argc, char **argv)
+{
+    size_t depth = 4096, hd = 64, grp = 7, nkv = 2, runs = 300;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        size_t v = (size_t)strtoul(argv[i + 1], NULL, 10);
+        if (!strcmp(argv[i], "-d"))
+            depth = v;
+        else if (!strcmp(argv[i], "-hd"))
+            hd = v;
+        else if (!strcmp(argv[i], "-g"))
+            grp = v;
+        else if (!strcmp(argv[i], "-kv"))
+            nkv = v;
+        else if (!strcmp(argv[i], "-i"))
+            runs = v;
+    }
+    if (depth < 1 || depth > (1u << 20) || hd < 32 || hd % 32 || hd > 512 || grp < 1 || grp > 64 || nkv < 1 ||
+        nkv > 64 || runs < 1) {
+        fprintf(stderr, "usage: nibble_attnbench [-d 1..1048576] [-hd 32k] [-g 1..64] [-kv 1..64] [-i N]\n");
+        return 2;
+    }
+    simd_init();
+    size_t kvs = nkv * hd, nb = hd / 32, row = hd + 2, nch = (depth + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK;
+    size_t rb = simd_row_bytes(SIMD_Q8_0, kvs), bb = rb / (kvs / 32);
+    simd_f16 *k = malloc(depth * kvs * sizeof *k), *v = malloc(depth * kvs * sizeof *v);
+    float *tmp = malloc(kvs * sizeof *tmp), *q = malloc(grp * hd * sizeof *q);
+    unsigned char *kq = malloc(depth * rb), *vq = malloc(depth * rb);
+    simd_block_q8a *qq = malloc(grp * nb * sizeof *qq);
+    float *part = malloc(nch * grp * row * sizeof *part), *sc = malloc(grp * SIMD_ATTN_CHUNK * sizeof *sc);
+    void *buf = malloc(SIMD_ATTN_Q_BUF(hd));
+    if (!k || !v || !tmp || !q || !kq || !vq || !qq || !part || !sc || !buf) {
+        fprintf(stderr, "nibble_attnbench: out of memory\n");
+        return 1;
+    }
+    for (size_t p = 0; p < depth; p++)
+        for (int w = 0; w < 2; w++) {
+            for (size_t i = 0; i < kvs; i++)
+                tmp[i] = val(p * kvs + i, w ? 40503u : 2654435761u);
+            for (size_t i = 0; i < kvs; i++)
+                (w ? v : k)[p * kvs + i] = simd_f32_to_f16(tmp[i]);
+            simd_type_traits(SIMD_Q8_0)->quant(tmp, (w ? vq : kq) + p * rb, kvs);
+        }
+    for (size_t i = 0; i < grp * hd; i++)
+        q[i] = val(i, 7919u);
+    simd_act_quant(SIMD_ACT_Q8, q, qq, grp * hd);
+    printf("decode attention, one layer: depth %zu, head %zu, %zu query heads on each of %zu kv heads, "
+           "fastest of %zu runs\n",
+           depth, hd, grp, nkv, runs);
+    for (int ks = 0; ks < SIMD_K_COUNT; ks++) {
+        /* scalar: the reference, far too slow to time this way */
+        if (ks == SIMD_K_SCALAR || !simd_kernel_supported((enum simd_kernel)ks, NULL) ||
+            simd_kernel_select((enum simd_kernel)ks))
+            continue;
+        double best[2] = {1e30, 1e30};
+        for (size_t r = 0; r < runs; r++)
+            for (int mode = 0; mode < 2; mode++) { /* in turns, so load hits both alike */
+                double t0 = now();
+                for (size_t g = 0; g < nkv; g++)
+                    for (size_t c = 0; c < nch; c++) {
+                        size_t p0 = c * SIMD_ATTN_CHUNK, n = depth - p0 < SIMD_ATTN_CHUNK ? depth - p0 : SIMD_ATTN_CHUNK;
+                        if (mode) {
+                            simd_attn_q_args a = {.hd = hd, .nq = grp, .n = n, .q = qq, .qstride = nb,
+                                                  .ktype = SIMD_Q8_0, .vtype = SIMD_Q8_0,
+                                                  .k = kq + p0 * rb + g * nb * bb, .v = vq + p0 * rb + g * nb * bb,
+                                                  .kstride = rb, .vstride = rb, .scale = 0.125f,
+                                                  .part = part + c * grp * row, .pstride = row, .scratch = sc,
+                                                  .buf = buf};
+                            simd_attn_q_tile(&a, 1, 0, 0);
+                        } else {
+                            simd_attn_args a = {.hd = hd, .nq = grp, .n = n, .q = q, .qstride = hd,
+                                                .k = k + p0 * kvs + g * hd, .v = v + p0 * kvs + g * hd,
+                                                .kvstride = kvs, .scale = 0.125f, .part = part + c * grp * row,
+                                                .pstride = row, .scratch = sc};
+                            simd_attn_chunk(&a);
+                        }
+                    }
+                double t = now() - t0;
+                if (t < best[mode])
+                    best[mode] = t;
+            }
+        printf("%-12s f16 cache %8.3f ms   q8_0 cache %8.3f ms\n", simd_kernel_name((enum simd_kernel)ks),
+               best[0] * 1e3, best[1] * 1e3);
+    }
+    simd_init();
+    free(k); free(v); free(tmp); free(q); free(kq); free(vq); free(qq); free(part); free(sc); free(buf);
+    return 0;
+}
