@@ -272,6 +272,7 @@ static void nbl_nl_batch(size_t n, const void *w, const void *a, size_t astride,
 }
 
 #include "iquants_x86.h"
+#include "iquants_packed_x86.h"
 
 /* iq4_xs on packed rows: kquants_packed_x86.h's driver with
  * lquants_packed_x86.h's block pieces */
@@ -299,6 +300,9 @@ void NBL_SET_FN(simd_kernel_set *s)
     s->dot_packed[SIMD_Q2_K] = nbl_packed_q2_k;
     s->dot_packed[SIMD_Q3_K] = nbl_packed_q3_k;
     s->dot_packed[SIMD_IQ4_NL] = nlp_packed_iq4_nl; /* lquants_packed_x86.h */
+#ifdef NIP_HAVE
+    s->dot_packed[SIMD_IQ3_S] = nip_packed_iq3_s; /* iquants_packed_x86.h, AVX-512 only */
+#endif
     s->dot[SIMD_IQ4_NL] = nbl_nl_dot;
     s->dot_batch[SIMD_IQ4_NL] = nbl_nl_batch;
     s->dot_rows[SIMD_IQ4_NL] = nbl_nl_rows;

@@ -30,6 +30,7 @@ static const pack_fields fields[SIMD_TYPE_COUNT] = {
     [SIMD_MXFP4] = {{1, 16}},
     [SIMD_IQ4_NL] = {{2, 16}},
     [SIMD_IQ4_XS] = {{2, 2, 4, 128}},
+    [SIMD_IQ3_S] = {{2, 64, 8, 32, 4}},
 };
 
 int simd_pack_has_layout(int type)
