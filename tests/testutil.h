@@ -5,6 +5,7 @@
 #ifndef NIBBLE_TESTUTIL_H
 #define NIBBLE_TESTUTIL_H
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,18 @@ static int tu_missing; /* tu_shared found a file absent */
     } while (0)
 
 #define TU_SKIP 77
+
+/* Relative RMS error of b against a (the plain RMS where a is all
+ * zeros): the quantization tests' measure of a round trip. */
+static inline double tu_rel_rms(const float *a, const float *b, size_t n)
+{
+    double e = 0, s = 0;
+    for (size_t i = 0; i < n; i++) {
+        e += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        s += (double)a[i] * a[i];
+    }
+    return s > 0 ? sqrt(e / s) : sqrt(e);
+}
 
 /* 1 if a check failed, else 77 if shared data was missing (the checks
  * that ran passed, the others did not run), else 0. */

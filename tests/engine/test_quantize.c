@@ -28,16 +28,6 @@ static const char *tmp(const char *name)
     return tu_path(dir, name);
 }
 
-static double rel_rms(const float *a, const float *b, size_t n)
-{
-    double e = 0, s = 0;
-    for (size_t i = 0; i < n; i++) {
-        e += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-        s += (double)a[i] * a[i];
-    }
-    return s > 0 ? sqrt(e / s) : sqrt(e);
-}
-
 /* Bound on one tensor's relative RMS error for the type it was written in. */
 static double bound_of(int type)
 {
@@ -127,7 +117,7 @@ static void check_targets(const char *src_arg, const char *tag)
                        simd_type_name(want));
             }
             float *x = dequant_all(a), *y = dequant_all(b);
-            double err = rel_rms(x, y, (size_t)(a->ne[0] * a->ne[1]));
+            double err = tu_rel_rms(x, y, (size_t)(a->ne[0] * a->ne[1]));
             double bound = t->fake_bits ? (t->fake_bits == 8 ? 0.01 : t->fake_bits == 4 ? 0.14 : 0.8) : bound_of(b->type);
             CHECKF(err <= bound, "%s %s (%s): error %g > %g", t->name, a->name, simd_type_name(b->type), err, bound);
             if (err > worst)
@@ -395,7 +385,7 @@ int main(void)
         float *lq = logits_of(tmp("tiny256_q4_k.gguf"), ids, 48, &nv), *lf = logits_of(tmp("twin.gguf"), ids, 48, &nv);
         CHECK(lq && lf);
         if (lq && lf) {
-            double err = rel_rms(lf, lq, (size_t)48 * nv);
+            double err = tu_rel_rms(lf, lq, (size_t)48 * nv);
             printf("q4_k vs its f32 twin: logits rel. RMS difference %.5f\n", err);
             CHECK(err < 0.03); /* activations are int8 per 256: small, not zero */
             CHECK(err > 0);

@@ -39,16 +39,6 @@ static float normal(void) /* Box-Muller: a true Gaussian */
     return (float)(sqrt(-2 * log(u)) * cos(6.283185307179586 * v));
 }
 
-static double rel_rms(const float *a, const float *b, size_t n)
-{
-    double e = 0, s = 0;
-    for (size_t i = 0; i < n; i++) {
-        e += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-        s += (double)a[i] * a[i];
-    }
-    return s > 0 ? sqrt(e / s) : sqrt(e);
-}
-
 static unsigned char qbuf[N * 4], abuf[N * 2];
 static float x[N], y[N], act[N], deqa[N];
 
@@ -136,7 +126,7 @@ int main(void)
             continue;
         t->quant(x, qbuf, N);
         t->dequant(qbuf, y, N);
-        double r = rel_rms(x, y, N);
+        double r = tu_rel_rms(x, y, N);
         printf("%-5s rel. RMS error %.5f (bound %.3f)\n", t->name, r, bounds[k].bound);
         CHECKF(r < bounds[k].bound, "%s: %g", t->name, r);
     }
@@ -155,7 +145,7 @@ int main(void)
             }
         }
     }
-    CHECK(rel_rms(act, deqa, N) < 0.01);
+    CHECK(tu_rel_rms(act, deqa, N) < 0.01);
     const int ktypes[] = {SIMD_Q4_K, SIMD_Q5_K, SIMD_Q6_K};
     for (int k = 0; k < 3; k++) {
         const simd_traits *t = simd_type_traits(ktypes[k]);
@@ -203,12 +193,12 @@ int main(void)
             e[i] = -0.5f - 0.001f * i; /* all negative */
         t->quant(e, qbuf, 256);
         t->dequant(qbuf, d, 256);
-        CHECKF(rel_rms(e, d, 256) < 0.05, "%s negative: %g", t->name, rel_rms(e, d, 256));
+        CHECKF(tu_rel_rms(e, d, 256) < 0.05, "%s negative: %g", t->name, tu_rel_rms(e, d, 256));
         for (int i = 0; i < 256; i++)
             e[i] = 0.25f; /* constant */
         t->quant(e, qbuf, 256);
         t->dequant(qbuf, d, 256);
-        CHECKF(rel_rms(e, d, 256) < 0.02, "%s constant: %g", t->name, rel_rms(e, d, 256));
+        CHECKF(tu_rel_rms(e, d, 256) < 0.02, "%s constant: %g", t->name, tu_rel_rms(e, d, 256));
         memset(e, 0, sizeof e);
         e[100] = 3.0f; /* one spike */
         t->quant(e, qbuf, 256);

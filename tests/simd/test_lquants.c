@@ -147,16 +147,6 @@ static void known_iq4_xs(void)
 static float x[N], y[N], act[N], deqa[N];
 static unsigned char qbuf[N * 2], abuf[N * 2];
 
-static double rel_rms(const float *a, const float *b, size_t n)
-{
-    double e = 0, s = 0;
-    for (size_t i = 0; i < n; i++) {
-        e += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-        s += (double)a[i] * a[i];
-    }
-    return s > 0 ? sqrt(e / s) : sqrt(e);
-}
-
 static void check_quantizers(void)
 {
     /* bounds about 1.2x what the quantizers reach on this data */
@@ -172,7 +162,7 @@ static void check_quantizers(void)
         const simd_traits *t = simd_type_traits(bounds[k].type);
         t->quant(x, qbuf, N);
         t->dequant(qbuf, y, N);
-        double r = rel_rms(x, y, N);
+        double r = tu_rel_rms(x, y, N);
         printf("%-7s rel. RMS error %.5f (bound %.3f)\n", t->name, r, bounds[k].bound);
         CHECKF(r < bounds[k].bound, "%s: %g", t->name, r);
 
@@ -186,7 +176,7 @@ static void check_quantizers(void)
             e[i] = 0.25f;
         t->quant(e, qbuf, 256);
         t->dequant(qbuf, d, 256);
-        CHECKF(rel_rms(e, d, 256) < 0.05, "%s constant: %g", t->name, rel_rms(e, d, 256));
+        CHECKF(tu_rel_rms(e, d, 256) < 0.05, "%s constant: %g", t->name, tu_rel_rms(e, d, 256));
         memset(e, 0, sizeof e);
         e[100] = 3.0f;
         t->quant(e, qbuf, 256);
