@@ -188,9 +188,11 @@ static int iq4_index(float t)
 
 /* Fit x[i] ~ a * values[L[i]] (n <= 32) minimising sum w*err^2: the
  * largest |x| is tried at each of the NSTEP levels nearest either end of
- * the table, the other values then taking their nearest levels and a the
+ * the table, and with kmin < 0 also -kmin steps beyond either end (the
+ * largest value then clips to the end level, the others landing nearer
+ * theirs), the other values then taking their nearest levels and a the
  * least-squares scale for those levels. Returns a (0 for an all-zero x). */
-static float fit_iq4(const float *x, const float *w, int n)
+static float fit_iq4(const float *x, const float *w, int n, int kmin)
 {
     float amax = 0, max = 0;
     for (int i = 0; i < n; i++)
@@ -203,7 +205,7 @@ static float fit_iq4(const float *x, const float *w, int n)
     double best = -1;
     float a_best = max / (float)simd_iq4nl_values[0];
     for (int side = 0; side < 2; side++)
-        for (int k = 0; k <= NSTEP; k++) {
+        for (int k = kmin; k <= NSTEP; k++) {
             float top = side ? (float)simd_iq4nl_values[15] - (float)k : (float)simd_iq4nl_values[0] + (float)k;
             float is = top / max;
             double sxl = 0, sll = 0;
@@ -235,7 +237,7 @@ void simd_quant_iq4_nl_imp(const float *src, void *dst, size_t n, const float *i
     for (size_t i = 0; i < n / SIMD_QK; i++, src += SIMD_QK) {
         float w[SIMD_QK];
         simd_kq_weights(src, imp ? imp + i * SIMD_QK : NULL, SIMD_QK, w);
-        float d = f16_round(fit_iq4(src, w, SIMD_QK), &b[i].d);
+        float d = f16_round(fit_iq4(src, w, SIMD_QK, 0), &b[i].d);
         iq4_pack(src, d, b[i].qs);
     }
 }
@@ -266,14 +268,31 @@ static void iq4_xs_refit(simd_block_iq4_xs *b, const float *x, const float *w)
         b->d = n16;
 }
 
+/* With importance the weights are the importance alone (the diagonal of
+ * the input's second moments: what an error costs the matmul's output, in
+ * expectation), not llama.cpp's imp * sqrt(sigma2 + x^2), and the
+ * sub-block fits may clip the largest value by up to 7 steps (IQ4_CLIP).
+ * Measured on tiny256 synth models (docs/QUANTIZATION.md): every tensor's
+ * importance-weighted error 1-3% below llama-quantize's (0-1.6% above
+ * before), mean KL over 8 seeds 0.0842 -> 0.0800 (llama.cpp's 0.0835).
+ * Without importance nothing changed. */
+#define IQ4_CLIP 7
 void simd_quant_iq4_xs_imp(const float *src, void *dst, size_t n, const float *imp)
 {
     simd_block_iq4_xs *b = dst;
     for (size_t i = 0; i < n / QKK; i++, src += QKK) {
         float w[QKK], a[8], amax = 0, big = 0;
-        simd_kq_weights(src, imp ? imp + i * QKK : NULL, QKK, w);
+        int weighted = 0;
+        if (imp)
+            for (int k = 0; k < QKK; k++)
+                weighted |= imp[i * QKK + k] > 0;
+        if (weighted)
+            for (int k = 0; k < QKK; k++)
+                w[k] = imp[i * QKK + k] > 0 ? imp[i * QKK + k] : 0;
+        else
+            simd_kq_weights(src, NULL, QKK, w);
         for (int j = 0; j < 8; j++) {
-            a[j] = fit_iq4(src + 32 * j, w + 32 * j, 32);
+            a[j] = fit_iq4(src + 32 * j, w + 32 * j, 32, weighted ? -IQ4_CLIP : 0);
             if (fabsf(a[j]) > amax) {
                 amax = fabsf(a[j]);
                 big = a[j];
@@ -288,7 +307,7 @@ void simd_quant_iq4_xs_imp(const float *src, void *dst, size_t n, const float *i
             b[i].scales_h |= (uint16_t)((u >> 4) << (2 * j));
             iq4_pack(src + 32 * j, d * (float)l, b[i].qs + 16 * j);
         }
-        if (imp && d != 0)
+        if (weighted && d != 0)
             iq4_xs_refit(b + i, src, w);
     }
 }

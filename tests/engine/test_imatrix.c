@@ -445,6 +445,12 @@ static void test_weighted_quant(void)
         }
         printf("%-7s importance-weighted error: weighted search %.3g of the unweighted\n", tr->name, e_imp / e_plain);
         CHECKF(e_imp < 0.9 * e_plain, "%s: %g vs %g", tr->name, e_imp, e_plain);
+        /* iq4_xs weighs by the importance alone and lets a sub-block's
+         * largest value clip: 0.646 measured, 0.719 with llama.cpp's
+         * weights and no clipping candidates */
+        if (types[t] == SIMD_IQ4_XS)
+            CHECKF(e_imp < 0.68 * e_plain, "iq4_xs: weighted search %g of the unweighted (0.646 expected)",
+                   e_imp / e_plain);
     }
     free(x);
     free(imp);
