@@ -231,13 +231,38 @@ static void iq4_pack(const float *x, float ds, uint8_t qs[16])
     }
 }
 
+/* With importance the iq4 types weigh by the importance alone (the
+ * diagonal of the input's second moments: what an error costs the
+ * matmul's output, in expectation), not llama.cpp's imp * sqrt(sigma2 +
+ * x^2), and their fits may clip a block's largest value by up to IQ4_CLIP
+ * steps. Measured on tiny256 synth models (docs/QUANTIZATION.md): iq4_xs's
+ * importance-weighted error per tensor 1-3% below llama-quantize's (0-1.6%
+ * above before), mean KL over 8 seeds 0.0842 -> 0.0800 (llama.cpp's
+ * 0.0835); iq4_nl 0.0896 -> 0.0852 over 4 seeds. Returns whether w holds
+ * importance (a block of zero importance is weighed as without). */
+#define IQ4_CLIP 7
+static int iq4_weights(const float *x, const float *imp, int n, float *w)
+{
+    int weighted = 0;
+    if (imp)
+        for (int k = 0; k < n; k++)
+            weighted |= imp[k] > 0;
+    if (!weighted) {
+        simd_kq_weights(x, NULL, n, w);
+        return 0;
+    }
+    for (int k = 0; k < n; k++)
+        w[k] = imp[k] > 0 ? imp[k] : 0;
+    return 1;
+}
+
 void simd_quant_iq4_nl_imp(const float *src, void *dst, size_t n, const float *imp)
 {
     simd_block_iq4_nl *b = dst;
     for (size_t i = 0; i < n / SIMD_QK; i++, src += SIMD_QK) {
         float w[SIMD_QK];
-        simd_kq_weights(src, imp ? imp + i * SIMD_QK : NULL, SIMD_QK, w);
-        float d = f16_round(fit_iq4(src, w, SIMD_QK, 0), &b[i].d);
+        int weighted = iq4_weights(src, imp ? imp + i * SIMD_QK : NULL, SIMD_QK, w);
+        float d = f16_round(fit_iq4(src, w, SIMD_QK, weighted ? -IQ4_CLIP : 0), &b[i].d);
         iq4_pack(src, d, b[i].qs);
     }
 }
@@ -268,29 +293,12 @@ static void iq4_xs_refit(simd_block_iq4_xs *b, const float *x, const float *w)
         b->d = n16;
 }
 
-/* With importance the weights are the importance alone (the diagonal of
- * the input's second moments: what an error costs the matmul's output, in
- * expectation), not llama.cpp's imp * sqrt(sigma2 + x^2), and the
- * sub-block fits may clip the largest value by up to 7 steps (IQ4_CLIP).
- * Measured on tiny256 synth models (docs/QUANTIZATION.md): every tensor's
- * importance-weighted error 1-3% below llama-quantize's (0-1.6% above
- * before), mean KL over 8 seeds 0.0842 -> 0.0800 (llama.cpp's 0.0835).
- * Without importance nothing changed. */
-#define IQ4_CLIP 7
 void simd_quant_iq4_xs_imp(const float *src, void *dst, size_t n, const float *imp)
 {
     simd_block_iq4_xs *b = dst;
     for (size_t i = 0; i < n / QKK; i++, src += QKK) {
         float w[QKK], a[8], amax = 0, big = 0;
-        int weighted = 0;
-        if (imp)
-            for (int k = 0; k < QKK; k++)
-                weighted |= imp[i * QKK + k] > 0;
-        if (weighted)
-            for (int k = 0; k < QKK; k++)
-                w[k] = imp[i * QKK + k] > 0 ? imp[i * QKK + k] : 0;
-        else
-            simd_kq_weights(src, NULL, QKK, w);
+        int weighted = iq4_weights(src, imp ? imp + i * QKK : NULL, QKK, w);
         for (int j = 0; j < 8; j++) {
             a[j] = fit_iq4(src + 32 * j, w + 32 * j, 32, weighted ? -IQ4_CLIP : 0);
             if (fabsf(a[j]) > amax) {

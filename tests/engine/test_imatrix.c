@@ -445,12 +445,14 @@ static void test_weighted_quant(void)
         }
         printf("%-7s importance-weighted error: weighted search %.3g of the unweighted\n", tr->name, e_imp / e_plain);
         CHECKF(e_imp < 0.9 * e_plain, "%s: %g vs %g", tr->name, e_imp, e_plain);
-        /* iq4_xs weighs by the importance alone and lets a sub-block's
-         * largest value clip: 0.646 measured, 0.719 with llama.cpp's
-         * weights and no clipping candidates */
-        if (types[t] == SIMD_IQ4_XS)
-            CHECKF(e_imp < 0.68 * e_plain, "iq4_xs: weighted search %g of the unweighted (0.646 expected)",
-                   e_imp / e_plain);
+        /* the iq4 types weigh by the importance alone and let a block's
+         * largest value clip: iq4_xs 0.646 and iq4_nl 0.593 measured, 0.719
+         * and 0.658 with llama.cpp's weights and no clipping candidates */
+        if (types[t] == SIMD_IQ4_XS || types[t] == SIMD_IQ4_NL) {
+            double bound = types[t] == SIMD_IQ4_XS ? 0.68 : 0.625;
+            CHECKF(e_imp < bound * e_plain, "%s: weighted search %g of the unweighted (below %g expected)", tr->name,
+                   e_imp / e_plain, bound);
+        }
     }
     free(x);
     free(imp);
