@@ -422,6 +422,68 @@ NB_INLINE void nb_qrows(int type, size_t n, const void *w, const char *a, size_t
         out[t * ostride] = nb_reduce(acc[0][t], acc[1][t]);
 }
 
+/* The dots of a type whose blocks of 32 go four at a time through its own
+ * GROUP4 (wb, a, astride, b, nt, acc: blocks b..b+3 into the lanes of
+ * acc[t]; BS bytes a block), laid out as nb_qrows lays out the others:
+ * blocks 0 mod 8 into acc[0], 4 mod 8 into acc[1], a row's last 1..3
+ * blocks through zeroed copies (a zero weight block and a zero activation
+ * block add +0). Defines NAME, NAME##_batch and NAME##_rows
+ * (mxfp4_neon.h and lquants_neon.h's iq4_nl use it). */
+#define NB_GROUP4_DOTS(NAME, GROUP4, BS)                                                          \
+    NB_INLINE void NAME##_tail(const unsigned char *wb, size_t m, const char *a, size_t astride,  \
+                               size_t b, int nt, float32x4_t acc[])                               \
+    {                                                                                             \
+        unsigned char wbuf[4 * (BS)];                                                             \
+        simd_block_q8a abuf[NB_MAXT][4];                                                          \
+        memset(wbuf, 0, sizeof wbuf);                                                             \
+        memset(abuf, 0, sizeof abuf);                                                             \
+        memcpy(wbuf, wb, m * (BS));                                                               \
+        for (int t = 0; t < nt; t++)                                                              \
+            memcpy(abuf[t], (const simd_block_q8a *)(a + t * astride) + b,                        \
+                   m * sizeof(simd_block_q8a));                                                   \
+        GROUP4(wbuf, (const char *)abuf, sizeof abuf[0], 0, nt, acc);                             \
+    }                                                                                             \
+    NB_INLINE void NAME##_qrows(int unused, size_t n, const void *w, const char *a, size_t astride, \
+                                int nt, float *out, size_t ostride)                               \
+    {                                                                                             \
+        (void)unused;                                                                             \
+        const size_t nb = n / SIMD_QK;                                                            \
+        const unsigned char *wp = w;                                                              \
+        float32x4_t acc[2][NB_MAXT];                                                              \
+        for (int t = 0; t < nt; t++)                                                              \
+            acc[0][t] = acc[1][t] = vdupq_n_f32(0.0f);                                            \
+        size_t b = 0;                                                                             \
+        for (; b + 8 <= nb; b += 8) {                                                             \
+            GROUP4(wp + b * (BS), a, astride, b, nt, acc[0]);                                     \
+            GROUP4(wp + (b + 4) * (BS), a, astride, b + 4, nt, acc[1]);                           \
+        }                                                                                         \
+        if (b + 4 <= nb) {                                                                        \
+            GROUP4(wp + b * (BS), a, astride, b, nt, acc[0]);                                     \
+            b += 4;                                                                               \
+        }                                                                                         \
+        if (b < nb)                                                                               \
+            NAME##_tail(wp + b * (BS), nb - b, a, astride, b, nt, acc[(b / 4) & 1]);              \
+        for (int t = 0; t < nt; t++)                                                              \
+            out[t * ostride] = nb_reduce(acc[0][t], acc[1][t]);                                   \
+    }                                                                                             \
+    static float NAME(size_t n, const void *w, const void *a)                                     \
+    {                                                                                             \
+        float r;                                                                                  \
+        NAME##_qrows(0, n, w, a, 0, 1, &r, 0);                                                    \
+        return r;                                                                                 \
+    }                                                                                             \
+    static void NAME##_batch(size_t n, const void *w, const void *a, size_t as, size_t nt,        \
+                             float *out, size_t os)                                               \
+    {                                                                                             \
+        NB_BATCH(NAME##_qrows, 0, n, w, a, as, nt, out, os);                                      \
+    }                                                                                             \
+    static void NAME##_rows(size_t n, const void *w, size_t ws, size_t nr, const void *a,         \
+                            size_t as, size_t nt, float *out, size_t os)                          \
+    {                                                                                             \
+        for (size_t r = 0; r < nr; r++)                                                           \
+            NAME##_batch(n, (const char *)w + r * ws, a, as, nt, out + r, os);                    \
+    }
+
 #define NB_QDOT(NAME, TYPE)                                                                       \
     static float NAME(size_t n, const void *w, const void *a)                                     \
     {                                                                                             \

@@ -160,6 +160,67 @@ NB_INLINE void nb_qrows(int type, size_t n, const void *w, size_t ws, size_t nr,
     }
 }
 
+/* The dots of a type whose blocks of 32 go eight at a time through its
+ * own GROUP8 (same arguments as nb_qgroup8 without the type; BS bytes a
+ * block): NAME, NAME##_batch and NAME##_rows, tiled as nb_qrows tiles
+ * (mxfp4_x86.h and lquants_x86.h's iq4_nl use it). */
+#define NB_GROUP8_DOTS(NAME, GROUP8, BS)                                                       \
+    NB_INLINE void NAME##_tile(size_t nb, const unsigned char *w, size_t ws, size_t rn,        \
+                               const char *a, size_t astride, int nt, float *out, size_t os,   \
+                               nb_scales *sc)                                                  \
+    {                                                                                          \
+        __m256 acc[NB_MAXT];                                                                   \
+        for (size_t r = 0; r < rn; r++) {                                                      \
+            for (int t = 0; t < nt; t++)                                                       \
+                acc[t] = _mm256_setzero_ps();                                                  \
+            for (size_t s0 = 0; s0 < nb; s0 += NB_SC_MAXB) {                                   \
+                size_t s1 = nb - s0 < NB_SC_MAXB ? nb : s0 + NB_SC_MAXB;                       \
+                if (r == 0 || nb > NB_SC_MAXB) /* one segment: filled once for all rows */     \
+                    nb_fill_scales(sc, a, astride, nt, s0, s1);                                \
+                const unsigned char *wr = w + r * ws;                                          \
+                size_t b = s0;                                                                 \
+                for (; b + 8 <= s1; b += 8)                                                    \
+                    GROUP8(wr + b * (BS), 8, a, astride, b, nt, sc, b - s0, acc);              \
+                if (b < s1)                                                                    \
+                    GROUP8(wr + b * (BS), (int)(s1 - b), a, astride, b, nt, sc, b - s0, acc);  \
+            }                                                                                  \
+            for (int t = 0; t < nt; t++)                                                       \
+                out[t * os + r] = nb_reduce(acc[t]);                                           \
+        }                                                                                      \
+    }                                                                                          \
+    static void NAME##_rows(size_t n, const void *w, size_t ws, size_t nr, const void *a,     \
+                            size_t astride, size_t nt, float *out, size_t os)                  \
+    {                                                                                          \
+        nb_scales sc;                                                                          \
+        const size_t nb = n / SIMD_QK;                                                         \
+        const size_t tile = nt > NB_MAXT ? NB_ROW_TILE : nr;                                   \
+        for (size_t r0 = 0; r0 < nr; r0 += tile) {                                             \
+            size_t rn = nr - r0 < tile ? nr - r0 : tile;                                       \
+            const unsigned char *wr = (const unsigned char *)w + r0 * ws;                      \
+            for (size_t t0 = 0; t0 < nt; t0 += NB_MAXT) {                                      \
+                const char *at = (const char *)a + t0 * astride;                               \
+                float *o = out + t0 * os + r0;                                                 \
+                switch (nt - t0 < NB_MAXT ? nt - t0 : NB_MAXT) {                               \
+                case 1: NAME##_tile(nb, wr, ws, rn, at, astride, 1, o, os, &sc); break;        \
+                case 2: NAME##_tile(nb, wr, ws, rn, at, astride, 2, o, os, &sc); break;        \
+                case 3: NAME##_tile(nb, wr, ws, rn, at, astride, 3, o, os, &sc); break;        \
+                default: NAME##_tile(nb, wr, ws, rn, at, astride, NB_MAXT, o, os, &sc); break; \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+    }                                                                                          \
+    static float NAME(size_t n, const void *w, const void *a)                                  \
+    {                                                                                          \
+        float r;                                                                               \
+        NAME##_rows(n, w, 0, 1, a, 0, 1, &r, 0);                                               \
+        return r;                                                                              \
+    }                                                                                          \
+    static void NAME##_batch(size_t n, const void *w, const void *a, size_t as, size_t nt,     \
+                             float *out, size_t os)                                            \
+    {                                                                                          \
+        NAME##_rows(n, w, 0, 1, a, as, nt, out, os);                                           \
+    }
+
 #define NB_QDOT(NAME, TYPE)                                                                    \
     static void NAME##_rows(size_t n, const void *w, size_t ws, size_t nr, const void *a,     \
                             size_t as, size_t nt, float *out, size_t os)                       \

@@ -192,69 +192,14 @@ NB_INLINE void nbl_nl_group4(const unsigned char *wb, const char *a, size_t astr
     }
 }
 
-/* The last 1..3 blocks, next to zero blocks (d = 0, activations 0: +0). */
-NB_INLINE void nbl_nl_tail(const unsigned char *wb, size_t m, const char *a, size_t astride, size_t b, int nt,
-                           float32x4_t acc[])
-{
-    unsigned char wbuf[4 * NBL_NL_BS];
-    simd_block_q8a abuf[NB_MAXT][4];
-    memset(wbuf, 0, sizeof wbuf);
-    memset(abuf, 0, sizeof abuf);
-    memcpy(wbuf, wb, m * NBL_NL_BS);
-    for (int t = 0; t < nt; t++)
-        memcpy(abuf[t], (const simd_block_q8a *)(a + t * astride) + b, m * sizeof(simd_block_q8a));
-    nbl_nl_group4(wbuf, (const char *)abuf, sizeof abuf[0], 0, nt, acc);
-}
-
-NB_INLINE void nbl_nl_qrows(int unused, size_t n, const void *w, const char *a, size_t astride, int nt, float *out,
-                            size_t ostride)
-{
-    (void)unused;
-    const size_t nb = n / SIMD_QK;
-    const unsigned char *wp = w;
-    float32x4_t acc[2][NB_MAXT];
-    for (int t = 0; t < nt; t++)
-        acc[0][t] = acc[1][t] = vdupq_n_f32(0.0f);
-    size_t b = 0;
-    for (; b + 8 <= nb; b += 8) {
-        nbl_nl_group4(wp + b * NBL_NL_BS, a, astride, b, nt, acc[0]);
-        nbl_nl_group4(wp + (b + 4) * NBL_NL_BS, a, astride, b + 4, nt, acc[1]);
-    }
-    if (b + 4 <= nb) {
-        nbl_nl_group4(wp + b * NBL_NL_BS, a, astride, b, nt, acc[0]);
-        b += 4;
-    }
-    if (b < nb)
-        nbl_nl_tail(wp + b * NBL_NL_BS, nb - b, a, astride, b, nt, acc[(b / 4) & 1]);
-    for (int t = 0; t < nt; t++)
-        out[t * ostride] = nb_reduce(acc[0][t], acc[1][t]);
-}
-
-static float nbl_nl_dot(size_t n, const void *w, const void *a)
-{
-    float r;
-    nbl_nl_qrows(0, n, w, a, 0, 1, &r, 0);
-    return r;
-}
-
-static void nbl_nl_batch(size_t n, const void *w, const void *a, size_t as, size_t nt, float *out, size_t os)
-{
-    NB_BATCH(nbl_nl_qrows, 0, n, w, a, as, nt, out, os);
-}
-
-static void nbl_nl_rows(size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as, size_t nt,
-                        float *out, size_t os)
-{
-    for (size_t r = 0; r < nr; r++)
-        nbl_nl_batch(n, (const char *)w + r * ws, a, as, nt, out + r, os);
-}
+NB_GROUP4_DOTS(nbl_nl_dot, nbl_nl_group4, NBL_NL_BS)
 
 void NBL_SET_FN(simd_kernel_set *s)
 {
     nbl_set_dots(s);
     s->dot[SIMD_IQ4_NL] = nbl_nl_dot;
-    s->dot_batch[SIMD_IQ4_NL] = nbl_nl_batch;
-    s->dot_rows[SIMD_IQ4_NL] = nbl_nl_rows;
+    s->dot_batch[SIMD_IQ4_NL] = nbl_nl_dot_batch;
+    s->dot_rows[SIMD_IQ4_NL] = nbl_nl_dot_rows;
 }
 
 #endif

@@ -214,62 +214,7 @@ NB_INLINE void nbl_nl_group8(const unsigned char *wb, int m, const char *a, size
     }
 }
 
-NB_INLINE void nbl_nl_tile(size_t nb, const unsigned char *w, size_t ws, size_t rn, const char *a, size_t astride,
-                           int nt, float *out, size_t os, nb_scales *sc)
-{
-    __m256 acc[NB_MAXT];
-    for (size_t r = 0; r < rn; r++) {
-        for (int t = 0; t < nt; t++)
-            acc[t] = _mm256_setzero_ps();
-        for (size_t s0 = 0; s0 < nb; s0 += NB_SC_MAXB) {
-            size_t s1 = nb - s0 < NB_SC_MAXB ? nb : s0 + NB_SC_MAXB;
-            if (r == 0 || nb > NB_SC_MAXB) /* one segment: filled once for all rows */
-                nb_fill_scales(sc, a, astride, nt, s0, s1);
-            const unsigned char *wr = w + r * ws;
-            size_t b = s0;
-            for (; b + 8 <= s1; b += 8)
-                nbl_nl_group8(wr + b * NBL_NL_BS, 8, a, astride, b, nt, sc, b - s0, acc);
-            if (b < s1)
-                nbl_nl_group8(wr + b * NBL_NL_BS, (int)(s1 - b), a, astride, b, nt, sc, b - s0, acc);
-        }
-        for (int t = 0; t < nt; t++)
-            out[t * os + r] = nb_reduce(acc[t]);
-    }
-}
-
-static void nbl_nl_rows(size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t astride, size_t nt,
-                        float *out, size_t os)
-{
-    nb_scales sc;
-    const size_t nb = n / SIMD_QK;
-    const size_t tile = nt > NB_MAXT ? NB_ROW_TILE : nr;
-    for (size_t r0 = 0; r0 < nr; r0 += tile) {
-        size_t rn = nr - r0 < tile ? nr - r0 : tile;
-        const unsigned char *wr = (const unsigned char *)w + r0 * ws;
-        for (size_t t0 = 0; t0 < nt; t0 += NB_MAXT) {
-            const char *at = (const char *)a + t0 * astride;
-            float *o = out + t0 * os + r0;
-            switch (nt - t0 < NB_MAXT ? nt - t0 : NB_MAXT) {
-            case 1: nbl_nl_tile(nb, wr, ws, rn, at, astride, 1, o, os, &sc); break;
-            case 2: nbl_nl_tile(nb, wr, ws, rn, at, astride, 2, o, os, &sc); break;
-            case 3: nbl_nl_tile(nb, wr, ws, rn, at, astride, 3, o, os, &sc); break;
-            default: nbl_nl_tile(nb, wr, ws, rn, at, astride, NB_MAXT, o, os, &sc); break;
-            }
-        }
-    }
-}
-
-static float nbl_nl_dot(size_t n, const void *w, const void *a)
-{
-    float r;
-    nbl_nl_rows(n, w, 0, 1, a, 0, 1, &r, 0);
-    return r;
-}
-
-static void nbl_nl_batch(size_t n, const void *w, const void *a, size_t astride, size_t nt, float *out, size_t os)
-{
-    nbl_nl_rows(n, w, 0, 1, a, astride, nt, out, os);
-}
+NB_GROUP8_DOTS(nbl_nl_dot, nbl_nl_group8, NBL_NL_BS)
 
 #include "iquants_x86.h"
 #include "iquants_packed_x86.h"
@@ -304,8 +249,8 @@ void NBL_SET_FN(simd_kernel_set *s)
     s->dot_packed[SIMD_IQ3_S] = nip_packed_iq3_s; /* iquants_packed_x86.h, AVX-512 only */
 #endif
     s->dot[SIMD_IQ4_NL] = nbl_nl_dot;
-    s->dot_batch[SIMD_IQ4_NL] = nbl_nl_batch;
-    s->dot_rows[SIMD_IQ4_NL] = nbl_nl_rows;
+    s->dot_batch[SIMD_IQ4_NL] = nbl_nl_dot_batch;
+    s->dot_rows[SIMD_IQ4_NL] = nbl_nl_dot_rows;
 }
 
 #endif

@@ -59,69 +59,13 @@ NB_INLINE void nb_mx_group4(const unsigned char *wb, const char *a, size_t astri
     }
 }
 
-NB_INLINE void nb_mx_tail(const unsigned char *wb, size_t m, const char *a, size_t astride, size_t b, int nt,
-                          float32x4_t acc[])
-{
-    unsigned char wbuf[4 * NB_MX_BS];
-    simd_block_q8a abuf[NB_MAXT][4];
-    memset(wbuf, 0, sizeof wbuf);
-    memset(abuf, 0, sizeof abuf);
-    memcpy(wbuf, wb, m * NB_MX_BS);
-    for (int t = 0; t < nt; t++)
-        memcpy(abuf[t], (const simd_block_q8a *)(a + t * astride) + b, m * sizeof(simd_block_q8a));
-    nb_mx_group4(wbuf, (const char *)abuf, sizeof abuf[0], 0, nt, acc);
-}
-
-/* One row against nt (1..NB_MAXT, a constant after inlining) tokens. The
- * first argument is NB_BATCH's type slot, unused. */
-NB_INLINE void nb_mx_qrows(int unused, size_t n, const void *w, const char *a, size_t astride, int nt, float *out,
-                           size_t ostride)
-{
-    (void)unused;
-    const size_t nb = n / SIMD_QK;
-    const unsigned char *wp = w;
-    float32x4_t acc[2][NB_MAXT];
-    for (int t = 0; t < nt; t++)
-        acc[0][t] = acc[1][t] = vdupq_n_f32(0.0f);
-    size_t b = 0;
-    for (; b + 8 <= nb; b += 8) {
-        nb_mx_group4(wp + b * NB_MX_BS, a, astride, b, nt, acc[0]);
-        nb_mx_group4(wp + (b + 4) * NB_MX_BS, a, astride, b + 4, nt, acc[1]);
-    }
-    if (b + 4 <= nb) {
-        nb_mx_group4(wp + b * NB_MX_BS, a, astride, b, nt, acc[0]);
-        b += 4;
-    }
-    if (b < nb)
-        nb_mx_tail(wp + b * NB_MX_BS, nb - b, a, astride, b, nt, acc[(b / 4) & 1]);
-    for (int t = 0; t < nt; t++)
-        out[t * ostride] = nb_reduce(acc[0][t], acc[1][t]);
-}
-
-static float nb_mx_dot(size_t n, const void *w, const void *a)
-{
-    float r;
-    nb_mx_qrows(0, n, w, a, 0, 1, &r, 0);
-    return r;
-}
-
-static void nb_mx_batch(size_t n, const void *w, const void *a, size_t as, size_t nt, float *out, size_t os)
-{
-    NB_BATCH(nb_mx_qrows, 0, n, w, a, as, nt, out, os);
-}
-
-static void nb_mx_rows(size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t as, size_t nt,
-                       float *out, size_t os)
-{
-    for (size_t r = 0; r < nr; r++)
-        nb_mx_batch(n, (const char *)w + r * ws, a, as, nt, out + r, os);
-}
+NB_GROUP4_DOTS(nb_mx_dot, nb_mx_group4, NB_MX_BS)
 
 void NB_MXFP4_SET_FN(simd_kernel_set *s)
 {
     s->dot[SIMD_MXFP4] = nb_mx_dot;
-    s->dot_batch[SIMD_MXFP4] = nb_mx_batch;
-    s->dot_rows[SIMD_MXFP4] = nb_mx_rows;
+    s->dot_batch[SIMD_MXFP4] = nb_mx_dot_batch;
+    s->dot_rows[SIMD_MXFP4] = nb_mx_dot_rows;
 }
 
 #endif

@@ -90,78 +90,13 @@ NB_INLINE void nb_mx_group8(const unsigned char *wb, int m, const char *a, size_
     }
 }
 
-/* Blocks s0..s1-1 of one row, scales of that segment already in sc. */
-NB_INLINE void nb_mx_seg(const unsigned char *w, size_t s0, size_t s1, const char *a, size_t astride, int nt,
-                         const nb_scales *sc, __m256 acc[])
-{
-    size_t b = s0;
-    for (; b + 8 <= s1; b += 8)
-        nb_mx_group8(w + b * NB_MX_BS, 8, a, astride, b, nt, sc, b - s0, acc);
-    if (b < s1)
-        nb_mx_group8(w + b * NB_MX_BS, (int)(s1 - b), a, astride, b, nt, sc, b - s0, acc);
-}
-
-/* rn rows against nt tokens (a constant after inlining), out[t*os + r];
- * rows longer than NB_SC_MAXB blocks go in segments of that many. */
-NB_INLINE void nb_mx_tile(size_t nb, const unsigned char *w, size_t ws, size_t rn, const char *a, size_t astride,
-                          int nt, float *out, size_t os, nb_scales *sc)
-{
-    __m256 acc[NB_MAXT];
-    for (size_t r = 0; r < rn; r++) {
-        for (int t = 0; t < nt; t++)
-            acc[t] = _mm256_setzero_ps();
-        for (size_t s0 = 0; s0 < nb; s0 += NB_SC_MAXB) {
-            size_t s1 = nb - s0 < NB_SC_MAXB ? nb : s0 + NB_SC_MAXB;
-            if (r == 0 || nb > NB_SC_MAXB) /* one segment: filled once for all rows */
-                nb_fill_scales(sc, a, astride, nt, s0, s1);
-            nb_mx_seg(w + r * ws, s0, s1, a, astride, nt, sc, acc);
-        }
-        for (int t = 0; t < nt; t++)
-            out[t * os + r] = nb_reduce(acc[t]);
-    }
-}
-
-static void nb_mx_rows(size_t n, const void *w, size_t ws, size_t nr, const void *a, size_t astride, size_t nt,
-                       float *out, size_t os)
-{
-    nb_scales sc;
-    const size_t nb = n / SIMD_QK;
-    /* with several token groups, a tile of rows stays in cache while each
-     * group goes over it */
-    const size_t tile = nt > NB_MAXT ? NB_ROW_TILE : nr;
-    for (size_t r0 = 0; r0 < nr; r0 += tile) {
-        size_t rn = nr - r0 < tile ? nr - r0 : tile;
-        const unsigned char *wr = (const unsigned char *)w + r0 * ws;
-        for (size_t t0 = 0; t0 < nt; t0 += NB_MAXT) {
-            const char *at = (const char *)a + t0 * astride;
-            float *o = out + t0 * os + r0;
-            switch (nt - t0 < NB_MAXT ? nt - t0 : NB_MAXT) {
-            case 1: nb_mx_tile(nb, wr, ws, rn, at, astride, 1, o, os, &sc); break;
-            case 2: nb_mx_tile(nb, wr, ws, rn, at, astride, 2, o, os, &sc); break;
-            case 3: nb_mx_tile(nb, wr, ws, rn, at, astride, 3, o, os, &sc); break;
-            default: nb_mx_tile(nb, wr, ws, rn, at, astride, NB_MAXT, o, os, &sc); break;
-            }
-        }
-    }
-}
-
-static float nb_mx_dot(size_t n, const void *w, const void *a)
-{
-    float r;
-    nb_mx_rows(n, w, 0, 1, a, 0, 1, &r, 0);
-    return r;
-}
-
-static void nb_mx_batch(size_t n, const void *w, const void *a, size_t astride, size_t nt, float *out, size_t os)
-{
-    nb_mx_rows(n, w, 0, 1, a, astride, nt, out, os);
-}
+NB_GROUP8_DOTS(nb_mx_dot, nb_mx_group8, NB_MX_BS)
 
 void NB_MXFP4_SET_FN(simd_kernel_set *s)
 {
     s->dot[SIMD_MXFP4] = nb_mx_dot;
-    s->dot_batch[SIMD_MXFP4] = nb_mx_batch;
-    s->dot_rows[SIMD_MXFP4] = nb_mx_rows;
+    s->dot_batch[SIMD_MXFP4] = nb_mx_dot_batch;
+    s->dot_rows[SIMD_MXFP4] = nb_mx_dot_rows;
     s->dot_packed[SIMD_MXFP4] = nbp_mxfp4; /* packed rows: pack_x86.h */
 }
 
