@@ -2,13 +2,18 @@
  * as forward.c runs it on one thread (every kv head, chunk by chunk,
  * the query heads of a kv head together), for each kernel set this CPU
  * runs but scalar: an f16 cache (simd_attn_chunk) and a q8_0 one
- * (simd_attn_q_tile).
+ * (simd_attn_q_tile). With -t NT, a prefill tile instead: NT tokens that
+ * all see the whole depth, each chunk once for them (simd_attn_tile,
+ * simd_attn_q_tile with nt = NT), as forward.c's att_tile runs the
+ * chunks below a batch's diagonal; the rate is the score and V products
+ * (2 * NT * heads * depth * head size multiply-adds) per second.
  * The cache is small enough to stay in L2/L3, so this times the kernels'
  * arithmetic, not memory; each figure is the fastest of -i runs, which a
  * busy machine disturbs least. Compare builds by running each in turns.
  *
- *   nibble_attnbench [-d DEPTH] [-hd HEAD] [-g QHEADS_PER_KV] [-kv KVHEADS] [-i RUNS]
- * (defaults: qwen05's shape, 64 / 7 / 2, depth 4096, 300 runs) */
+ *   nibble_attnbench [-d DEPTH] [-hd HEAD] [-g QHEADS_PER_KV] [-kv KVHEADS] [-i RUNS] [-t NT]
+ * (defaults: qwen05's shape, 64 / 7 / 2, depth 4096, 300 runs; -t: 1
+ * token, the decode step, 0 runs the decode form) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +32,7 @@ static float val(size_t i, unsigned mul) { return (float)((i * mul) % 1000u) / 1
 
 int main(int argc, char **argv)
 {
-    size_t depth = 4096, hd = 64, grp = 7, nkv = 2, runs = 300;
+    size_t depth = 4096, hd = 64, grp = 7, nkv = 2, runs = 300, nt = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         size_t v = (size_t)strtoul(argv[i + 1], NULL, 10);
         if (!strcmp(argv[i], "-d"))
@@ -40,22 +45,26 @@ int main(int argc, char **argv)
             nkv = v;
         else if (!strcmp(argv[i], "-i"))
             runs = v;
+        else if (!strcmp(argv[i], "-t"))
+            nt = v;
     }
     if (depth < 1 || depth > (1u << 20) || hd < 32 || hd % 32 || hd > 512 || grp < 1 || grp > 64 || nkv < 1 ||
-        nkv > 64 || runs < 1) {
-        fprintf(stderr, "usage: nibble_attnbench [-d 1..1048576] [-hd 32k] [-g 1..64] [-kv 1..64] [-i N]\n");
+        nkv > 64 || runs < 1 || nt > 256) {
+        fprintf(stderr, "usage: nibble_attnbench [-d 1..1048576] [-hd 32k] [-g 1..64] [-kv 1..64] [-i N] [-t 0..256]\n");
         return 2;
     }
     simd_init();
     size_t kvs = nkv * hd, nb = hd / 32, row = hd + 2, nch = (depth + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK;
     size_t rb = simd_row_bytes(SIMD_Q8_0, kvs), bb = rb / (kvs / 32);
     simd_f16 *k = malloc(depth * kvs * sizeof *k), *v = malloc(depth * kvs * sizeof *v);
-    float *tmp = malloc(kvs * sizeof *tmp), *q = malloc(grp * hd * sizeof *q);
+    size_t ntq = nt ? nt : 1, tokrows = nch * grp * row; /* a token's chunk rows */
+    float *tmp = malloc(kvs * sizeof *tmp), *q = malloc(ntq * grp * hd * sizeof *q);
     unsigned char *kq = malloc(depth * rb), *vq = malloc(depth * rb);
-    simd_block_q8a *qq = malloc(grp * nb * sizeof *qq);
-    float *part = malloc(nch * grp * row * sizeof *part), *sc = malloc(grp * SIMD_ATTN_CHUNK * sizeof *sc);
+    simd_block_q8a *qq = malloc(ntq * grp * nb * sizeof *qq);
+    float *part = malloc(ntq * tokrows * sizeof *part), *sc = malloc(grp * SIMD_ATTN_CHUNK * sizeof *sc);
     void *buf = malloc(SIMD_ATTN_Q_BUF(hd));
-    if (!k || !v || !tmp || !q || !kq || !vq || !qq || !part || !sc || !buf) {
+    float *kvbuf = malloc(SIMD_ATTN_TILE_BUF(hd) * sizeof *kvbuf);
+    if (!k || !v || !tmp || !q || !kq || !vq || !qq || !part || !sc || !buf || !kvbuf) {
         fprintf(stderr, "nibble_attnbench: out of memory\n");
         return 1;
     }
@@ -67,12 +76,17 @@ int main(int argc, char **argv)
                 (w ? v : k)[p * kvs + i] = simd_f32_to_f16(tmp[i]);
             simd_type_traits(SIMD_Q8_0)->quant(tmp, (w ? vq : kq) + p * rb, kvs);
         }
-    for (size_t i = 0; i < grp * hd; i++)
+    for (size_t i = 0; i < ntq * grp * hd; i++)
         q[i] = val(i, 7919u);
-    simd_act_quant(SIMD_ACT_Q8, q, qq, grp * hd);
-    printf("decode attention, one layer: depth %zu, head %zu, %zu query heads on each of %zu kv heads, "
-           "fastest of %zu runs\n",
-           depth, hd, grp, nkv, runs);
+    simd_act_quant(SIMD_ACT_Q8, q, qq, ntq * grp * hd);
+    if (nt)
+        printf("prefill tile of %zu tokens, one layer: depth %zu, head %zu, %zu query heads on each of %zu kv "
+               "heads, fastest of %zu runs\n",
+               nt, depth, hd, grp, nkv, runs);
+    else
+        printf("decode attention, one layer: depth %zu, head %zu, %zu query heads on each of %zu kv heads, "
+               "fastest of %zu runs\n",
+               depth, hd, grp, nkv, runs);
     for (int ks = 0; ks < SIMD_K_COUNT; ks++) {
         /* scalar: the reference, far too slow to time this way */
         if (ks == SIMD_K_SCALAR || !simd_kernel_supported((enum simd_kernel)ks, NULL) ||
@@ -85,7 +99,21 @@ int main(int argc, char **argv)
                 for (size_t g = 0; g < nkv; g++)
                     for (size_t c = 0; c < nch; c++) {
                         size_t p0 = c * SIMD_ATTN_CHUNK, n = depth - p0 < SIMD_ATTN_CHUNK ? depth - p0 : SIMD_ATTN_CHUNK;
-                        if (mode) {
+                        if (nt && mode) {
+                            simd_attn_q_args a = {.hd = hd, .nq = grp, .n = n, .q = qq, .qstride = nb,
+                                                  .ktype = SIMD_Q8_0, .vtype = SIMD_Q8_0,
+                                                  .k = kq + p0 * rb + g * nb * bb, .v = vq + p0 * rb + g * nb * bb,
+                                                  .kstride = rb, .vstride = rb, .scale = 0.125f,
+                                                  .part = part + c * grp * row, .pstride = row, .scratch = sc,
+                                                  .buf = buf};
+                            simd_attn_q_tile(&a, nt, grp * nb, tokrows);
+                        } else if (nt) {
+                            simd_attn_args a = {.hd = hd, .nq = grp, .n = n, .q = q, .qstride = hd,
+                                                .k = k + p0 * kvs + g * hd, .v = v + p0 * kvs + g * hd,
+                                                .kvstride = kvs, .scale = 0.125f, .part = part + c * grp * row,
+                                                .pstride = row, .scratch = sc};
+                            simd_attn_tile(&a, nt, grp * hd, tokrows, kvbuf);
+                        } else if (mode) {
                             simd_attn_q_args a = {.hd = hd, .nq = grp, .n = n, .q = qq, .qstride = nb,
                                                   .ktype = SIMD_Q8_0, .vtype = SIMD_Q8_0,
                                                   .k = kq + p0 * rb + g * nb * bb, .v = vq + p0 * rb + g * nb * bb,
@@ -105,10 +133,12 @@ int main(int argc, char **argv)
                 if (t < best[mode])
                     best[mode] = t;
             }
-        printf("%-12s f16 cache %8.3f ms   q8_0 cache %8.3f ms\n", simd_kernel_name((enum simd_kernel)ks),
-               best[0] * 1e3, best[1] * 1e3);
+        double macs = 2.0 * (double)ntq * (double)(grp * nkv) * (double)depth * (double)hd;
+        printf("%-12s f16 cache %8.3f ms (%6.2f GMAC/s)   q8_0 cache %8.3f ms (%6.2f GMAC/s)\n",
+               simd_kernel_name((enum simd_kernel)ks), best[0] * 1e3, macs / best[0] * 1e-9, best[1] * 1e3,
+               macs / best[1] * 1e-9);
     }
     simd_init();
-    free(k); free(v); free(tmp); free(q); free(kq); free(vq); free(qq); free(part); free(sc); free(buf);
+    free(k); free(v); free(tmp); free(q); free(kq); free(vq); free(qq); free(part); free(sc); free(buf); free(kvbuf);
     return 0;
 }

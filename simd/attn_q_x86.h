@@ -85,6 +85,7 @@ AI void q_scores(const attnq_buf *b, size_t hd, const simd_block_q8a *const *q, 
         for (int g = 0; g < 8; g++) {
             __m256i kv = _mm256_loadu_si256((const __m256i *)(k + 32 * g));
             ATTNQ_PREP(kv);
+            ATTN_KEEP(kv);
             for (int h = 0; h < nh; h++) {
                 int32_t qw;
                 memcpy(&qw, q[h][i].qs + 4 * g, 4);
@@ -120,8 +121,11 @@ AI void q_vsum(const attnq_buf *b, size_t hd, size_t n, const float *const *e, i
     const float *vf = b->vf + d0;
     for (size_t p = 0; p < n; p++, vf += hd) {
         __m256 v0 = _mm256_loadu_ps(vf), v1 = _mm256_loadu_ps(vf + 8);
+        ATTN_KEEP(v0);
+        ATTN_KEEP(v1);
         for (int h = 0; h < nh; h++) {
             __m256 w = _mm256_broadcast_ss(e[h] + p);
+            ATTN_KEEP(w);
             acc[h][0] = madd(acc[h][0], w, v0);
             acc[h][1] = madd(acc[h][1], w, v1);
         }
@@ -147,10 +151,13 @@ AI void q_vsum512(const attnq_buf *b, size_t hd, size_t n, const float *const *e
     const float *vf = b->vf + d0;
     for (size_t p = 0; p < n; p++, vf += hd) {
         __m512 v[4];
-        for (int c = 0; c < nc; c++)
+        for (int c = 0; c < nc; c++) {
             v[c] = _mm512_loadu_ps(vf + 16 * c);
+            ATTN_KEEP(v[c]);
+        }
         for (int h = 0; h < nh; h++) {
             __m512 w = _mm512_set1_ps(e[h][p]);
+            ATTN_KEEP(w);
             for (int c = 0; c < nc; c++)
                 acc[h][c] = _mm512_add_ps(acc[h][c], _mm512_mul_ps(w, v[c]));
         }

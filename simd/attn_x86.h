@@ -15,6 +15,13 @@
 
 #define AI static inline __attribute__((always_inline))
 
+/* GCC folds a vector that several multiplies use into each of them as a
+ * memory operand, loading it once per use, so a loop meant to read each
+ * vector once for many heads runs at the rate of the load ports: this
+ * empty asm makes the vector a register value there (no instruction, no
+ * effect on any result). */
+#define ATTN_KEEP(x) __asm__("" : "+v"(x))
+
 AI __m256 set1(float f) { return _mm256_set1_ps(f); }
 AI __m256 madd(__m256 acc, __m256 a, __m256 b) { return _mm256_add_ps(acc, _mm256_mul_ps(a, b)); }
 /* eight cache halves as floats (exact, as simd_f16_to_f32) */
