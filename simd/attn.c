@@ -33,45 +33,46 @@ void simd_attn_ref(const simd_attn_args *a)
     }
 }
 
-void simd_attn_merge(size_t hd, size_t nchunks, const float *part, size_t cstride, float *out)
+/* The merges' one pass over the chunk rows, c increasing: f_c = exp(m_c -
+ * mx) once per chunk, out[d] = sum of acc_c[d] * f_c; returns the sum of
+ * sum_c * f_c. The sum and each out[d] take their terms in chunk order,
+ * the order simd.h documents. */
+static float merge_rows(size_t hd, size_t nchunks, const float *part, size_t cstride, float mx, float *out)
 {
-    float mx = -INFINITY, sum = 0.0f;
-    for (size_t c = 0; c < nchunks; c++)
-        if (part[c * cstride] > mx)
-            mx = part[c * cstride];
-    for (size_t c = 0; c < nchunks; c++)
-        sum += part[c * cstride + 1] * attn_exp(part[c * cstride] - mx);
-    float inv = 1.0f / sum;
+    float sum = 0.0f;
     for (size_t d = 0; d < hd; d++)
         out[d] = 0.0f;
     for (size_t c = 0; c < nchunks; c++) {
         const float *row = part + c * cstride;
         float f = attn_exp(row[0] - mx);
+        sum += row[1] * f;
         for (size_t d = 0; d < hd; d++)
             out[d] += row[2 + d] * f;
     }
+    return sum;
+}
+
+void simd_attn_merge(size_t hd, size_t nchunks, const float *part, size_t cstride, float *out)
+{
+    float mx = -INFINITY;
+    for (size_t c = 0; c < nchunks; c++)
+        if (part[c * cstride] > mx)
+            mx = part[c * cstride];
+    float sum = merge_rows(hd, nchunks, part, cstride, mx, out);
+    float inv = 1.0f / sum;
     for (size_t d = 0; d < hd; d++)
         out[d] = out[d] * inv;
 }
 
 void simd_attn_merge_sink(size_t hd, size_t nchunks, const float *part, size_t cstride, float sink, float *out)
 {
-    float mx = sink, sum = 0.0f;
+    float mx = sink;
     for (size_t c = 0; c < nchunks; c++)
         if (part[c * cstride] > mx)
             mx = part[c * cstride];
-    for (size_t c = 0; c < nchunks; c++)
-        sum += part[c * cstride + 1] * attn_exp(part[c * cstride] - mx);
+    float sum = merge_rows(hd, nchunks, part, cstride, mx, out);
     sum += attn_exp(sink - mx); /* the sink's share, last */
     float inv = 1.0f / sum;
-    for (size_t d = 0; d < hd; d++)
-        out[d] = 0.0f;
-    for (size_t c = 0; c < nchunks; c++) {
-        const float *row = part + c * cstride;
-        float f = attn_exp(row[0] - mx);
-        for (size_t d = 0; d < hd; d++)
-            out[d] += row[2 + d] * f;
-    }
     for (size_t d = 0; d < hd; d++)
         out[d] = out[d] * inv;
 }
