@@ -111,6 +111,49 @@ AI void q_scores(const attnq_buf *b, size_t hd, const simd_block_q8a *const *q, 
     }
 }
 
+#if defined(__AVX512VNNI__)
+/* q_scores for sixteen positions p..p+m-1 (p a multiple of 16, m <= 16)
+ * on 512-bit vectors (the avx512vnni build): the 32 bytes of positions
+ * p..p+7 and those of p+8..p+15 (attnq_koff: 256 bytes on) are the two
+ * halves of one vector, so each vpdpbusd covers sixteen positions, and
+ * every lane takes q_scores's integer and float steps: the same bits.
+ * Lanes past m are never stored. */
+AI void q_scores16(const attnq_buf *b, size_t hd, const simd_block_q8a *const *q, int nh, size_t p, int m,
+                   float scale, float *const *s)
+{
+    __m512 acc[ATTN_HB];
+    for (int h = 0; h < nh; h++)
+        acc[h] = _mm512_setzero_ps();
+    for (size_t i = 0; i < hd / 32; i++) {
+        const int8_t *k = b->kc + attnq_koff(1, hd, p, i, 0);
+        __m512i is[ATTN_HB];
+        for (int h = 0; h < nh; h++)
+            is[h] = _mm512_setzero_si512();
+        for (int g = 0; g < 8; g++) {
+            __m256i lo = _mm256_loadu_si256((const __m256i *)(k + 32 * g));
+            __m256i hi = _mm256_loadu_si256((const __m256i *)(k + 256 + 32 * g));
+            __m512i kv = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1),
+                                          _mm512_set1_epi8(-128));
+            ATTN_KEEP(kv);
+            for (int h = 0; h < nh; h++) {
+                int32_t qw;
+                memcpy(&qw, q[h][i].qs + 4 * g, 4);
+                is[h] = _mm512_dpbusd_epi32(is[h], kv, _mm512_set1_epi32(qw));
+            }
+        }
+        __m512 kd = _mm512_loadu_ps(b->kd + i * SIMD_ATTN_CHUNK + p);
+        for (int h = 0; h < nh; h++) {
+            __m512 f = _mm512_mul_ps(kd, _mm512_set1_ps(q[h][i].d));
+            __m512i t = _mm512_sub_epi32(is[h], _mm512_set1_epi32(128 * q[h][i].sum));
+            acc[h] = _mm512_add_ps(acc[h], _mm512_mul_ps(_mm512_cvtepi32_ps(t), f));
+        }
+    }
+    __mmask16 mk = (__mmask16)(m >= 16 ? 0xffff : (1u << m) - 1);
+    for (int h = 0; h < nh; h++)
+        _mm512_mask_storeu_ps(s[h] + p, mk, _mm512_mul_ps(acc[h], _mm512_set1_ps(scale)));
+}
+#endif
+
 /* The V sum of nh heads (weights e[h]) for columns d0..d0+15, positions
  * 0..n-1 in order, into o[h] (from 0). */
 AI void q_vsum(const attnq_buf *b, size_t hd, size_t n, const float *const *e, int nh, size_t d0, float *const *o)
@@ -180,8 +223,13 @@ AI void q_heads(const simd_attn_q_args *a, const attnq_buf *b, const simd_block_
         s[i] = a->scratch + (h0 + i) * n;
         q[i] = qt + (h0 + i) * a->qstride;
     }
+#if defined(__AVX512VNNI__)
+    for (size_t p = 0; p < n; p += 16)
+        q_scores16(b, hd, q, nh, p, n - p < 16 ? (int)(n - p) : 16, a->scale, s);
+#else
     for (size_t p = 0; p < n; p += 8)
         q_scores(b, hd, q, nh, p, n - p < 8 ? (int)(n - p) : 8, a->scale, s);
+#endif
     for (int i = 0; i < nh; i++) {
         if (a->softcap > 0)
             attn_softcap(s[i], n, a->softcap);
