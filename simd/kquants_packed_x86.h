@@ -429,7 +429,7 @@ NBK_INLINE void nkp_block6(const unsigned char *blk, const nkp_meta6 *m, const s
     nkp_finish6(m, y, nt, sumi, acc);
 }
 
-/* ---- iq4_xs (same driver, its own block pieces) ---- */
+/* ---- iq4_xs, q2_k, q3_k, iq3_s (same driver, their own block pieces) ---- */
 
 #include "lquants_packed_x86.h"
 
@@ -441,6 +441,8 @@ NBK_INLINE void nkp_block(int type, const unsigned char *blk, const void *meta, 
 {
     if (type == SIMD_IQ4_XS)
         nlp_block_iq4_xs(blk, meta, y, nt, acc);
+    else if (type == SIMD_IQ3_S)
+        nlp_block_iq3_s(blk, meta, y, nt, acc);
     else if (type == SIMD_Q2_K || type == SIMD_Q3_K)
         nlp_block_q23(type == SIMD_Q3_K, blk, meta, y, nt, acc);
     else if (type == SIMD_Q6_K)
@@ -453,7 +455,8 @@ NBK_INLINE void nkp_packed(int type, size_t n, const void *p, size_t ng, const v
                            float *out, size_t os)
 {
     const size_t nb = n / SIMD_QKK;
-    const size_t bb = NKP_R * (type == SIMD_Q6_K    ? sizeof(simd_block_q6_k)
+    const size_t bb = type == SIMD_IQ3_S ? SIMD_PACK_IQ3S_BLOCK
+                      : NKP_R * (type == SIMD_Q6_K    ? sizeof(simd_block_q6_k)
                                : type == SIMD_Q5_K  ? sizeof(simd_block_q5_k)
                                : type == SIMD_IQ4_XS ? sizeof(simd_block_iq4_xs)
                                : type == SIMD_Q2_K  ? sizeof(simd_block_q2_k)
@@ -483,9 +486,12 @@ NBK_INLINE void nkp_packed(int type, size_t n, const void *p, size_t ng, const v
                     nlp_meta m4x;
                     nlp_meta2 m2;
                     nlp_meta3 m3;
+                    nlp_meta3s m3s;
                 } meta;
                 if (type == SIMD_IQ4_XS)
                     nlp_meta_iq4_xs(blk, &meta.m4x);
+                else if (type == SIMD_IQ3_S)
+                    nlp_meta_iq3_s(blk, &meta.m3s);
                 else if (type == SIMD_Q2_K)
                     nlp_meta_q2_k(blk, &meta.m2);
                 else if (type == SIMD_Q3_K)

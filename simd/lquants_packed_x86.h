@@ -283,6 +283,69 @@ NBK_INLINE void nlp_block_q23(int three, const unsigned char *blk, const void *m
     }
 }
 
+/* ---- iq3_s, packed decoded (the K-quant driver) ----
+ * simd.h has the layout: nibbles u = (v + 15) / 2 of the levels v, so no
+ * grid lookup at run time. u is unsigned 0..15, a valid byte for every
+ * set's product (vpdpbusd's unsigned side, vpdpbssd's signed one, maddubs
+ * pairs of at most 2*15*127). Per lane, with ls_j = 2 s_j + 1 and S_j the
+ * activation's sum over sub-block j (32 values):
+ *   sumi = sum_j ls_j * (v . a)_j = 2 * sum_j ls_j * (u . a)_j - 15 * sum_j ls_j * S_j
+ *   acc += (d * d_a) * (float)sumi
+ * iquants.c's integer and float step. Bounds: (u . a)_j <= 32*15*127,
+ * times 31, times 8, times 2 < 2^25. */
+
+typedef struct {
+    nkp_v sc[8]; /* ls_j, int32 per lane */
+    nkp_v sp[4]; /* ls_2k and ls_2k+1 as the int16 halves of each lane */
+    nkp_f d;
+} nlp_meta3s;
+
+NBK_INLINE void nlp_meta_iq3_s(const unsigned char *blk, nlp_meta3s *m)
+{
+    nkp_v u = nkp_load(blk + 32);
+    const nkp_v m4 = nkp_set32(0x0f), one = nkp_set32(1);
+    for (int j = 0; j < 8; j++)
+        m->sc[j] = nkp_or(nkp_sll32(nkp_and(j ? nkp_srl32(u, 4 * j) : u, m4), 1), one);
+    for (int k = 0; k < 4; k++)
+        m->sp[k] = nkp_or(m->sc[2 * k], nkp_sll32(m->sc[2 * k + 1], 16));
+    m->d = nkp_h2f(blk);
+}
+
+NBK_INLINE void nlp_block_iq3_s(const unsigned char *blk, const nlp_meta3s *m, const simd_block_q8k *const *y, int nt,
+                                float *const *acc)
+{
+    const unsigned char *qs = blk + 96;
+    const nkp_v lo4 = nkp_set8(0x0f);
+    nkp_v sumi[NKP_T];
+    for (int t = 0; t < nt; t++)
+        sumi[t] = nkp_zero();
+    for (int j = 0; j < 8; j++) {
+        nkp_v dj[NKP_T];
+        for (int t = 0; t < nt; t++)
+            dj[t] = nkp_zero();
+        for (int i = 0; i < 4; i++) {
+            nkp_v q = nkp_load(qs + 64 * (4 * j + i));
+            nkp_v cl = nkp_and(q, lo4), ch = nkp_and(nkp_srl16(q, 4), lo4);
+            for (int t = 0; t < nt; t++) {
+                dj[t] = nkp_dot(dj[t], cl, nkp_a4(y[t]->qs + 32 * j + 4 * i));
+                dj[t] = nkp_dot(dj[t], ch, nkp_a4(y[t]->qs + 32 * j + 16 + 4 * i));
+            }
+        }
+        for (int t = 0; t < nt; t++)
+            sumi[t] = nkp_add(sumi[t], nkp_mul(dj[t], m->sc[j]));
+    }
+    for (int t = 0; t < nt; t++) {
+        int32_t p[4];
+        nkp_pairs32(y[t], p);
+        nkp_v bias = nkp_zero();
+        for (int k = 0; k < 4; k++)
+            bias = nkp_dotw(bias, m->sp[k], p[k]);
+        /* 2 * sumi - 15 * bias */
+        nkp_v s = nkp_sub(nkp_sll32(sumi[t], 1), nkp_sub(nkp_sll32(bias, 4), bias));
+        nkp_float_step(m->d, NULL, &s, NULL, y[t]->d, acc[t]);
+    }
+}
+
 /* ---- iq4_nl: blocks of 32 against q8a ----
  * A packed block: d (32 bytes), qs (4 chunks): chunk i's low nibbles are
  * values 4i.., its high nibbles 16+4i... Per row (lane), token and block

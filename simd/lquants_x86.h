@@ -217,7 +217,6 @@ NB_INLINE void nbl_nl_group8(const unsigned char *wb, int m, const char *a, size
 NB_GROUP8_DOTS(nbl_nl_dot, nbl_nl_group8, NBL_NL_BS)
 
 #include "iquants_x86.h"
-#include "iquants_packed_x86.h"
 
 /* iq4_xs on packed rows: kquants_packed_x86.h's driver with
  * lquants_packed_x86.h's block pieces */
@@ -236,6 +235,11 @@ static void nbl_packed_q3_k(size_t n, const void *p, size_t ng, const void *a, s
 {
     nkp_packed(SIMD_Q3_K, n, p, ng, a, as, nt, out, os);
 }
+static void nbl_packed_iq3_s(size_t n, const void *p, size_t ng, const void *a, size_t as, size_t nt, float *out,
+                             size_t os)
+{
+    nkp_packed(SIMD_IQ3_S, n, p, ng, a, as, nt, out, os);
+}
 
 void NBL_SET_FN(simd_kernel_set *s)
 {
@@ -245,9 +249,7 @@ void NBL_SET_FN(simd_kernel_set *s)
     s->dot_packed[SIMD_Q2_K] = nbl_packed_q2_k;
     s->dot_packed[SIMD_Q3_K] = nbl_packed_q3_k;
     s->dot_packed[SIMD_IQ4_NL] = nlp_packed_iq4_nl; /* lquants_packed_x86.h */
-#ifdef NIP_HAVE
-    s->dot_packed[SIMD_IQ3_S] = nip_packed_iq3_s; /* iquants_packed_x86.h, AVX-512 only */
-#endif
+    s->dot_packed[SIMD_IQ3_S] = nbl_packed_iq3_s; /* decoded at pack time: simd.h */
     s->dot[SIMD_IQ4_NL] = nbl_nl_dot;
     s->dot_batch[SIMD_IQ4_NL] = nbl_nl_dot_batch;
     s->dot_rows[SIMD_IQ4_NL] = nbl_nl_dot_rows;

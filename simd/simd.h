@@ -331,8 +331,17 @@ typedef void (*simd_dot_rows_fn)(size_t n, const void *w, size_t wstride, size_t
  *         chunk c = rows 0..15, each its bytes 4c..4c+3 (64 bytes).
  * So block b of a group starts at 16*b*bytes, and field bytes keep their
  * meaning (f16 scales, nibble order): only their places change. A group
- * takes exactly as many bytes as its 16 rows. */
+ * takes exactly as many bytes as its 16 rows.
+ *
+ * iq3_s alone is packed decoded: its grid is looked up at pack time, and
+ * each value, an odd level v in -15..15, is stored as the nibble
+ * u = (v + 15) / 2. A block of 16 rows (SIMD_PACK_IQ3S_BLOCK bytes, 1.22x
+ * the rows' 1760): d (16 f16, 32 bytes), scales (one chunk: row r's 4
+ * scale bytes at 32 + 4r), qs (32 chunks at 96): chunk 4j + i holds 4
+ * bytes of each row whose low nibbles are u of values 32j + 4i .. +3 and
+ * high nibbles of values 32j + 16 + 4i .. +3 (iq4_xs's order). */
 #define SIMD_PACK_ROWS 16
+#define SIMD_PACK_IQ3S_BLOCK (32 + 64 + 32 * 64)
 
 /* dot_packed: ng groups (16*ng rows) of a packed matrix starting at p,
  * against nt activation rows (stride astride bytes), writing row r (0 ..

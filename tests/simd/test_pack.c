@@ -13,8 +13,9 @@
 
 #include "simd.h"
 #include "testutil.h"
-#ifdef NIBBLE_TEST_VNNIINT8_EMUL
+#include "iquants.h"
 #include "simd_internal.h"
+#ifdef NIBBLE_TEST_VNNIINT8_EMUL
 void simd_set_avxvnniint8_emul(simd_kernel_set *s);
 void simd_set_kquants_avxvnniint8_emul(simd_kernel_set *s);
 void simd_set_mxfp4_avxvnniint8_emul(simd_kernel_set *s);
@@ -97,7 +98,8 @@ static void check_roundtrip(void)
             size_t n = lens[li], ws = simd_row_bytes(type, n) + PAD;
             for (size_t ng = 1; ng <= MAXG; ng++) {
                 size_t nr = ng * SIMD_PACK_ROWS, gb = simd_pack_group_bytes(type, n);
-                CHECK(gb == SIMD_PACK_ROWS * simd_row_bytes(type, n));
+                CHECK(gb == (type == SIMD_IQ3_S ? n / SIMD_QKK * SIMD_PACK_IQ3S_BLOCK
+                                                : SIMD_PACK_ROWS * simd_row_bytes(type, n)));
                 fill_rows(type, n, nr, ws);
                 memset(packed, 0xa5, sizeof packed);
                 simd_pack(type, n, rows, ws, ng, packed);
@@ -139,7 +141,7 @@ static const struct {
     {SIMD_Q5_1, 4, {2, 2, 4, 16}},  {SIMD_Q8_0, 2, {2, 32}},             {SIMD_Q4_K, 4, {2, 2, 12, 128}},
     {SIMD_Q5_K, 5, {2, 2, 12, 32, 128}}, {SIMD_Q6_K, 4, {128, 64, 16, 2}}, {SIMD_MXFP4, 2, {1, 16}},
     {SIMD_IQ4_XS, 4, {2, 2, 4, 128}}, {SIMD_IQ4_NL, 2, {2, 16}},
-    {SIMD_Q2_K, 4, {16, 64, 2, 2}},     {SIMD_Q3_K, 4, {32, 64, 12, 2}}, {SIMD_IQ3_S, 5, {2, 64, 8, 32, 4}},
+    {SIMD_Q2_K, 4, {16, 64, 2, 2}},     {SIMD_Q3_K, 4, {32, 64, 12, 2}},
 };
 
 static void check_layout(void)
@@ -148,6 +150,7 @@ static void check_layout(void)
         int listed = 0;
         for (size_t k = 0; k < sizeof layouts / sizeof layouts[0]; k++)
             listed |= layouts[k].type == t;
+        listed |= t == SIMD_IQ3_S; /* check_layout_iq3_s */
         CHECKF(listed || !simd_pack_has_layout(t), "type %d has a packed layout this test does not know", t);
     }
     for (size_t k = 0; k < sizeof layouts / sizeof layouts[0]; k++) {
@@ -178,6 +181,34 @@ static void check_layout(void)
                 }
         CHECKF(bad == 0, "%s packed layout is not the documented one (%d bytes misplaced)", tr->name, bad);
     }
+}
+
+/* iq3_s's decoded layout (simd.h), byte by byte, against the scalar
+ * reading of the rows (simd_iq_expand, not pack.c's): d and the scale
+ * bytes moved, and each value's code c as the nibble (c + 15) / 2. */
+static void check_layout_iq3_s(void)
+{
+    const size_t n = 512, ng = 2, rb = simd_row_bytes(SIMD_IQ3_S, n), ws = rb + PAD;
+    fill_rows(SIMD_IQ3_S, n, ng * 16, ws);
+    simd_pack(SIMD_IQ3_S, n, rows, ws, ng, packed);
+    int bad = 0;
+    for (size_t g = 0; g < ng; g++)
+        for (size_t b = 0; b < n / SIMD_QKK; b++)
+            for (size_t r = 0; r < 16; r++) {
+                const unsigned char *src = rows + (g * 16 + r) * ws + b * sizeof(simd_block_iq3_s);
+                const unsigned char *blk = packed + (g * (n / SIMD_QKK) + b) * SIMD_PACK_IQ3S_BLOCK;
+                int8_t c[SIMD_QKK], ls[16];
+                float d;
+                simd_iq_expand(SIMD_IQ3_S, src, c, ls, &d);
+                bad += memcmp(blk + 2 * r, src, 2) != 0;
+                bad += memcmp(blk + 32 + 4 * r, src + offsetof(simd_block_iq3_s, scales), 4) != 0;
+                for (int v = 0; v < SIMD_QKK; v++) {
+                    int j = v / 32, hi = v % 32 >= 16, i = (v % 16) / 4;
+                    int u = (blk[96 + 64 * (4 * j + i) + 4 * r + v % 4] >> (4 * hi)) & 0x0f;
+                    bad += c[v] % 2 == 0 || 2 * u - 15 != c[v];
+                }
+            }
+    CHECKF(bad == 0, "iq3_s packed layout is not the documented one (%d places wrong)", bad);
 }
 
 /* A set's dot_packed (dps, or the current set's when NULL) against the
@@ -241,10 +272,9 @@ static void check_all_sets(void)
         CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
         int kernels = check_set(name, ref, NULL);
         /* every x86 set reads all the packed types (mxfp4, iq4_xs, iq4_nl,
-         * q2_k and q3_k included) but iq3_s, which avx512vnni alone packs
-         * (iquants_packed_x86.h) */
+         * q2_k, q3_k and iq3_s included) */
         int x86 = k == SIMD_K_AVX2 || k == SIMD_K_AVXVNNI || k == SIMD_K_AVX512VNNI || k == SIMD_K_AVXVNNIINT8;
-        int expect = k == SIMD_K_AVX512VNNI ? NTYPES : NTYPES - 1;
+        int expect = NTYPES;
         CHECKF(!x86 || kernels == expect, "%s: %d packed kernels, expected %d", name, kernels, expect);
         printf("%-14s %d packed kernel(s) checked\n", name, kernels);
     }
@@ -259,7 +289,7 @@ static void check_all_sets(void)
         simd_set_mxfp4_avxvnniint8_emul(&e);
         simd_set_lquants_avxvnniint8_emul(&e);
         int kernels = check_set("avxvnniint8 (emulated)", ref, e.dot_packed);
-        CHECKF(kernels == NTYPES - 1, "avxvnniint8 (emulated): %d packed kernels, expected %d", kernels, NTYPES - 1);
+        CHECKF(kernels == NTYPES, "avxvnniint8 (emulated): %d packed kernels, expected %d", kernels, NTYPES);
         printf("%-14s %d packed kernel(s) checked\n", "avxvnniint8 (emulated)", kernels);
     }
 #endif
@@ -271,6 +301,7 @@ int main(void)
     simd_init();
     check_roundtrip();
     check_layout();
+    check_layout_iq3_s();
     check_all_sets();
     return tu_result("test_pack");
 }
