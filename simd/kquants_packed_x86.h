@@ -38,6 +38,7 @@
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
 
 #define NKP_T 8 /* tokens per pass over a chunk of codes */
+#define NKP_U8 1 /* nkp_dot is vpdpbusd: codes may be any unsigned byte */
 typedef __m512i nkp_v;
 typedef __m512 nkp_f;
 
@@ -77,6 +78,13 @@ NBK_INLINE void nkp_fstore(float *p, nkp_f a) { _mm512_storeu_ps(p, a); }
 /* AVX2 (and the VEX VNNI sets): rows 0-7 in l, 8-15 in h. A chunk's 64
  * bytes are rows 0..15 in order, so its low 32 bytes are rows 0-7. */
 #define NKP_T 2
+/* codes may be any unsigned byte only under vpdpbusd: vpdpbssd reads
+ * them signed, and maddubs saturates pairs at int16 */
+#if defined(__AVXVNNI__) && !defined(NBK_DPBSSD)
+#define NKP_U8 1
+#else
+#define NKP_U8 0
+#endif
 typedef struct {
     __m256i l, h;
 } nkp_v;

@@ -238,19 +238,32 @@ NBK_INLINE void nlp_block_q23(int three, const unsigned char *blk, const void *m
     const nlp_meta2 *m2 = meta;
     const nlp_meta3 *m3 = meta;
     const unsigned char *hmask = blk, *qs = blk + (three ? 512 : 256);
-    const nkp_v lo2 = nkp_set8(0x03), bit2 = nkp_set8(0x04);
     nkp_v sumi[NKP_T];
     for (int t = 0; t < nt; t++)
         sumi[t] = nkp_zero();
     for (int h = 0; h < 2; h++)
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < 4; k++) {
+            /* q2_k: the codes of bits 2k, 2k+1 stay where they are, so
+             * each is 4^k times the code, and the sub-block's dot is
+             * divided by the same power once: it is an exact multiple, so
+             * the arithmetic shift is exact (a scaled dot <= 16*192*127).
+             * That saves a shift per code vector. Codes up to 192 need
+             * vpdpbusd (NKP_U8): vpdpbssd reads bytes signed and maddubs
+             * pairs saturate int16 at 2*192*127, so without it k = 3 is
+             * moved down by 2 (16 times the code). q3_k keeps its codes
+             * at bits 0-2: measured, the scaled form with its high bit
+             * merged by vpternlogd ran 25% slower (nibble_kbench,
+             * avx512vnni). */
+            const int sh = three ? 0 : !NKP_U8 && k == 3 ? 4 : 2 * k;
+            const nkp_v lo2 = nkp_set8(3 << sh), bit2 = nkp_set8(0x04);
             for (int s = 0; s < 2; s++) {
                 nkp_v dj[NKP_T];
                 for (int t = 0; t < nt; t++)
                     dj[t] = nkp_zero();
                 for (int i = 4 * s; i < 4 * s + 4; i++) {
                     nkp_v q = nkp_load(qs + 64 * (8 * h + i));
-                    nkp_v c = nkp_and(k ? nkp_srl16(q, 2 * k) : q, lo2);
+                    const int qsh = 2 * k - sh; /* q's shift: 2k for q3_k, 0 or 2 for q2_k */
+                    nkp_v c = nkp_and(qsh ? nkp_srl16(q, qsh) : q, lo2);
                     if (three) {
                         /* bit 4h + k of the hmask byte to bit 2 (it stays
                          * within its byte for these shifts) */
@@ -264,8 +277,9 @@ NBK_INLINE void nlp_block_q23(int three, const unsigned char *blk, const void *m
                 }
                 const nkp_v sc = three ? m3->sc[8 * h + 2 * k + s] : m2->sc[8 * h + 2 * k + s];
                 for (int t = 0; t < nt; t++)
-                    sumi[t] = nkp_add(sumi[t], nkp_mul(dj[t], sc));
+                    sumi[t] = nkp_add(sumi[t], nkp_mul(sh ? nkp_sra32(dj[t], sh) : dj[t], sc));
             }
+        }
     for (int t = 0; t < nt; t++) {
         /* the 16 bsums, two to an int32 for the int16 pair products */
         nkp_v bs = nkp_zero();
