@@ -52,8 +52,9 @@ static const char usage[] =
     "model, its own kernel's rate on weights in cache) over the multiply-adds of one\n"
     "prompt token's matrix products (attention not counted).\n"
     "RSS is the largest resident set after a run (mapped weights included), checked\n"
-    "against the budget file + KV cache + 64 MB (+ the draft model's file). Load: open the model and make a\n"
-    "context ('open'), then run the first token to its logits ('first token'),\n"
+    "against the budget file + KV cache + 64 MB + what a layout decoded at load adds\n"
+    "(iq3_s's, 22% of its matrices) (+ the draft model's file). Load: open the model\n"
+    "and make a context ('open'), then run the first token to its logits ('first token'),\n"
     "best of -r tries with the file in the page cache.\n"
     "With --model-draft or --lookup, two more rows decode -n tokens greedily from a\n"
     "text prompt, plainly ('tgN text') and speculatively ('tgN spec'), in turns; t/s\n"
@@ -394,8 +395,9 @@ int cmd_bench(int argc, char **argv)
                          over ? " OVER" : "");
             if (over)
                 fprintf(stderr, "nibble bench: resident set %.1f MB is over the budget %.1f MB (file %.1f + KV cache "
-                        "%.1f + 64%s)\n", r.mem.rss / 1048576.0, r.mem.budget / 1048576.0, r.in->file_size / 1048576.0,
-                        r.mem.kv_bytes / 1048576.0, dm ? " + the draft model's file" : "");
+                        "%.1f + 64 + decoded layouts %.1f%s)\n", r.mem.rss / 1048576.0, r.mem.budget / 1048576.0,
+                        r.in->file_size / 1048576.0, r.mem.kv_bytes / 1048576.0, r.mem.pack_extra / 1048576.0,
+                        dm ? " + the draft model's file" : "");
             if (n_prompt)
                 print_result(&r, 0, n_prompt, &pp);
             if (n_gen)

@@ -49,6 +49,7 @@ struct eng_packer {
     size_t n;
     void *buf;
     size_t bytes;
+    size_t extra; /* bytes beyond the file's for the same matrices */
     const char *lo, *hi; /* the file's tensor bytes */
     unsigned touched;
 };
@@ -170,12 +171,14 @@ int eng_model_pack_start(eng_model *m, int background, eng_err *e)
         free(pk);
         return eng_errf(e, ENG_ENOMEM, "out of memory");
     }
-    size_t nw = collect(m, ws), total = 0, nitems = 0;
+    size_t nw = collect(m, ws), total = 0, nitems = 0, extra = 0;
     for (size_t i = 0; i < nw; i++) {
         size_t gb = simd_pack_group_bytes(ws[i]->type, ws[i]->cols), ng = ws[i]->rows / SIMD_PACK_ROWS;
         size_t per = CHUNK_BYTES / gb ? CHUNK_BYTES / gb : 1;
         total += ng * gb;
         nitems += (ng + per - 1) / per;
+        size_t file = ng * SIMD_PACK_ROWS * ws[i]->row_bytes; /* of the rows packed */
+        extra += ng * gb > file ? ng * gb - file : 0;
     }
     if (!total) {
         free(ws);
@@ -184,6 +187,7 @@ int eng_model_pack_start(eng_model *m, int background, eng_err *e)
     }
     pk->buf = eng_map_anon(total);
     pk->bytes = total;
+    pk->extra = extra;
     pk->items = malloc(nitems * sizeof *pk->items);
     if (!pk->buf || !pk->items) {
         eng_map_anon_free(pk->buf, total);
@@ -215,6 +219,11 @@ int eng_model_pack_start(eng_model *m, int background, eng_err *e)
     else
         pack_all(pk); /* here and now: asked to, or no thread to be had */
     return 0;
+}
+
+uint64_t eng_model_pack_extra_bytes(const eng_model *m)
+{
+    return m->packer ? m->packer->extra : 0;
 }
 
 void eng_model_pack_wait(eng_model *m)

@@ -265,7 +265,8 @@ int eng_bench_run_kv(eng_model *m, int n_threads, int type_k, int type_v, int n_
         mem->kv_full_bytes = eng_model_kv_bytes_typed(m, need, 1, type_k, type_v);
         mem->kv_read_bytes = eng_model_kv_bytes_typed(m, depth + (uint32_t)(n_gen > 0 ? n_gen : 0) / 2 + 1, 0, type_k,
                                                       type_v);
-        mem->budget = in->file_size + mem->kv_bytes + ((uint64_t)64 << 20);
+        mem->pack_extra = eng_model_pack_extra_bytes(m);
+        mem->budget = in->file_size + mem->kv_bytes + ((uint64_t)64 << 20) + mem->pack_extra;
     }
     for (int run = 0; n_prompt > 0 && run <= reps; run++) {
         if ((r = back_to(c, ids, depth, e)))

@@ -147,6 +147,25 @@ static void check_type(const char *dir, const char *tname, int tied)
             CHECK(mq->layers[l].wq.packed == NULL);
         }
         CHECKF(packed >= npl && packed > 0, "%s: %d matrices packed, %d of the main type", tname, packed, npl);
+        /* the bytes a packed layout holds beyond the file's: iq3_s's
+         * decoded levels (16 rows of 256 values: SIMD_PACK_IQ3S_BLOCK
+         * bytes against 16 file blocks), nothing for the other types;
+         * whole groups of 16 rows only (the output's 496 of 500) */
+        uint64_t extra = 0;
+        for (uint32_t l = 0; l <= mp->info.n_layers; l++) {
+            const eng_layer *L = &mp->layers[l < mp->info.n_layers ? l : 0];
+            const eng_weight *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+            const eng_weight *out1[] = {&mp->output};
+            const eng_weight *const *set = l < mp->info.n_layers ? ws : out1;
+            size_t n = l < mp->info.n_layers ? sizeof ws / sizeof *ws : 1;
+            for (size_t i = 0; i < n; i++)
+                if (set[i]->packed && set[i]->type == SIMD_IQ3_S)
+                    extra += (uint64_t)(set[i]->rows / 16) * (set[i]->cols / 256) *
+                             (SIMD_PACK_IQ3S_BLOCK - 16 * sizeof(simd_block_iq3_s));
+        }
+        CHECKF(eng_model_pack_extra_bytes(mp) == extra, "%s: packed layouts' extra bytes %llu, expected %llu", tname,
+               (unsigned long long)eng_model_pack_extra_bytes(mp), (unsigned long long)extra);
+        CHECK(eng_model_pack_extra_bytes(mq) == 0);
         if (mp->output.packed)
             CHECKF(atomic_load(&mp->output.packed_rows) == 496, "%s: output packed_rows %u", tname,
                    atomic_load(&mp->output.packed_rows));
@@ -215,7 +234,7 @@ int main(void)
     const char *dir = getenv("TMPDIR");
     if (!dir || !*dir)
         dir = "/tmp";
-    static const char *const types[] = {"q4_0", "q8_0", "q5_0", "q4_1", "q5_1", "mxfp4", "q4_k_m"};
+    static const char *const types[] = {"q4_0", "q8_0", "q5_0", "q4_1", "q5_1", "mxfp4", "q4_k_m", "iq3_s"};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
         check_type(dir, types[i], (int)(i % 2));
     return tu_result("test_wpack");

@@ -64,6 +64,11 @@ void eng_model_close(eng_model *m);
  * are usable all along; this is for measurements that want the packed
  * speed). Returns at once when nothing is being packed. */
 void eng_model_pack_wait(eng_model *m);
+/* Bytes the packed copies hold beyond the file's bytes of the same
+ * matrices: iq3_s's grid is decoded at load into 4-bit levels (22% more
+ * than its file bytes); every other packed layout is the file's size,
+ * and its file pages are let go. 0 when nothing is packed. */
+uint64_t eng_model_pack_extra_bytes(const eng_model *m);
 /* After a switch of kernel set (simd_kernel_select, between tokens): the
  * packed copies are freed if the new set reads none of them (its decode
  * would read the file, and the model would be resident twice), and made

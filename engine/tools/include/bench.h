@@ -45,7 +45,8 @@ typedef struct eng_bench_mem {
     uint64_t rss;      /* largest resident set seen after a run (0: cannot be read here) */
     uint64_t kv_bytes; /* the context's K and V caches */
     uint64_t kv_full_bytes; /* the same if every layer kept every position (more where layers have sliding windows) */
-    uint64_t budget;   /* what decoding may use: file + KV cache + 64 MB */
+    uint64_t budget;   /* what decoding may use: file + KV cache + 64 MB + pack_extra */
+    uint64_t pack_extra; /* eng_model_pack_extra_bytes at the run */
     uint64_t kv_read_bytes; /* the K and V bytes one decode step reads halfway through tg (depth +
                              * n_gen/2 positions; a windowed layer at most its ring), for the roofline */
 } eng_bench_mem;
