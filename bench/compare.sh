@@ -39,7 +39,7 @@
 # "of roof" is nibble's decode rate over the bandwidth roofline `nibble bench` gives (the
 # bytes one token reads, active experts only, at the bandwidth it measures at start).
 # Memory columns (MB): nibble's resident set while it runs (from `nibble bench --json`,
-# checked against file + KV cache + 64 MB) and llama.cpp's peak RSS from /usr/bin/time
+# checked against file + KV cache + 64 MB + a decoded layout's extra) and llama.cpp's peak RSS from /usr/bin/time
 # (the whole node process, runtime included), when /usr/bin/time exists.
 set -euo pipefail
 
