@@ -160,6 +160,21 @@ NB_INLINE void nb_qrows(int type, size_t n, const void *w, size_t ws, size_t nr,
     }
 }
 
+/* dot and dot_batch of a type from its NAME##_rows (one row; one row
+ * against nt tokens) */
+#define NB_ROW_ENTRIES(NAME)                                                                   \
+    static float NAME(size_t n, const void *w, const void *a)                                  \
+    {                                                                                          \
+        float r;                                                                               \
+        NAME##_rows(n, w, 0, 1, a, 0, 1, &r, 0);                                               \
+        return r;                                                                              \
+    }                                                                                          \
+    static void NAME##_batch(size_t n, const void *w, const void *a, size_t as, size_t nt,     \
+                             float *out, size_t os)                                            \
+    {                                                                                          \
+        NAME##_rows(n, w, 0, 1, a, as, nt, out, os);                                           \
+    }
+
 /* The dots of a type whose blocks of 32 go eight at a time through its
  * own GROUP8 (same arguments as nb_qgroup8 without the type; BS bytes a
  * block): NAME, NAME##_batch and NAME##_rows, tiled as nb_qrows tiles
@@ -209,17 +224,7 @@ NB_INLINE void nb_qrows(int type, size_t n, const void *w, size_t ws, size_t nr,
             }                                                                                  \
         }                                                                                      \
     }                                                                                          \
-    static float NAME(size_t n, const void *w, const void *a)                                  \
-    {                                                                                          \
-        float r;                                                                               \
-        NAME##_rows(n, w, 0, 1, a, 0, 1, &r, 0);                                               \
-        return r;                                                                              \
-    }                                                                                          \
-    static void NAME##_batch(size_t n, const void *w, const void *a, size_t as, size_t nt,     \
-                             float *out, size_t os)                                            \
-    {                                                                                          \
-        NAME##_rows(n, w, 0, 1, a, as, nt, out, os);                                           \
-    }
+    NB_ROW_ENTRIES(NAME)
 
 #define NB_QDOT(NAME, TYPE)                                                                    \
     static void NAME##_rows(size_t n, const void *w, size_t ws, size_t nr, const void *a,     \
@@ -227,17 +232,7 @@ NB_INLINE void nb_qrows(int type, size_t n, const void *w, size_t ws, size_t nr,
     {                                                                                          \
         nb_qrows(TYPE, n, w, ws, nr, a, as, nt, out, os);                                      \
     }                                                                                          \
-    static float NAME(size_t n, const void *w, const void *a)                                  \
-    {                                                                                          \
-        float r;                                                                               \
-        NAME##_rows(n, w, 0, 1, a, 0, 1, &r, 0);                                               \
-        return r;                                                                              \
-    }                                                                                          \
-    static void NAME##_batch(size_t n, const void *w, const void *a, size_t as, size_t nt,     \
-                             float *out, size_t os)                                            \
-    {                                                                                          \
-        NAME##_rows(n, w, 0, 1, a, as, nt, out, os);                                           \
-    }
+    NB_ROW_ENTRIES(NAME)
 NB_QDOT(nb_dot_q8_0, SIMD_Q8_0)
 NB_QDOT(nb_dot_q4_0, SIMD_Q4_0)
 NB_QDOT(nb_dot_q4_1, SIMD_Q4_1)
