@@ -61,24 +61,33 @@ size_t simd_pack_group_bytes(int type, size_t n)
 #define IQ3S_SG (IQ3S_QH + SIMD_QKK / 32)
 #define IQ3S_SC (IQ3S_SG + SIMD_QKK / 8)
 
-static uint8_t iq3s_nib(const unsigned char *b, int v)
+/* The 256 values of plain block b as 4-bit levels (v + 15) / 2, each
+ * grid entry looked up once for its four values. */
+static void iq3s_levels(const unsigned char *b, uint8_t lv[SIMD_QKK])
 {
-    int i = v / 32, m = (v % 32) / 4;
-    unsigned idx = b[IQ3S_QS + 8 * i + m] | ((b[IQ3S_QH + i] >> m) & 1u) << 8;
-    int mag = (int)(simd_iq3s_grid[idx] >> (8 * (v % 4)) & 0xff);
-    int neg = (b[IQ3S_SG + v / 8] >> (v % 8)) & 1;
-    return (uint8_t)((neg ? 15 - mag : 15 + mag) / 2);
+    for (int v0 = 0; v0 < SIMD_QKK; v0 += 4) {
+        int i = v0 / 32, m = (v0 % 32) / 4;
+        unsigned idx = b[IQ3S_QS + 8 * i + m] | ((b[IQ3S_QH + i] >> m) & 1u) << 8;
+        uint32_t g = simd_iq3s_grid[idx];
+        for (int k = 0; k < 4; k++) {
+            int v = v0 + k, mag = (int)(g >> (8 * k) & 0xff);
+            int neg = (b[IQ3S_SG + v / 8] >> (v % 8)) & 1;
+            lv[v] = (uint8_t)((neg ? 15 - mag : 15 + mag) / 2);
+        }
+    }
 }
 
 /* Row r of one packed block p (16 rows) from / to a plain block b. */
 static void iq3s_pack_row(const unsigned char *b, unsigned char *p, size_t r)
 {
+    uint8_t lv[SIMD_QKK];
+    iq3s_levels(b, lv);
     memcpy(p + 2 * r, b, 2);
     memcpy(p + 32 + 4 * r, b + IQ3S_SC, 4);
     for (int c = 0; c < 32; c++)
         for (int k = 0; k < 4; k++) {
             int v = 32 * (c / 4) + 4 * (c % 4) + k;
-            p[96 + 64 * c + 4 * r + k] = (uint8_t)(iq3s_nib(b, v) | iq3s_nib(b, v + 16) << 4);
+            p[96 + 64 * c + 4 * r + k] = (uint8_t)(lv[v] | lv[v + 16] << 4);
         }
 }
 
