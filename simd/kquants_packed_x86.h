@@ -437,6 +437,41 @@ NBK_INLINE void nkp_block6(const unsigned char *blk, const nkp_meta6 *m, const s
     nkp_finish6(m, y, nt, sumi, acc);
 }
 
+/* CALL with NKP_K the constant k (1..NKP_T): each token count its own
+ * unrolled copy of the block kernel the call names. */
+#if NKP_T > 2
+#define NKP_BY_TOKENS(k, CALL)                                                                                        \
+    switch (k) {                                                                                                     \
+    case 1: { enum { NKP_K = 1 }; CALL; } break;                                                                     \
+    case 2: { enum { NKP_K = 2 }; CALL; } break;                                                                     \
+    case 3: { enum { NKP_K = 3 }; CALL; } break;                                                                     \
+    case 4: { enum { NKP_K = 4 }; CALL; } break;                                                                     \
+    case 5: { enum { NKP_K = 5 }; CALL; } break;                                                                     \
+    case 6: { enum { NKP_K = 6 }; CALL; } break;                                                                     \
+    case 7: { enum { NKP_K = 7 }; CALL; } break;                                                                     \
+    default: { enum { NKP_K = NKP_T }; CALL; } break;                                                                \
+    }
+#else
+#define NKP_BY_TOKENS(k, CALL)                                                                                        \
+    switch (k) {                                                                                                     \
+    case 1: { enum { NKP_K = 1 }; CALL; } break;                                                                     \
+    default: { enum { NKP_K = NKP_T }; CALL; } break;                                                                \
+    }
+#endif
+
+/* The 8 slot rows of each of tn tokens combined as simd_reduce8 does, lane
+ * by lane, to out + t * os. */
+NBK_INLINE void nkp_reduce_store(float (*acc)[8][NKP_R], size_t tn, float *out, size_t os)
+{
+    for (size_t t = 0; t < tn; t++) {
+        nkp_f r = nkp_fadd(nkp_fadd(nkp_fadd(nkp_fload(acc[t][0]), nkp_fload(acc[t][4])),
+                                    nkp_fadd(nkp_fload(acc[t][2]), nkp_fload(acc[t][6]))),
+                           nkp_fadd(nkp_fadd(nkp_fload(acc[t][1]), nkp_fload(acc[t][5])),
+                                    nkp_fadd(nkp_fload(acc[t][3]), nkp_fload(acc[t][7]))));
+        nkp_fstore(out + t * os, r);
+    }
+}
+
 /* ---- iq4_xs, q2_k, q3_k, iq3_s (same driver, their own block pieces) ---- */
 
 #include "lquants_packed_x86.h"
@@ -516,28 +551,10 @@ NBK_INLINE void nkp_packed(int type, size_t n, const void *p, size_t ng, const v
                         y[t] = (const simd_block_q8k *)(at + (t1 + t) * as) + b;
                         ac[t] = acc[t1 + t][b & 7];
                     }
-                    switch (k) {
-                    case 1: nkp_block(type, blk, &meta, y, 1, ac); break;
-#if NKP_T > 2
-                    case 2: nkp_block(type, blk, &meta, y, 2, ac); break;
-                    case 3: nkp_block(type, blk, &meta, y, 3, ac); break;
-                    case 4: nkp_block(type, blk, &meta, y, 4, ac); break;
-                    case 5: nkp_block(type, blk, &meta, y, 5, ac); break;
-                    case 6: nkp_block(type, blk, &meta, y, 6, ac); break;
-                    case 7: nkp_block(type, blk, &meta, y, 7, ac); break;
-#endif
-                    default: nkp_block(type, blk, &meta, y, NKP_T, ac); break;
-                    }
+                    NKP_BY_TOKENS(k, nkp_block(type, blk, &meta, y, NKP_K, ac))
                 }
             }
-            /* simd_reduce8, lane by lane */
-            for (size_t t = 0; t < tn; t++) {
-                nkp_f r = nkp_fadd(nkp_fadd(nkp_fadd(nkp_fload(acc[t][0]), nkp_fload(acc[t][4])),
-                                            nkp_fadd(nkp_fload(acc[t][2]), nkp_fload(acc[t][6]))),
-                                   nkp_fadd(nkp_fadd(nkp_fload(acc[t][1]), nkp_fload(acc[t][5])),
-                                            nkp_fadd(nkp_fload(acc[t][3]), nkp_fload(acc[t][7]))));
-                nkp_fstore(out + (t0 + t) * os + g * NKP_R, r);
-            }
+            nkp_reduce_store(acc, tn, out + t0 * os + g * NKP_R, os);
         }
     }
 }

@@ -415,28 +415,10 @@ static void nlp_packed_iq4_nl(size_t n, const void *p, size_t ng, const void *a,
                         y[t] = (const simd_block_q8a *)(at + (t1 + t) * as) + b;
                         ac[t] = acc[t1 + t][b & 7];
                     }
-                    switch (k) {
-                    case 1: nlp_block_iq4_nl(blk, d, y, 1, ac); break;
-#if NKP_T > 2
-                    case 2: nlp_block_iq4_nl(blk, d, y, 2, ac); break;
-                    case 3: nlp_block_iq4_nl(blk, d, y, 3, ac); break;
-                    case 4: nlp_block_iq4_nl(blk, d, y, 4, ac); break;
-                    case 5: nlp_block_iq4_nl(blk, d, y, 5, ac); break;
-                    case 6: nlp_block_iq4_nl(blk, d, y, 6, ac); break;
-                    case 7: nlp_block_iq4_nl(blk, d, y, 7, ac); break;
-#endif
-                    default: nlp_block_iq4_nl(blk, d, y, NKP_T, ac); break;
-                    }
+                    NKP_BY_TOKENS(k, nlp_block_iq4_nl(blk, d, y, NKP_K, ac))
                 }
             }
-            /* simd_reduce8, lane by lane */
-            for (size_t t = 0; t < tn; t++) {
-                nkp_f r = nkp_fadd(nkp_fadd(nkp_fadd(nkp_fload(acc[t][0]), nkp_fload(acc[t][4])),
-                                            nkp_fadd(nkp_fload(acc[t][2]), nkp_fload(acc[t][6]))),
-                                   nkp_fadd(nkp_fadd(nkp_fload(acc[t][1]), nkp_fload(acc[t][5])),
-                                            nkp_fadd(nkp_fload(acc[t][3]), nkp_fload(acc[t][7]))));
-                nkp_fstore(out + (t0 + t) * os + g * NKP_R, r);
-            }
+            nkp_reduce_store(acc, tn, out + t0 * os + g * NKP_R, os);
         }
     }
 }
