@@ -159,6 +159,7 @@ typedef struct app_quant_calib {
     int tokens, threads, clip, quiet;
     int refine;         /* GPTQ: rounds of the local search after the pass */
     int ffn_rows;       /* GPTQ: per-row Hessians for SwiGLU gate/up (--ffn-rows) */
+    int attn_rows;      /* GPTQ: per-row Hessians for attn_q/k/v (--attn-rows) */
     int hessian_mb;     /* GPTQ: Hessians held at once, MB (0: the default) */
     float damp;
     const char *label_awq, *label_gptq; /* progress bar labels */

@@ -25,7 +25,7 @@
 static const char usage[] =
     "usage: nibble quantize IN.gguf OUT.gguf TYPE [--method rtn|awq|gptq|awq+gptq --calib TEXT]\n"
     "                       [--awq TEXT] [--imatrix FILE] [--no-clip] [--damp R] [--refine N]\n"
-    "                       [--ffn-rows] [--hessian-mb N]\n"
+    "                       [--ffn-rows] [--attn-rows] [--hessian-mb N]\n"
     "                       [--allow-requantize] [-t N]\n"
     "\n"
     "Write IN's weights as TYPE into OUT (metadata kept; OUT is written to a\n"
@@ -82,6 +82,12 @@ static const char usage[] =
     "                        gets its own Hessian, the calibration tokens weighted\n"
     "                        by how much that row moves silu(gate) * up there\n"
     "                        (2 * ffn * dim^2 doubles a layer, in the budget)\n"
+    "  --attn-rows           GPTQ: each row of attn_q, attn_k and attn_v gets its\n"
+    "                        own Hessian from the calibration pass's attention\n"
+    "                        (its probabilities, rotated queries and keys, values):\n"
+    "                        a row's error weighed by how it moves the attention's\n"
+    "                        output ((n_heads + 2 * n_kv_heads) * head_dim * dim^2\n"
+    "                        doubles a layer, in the budget; the slowest option)\n"
     "  --hessian-mb N        GPTQ: hold at most N MB of Hessians (default 1024):\n"
     "                        the layers are collected in groups that fit, one\n"
     "                        calibration pass per group\n"
@@ -191,6 +197,7 @@ int app_quant_prepare(const char *in, const eng_qtarget *t, int method, const ap
         app_bar gbar = {.label = c->label_gptq, .quiet = c->quiet};
         eng_gptq_opts go = {.calib_path = c->path, .max_tokens = (uint32_t)c->tokens, .threads = c->threads,
                             .max_bytes = (uint64_t)c->hessian_mb << 20, .ffn_rows = c->ffn_rows,
+                            .attn_rows = c->attn_rows,
                             .progress = app_awq_progress, .user = &gbar};
         if (eng_gptq_collect(in, &go, gptq, e)) {
             eng_awq_free(*awq);
@@ -213,7 +220,7 @@ int cmd_quantize(int argc, char **argv)
 {
     const char *pos[3] = {0}, *awq_text = NULL, *calib = NULL, *imx_path = NULL, *mname = NULL;
     int np = 0, allow = 0, quiet = 0, threads = 0, calib_tokens = 4096, no_clip = 0, refine = -1, hessian_mb = 0;
-    int ffn_rows = 0;
+    int ffn_rows = 0, attn_rows = 0;
     float damp = 0.01f;
     const app_flag own[] = {APP_FLAG("--awq", NULL, APP_STR, &awq_text),
                             APP_FLAG("--method", NULL, APP_STR, &mname),
@@ -223,6 +230,7 @@ int cmd_quantize(int argc, char **argv)
                             APP_FLAG("--refine", NULL, APP_INT, &refine, .min = 0, .max = 100,
                                      .why = "expected a number of rounds in 0..100"),
                             APP_FLAG("--ffn-rows", NULL, APP_ON, &ffn_rows),
+                            APP_FLAG("--attn-rows", NULL, APP_ON, &attn_rows),
                             APP_FLAG("--hessian-mb", NULL, APP_INT, &hessian_mb, .min = 1, .max = 1 << 20,
                                      .why = "expected megabytes in 1..1048576"),
                             APP_FLAG("--imatrix", NULL, APP_STR, &imx_path),
@@ -267,6 +275,8 @@ int cmd_quantize(int argc, char **argv)
     }
     if (ffn_rows && !(method & APP_QM_GPTQ))
         return app_usage_error("quantize", "--ffn-rows", "", "is for --method gptq or awq+gptq");
+    if (attn_rows && !(method & APP_QM_GPTQ))
+        return app_usage_error("quantize", "--attn-rows", "", "is for --method gptq or awq+gptq");
     if (refine < 0)
         refine = APP_GPTQ_REFINE;
     if (hessian_mb && !(method & APP_QM_GPTQ)) {
@@ -307,7 +317,7 @@ int cmd_quantize(int argc, char **argv)
                     eng_imatrix_chunk_count(imx), imx_path);
     }
     app_quant_calib qc = {.path = calib, .tokens = calib_tokens, .threads = threads, .clip = !no_clip, .damp = damp,
-                          .refine = refine, .ffn_rows = ffn_rows, .hessian_mb = hessian_mb,
+                          .refine = refine, .ffn_rows = ffn_rows, .attn_rows = attn_rows, .hessian_mb = hessian_mb,
                           .quiet = quiet, .label_awq = "awq     ", .label_gptq = "gptq    "};
     if (app_quant_prepare(pos[0], t, method, &qc, &awq, &gptq, &o, &e)) {
         fprintf(stderr, "nibble quantize: %s\n", e.msg);
@@ -330,6 +340,17 @@ int cmd_quantize(int argc, char **argv)
                 "error (w-q)^T H (w-q) is %.1f%% of round-to-nearest's (mean)\n", (unsigned long long)rep.n_gptq,
                 eng_gptq_tokens(gptq), eng_gptq_groups(gptq), eng_gptq_groups(gptq) == 1 ? "" : "es",
                 100 * rep.gptq_ratio);
+    if (gptq && attn_rows) {
+        uint32_t off;
+        double d;
+        uint32_t n = eng_gptq_attn_layers(gptq, &off, &d);
+        fprintf(stderr, "gptq: attention Hessians in %u layer%s (recomputed attention within %.2g%% of the "
+                "forward pass's)", n, n == 1 ? "" : "s", 100 * d);
+        if (off)
+            fprintf(stderr, "; %u layer%s kept the shared Hessian (the recomputation differed)", off,
+                    off == 1 ? "" : "s");
+        fputc('\n', stderr);
+    }
     eng_gptq_free(gptq);
     fprintf(stderr, "%s: %s, %.3f MB -> %.3f MB (%.2f bits per weight);", pos[1], t->name,
             rep.in_bytes / 1e6, rep.out_bytes / 1e6,

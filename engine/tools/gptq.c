@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn_rows.h"
 #include "calib.h"
 #include "gguf.h"
 #include "model_layout.h"
@@ -662,6 +663,9 @@ done:
  * model in k groups costs k calibration passes and one group's memory. */
 
 #define MAX_NAMES 3
+/* --attn-rows: the largest relative RMS difference of the recomputed
+ * attention output from the forward pass's (an f16 cache: about 1e-3) */
+#define ATTN_CHECK 0.02
 
 typedef struct site {
     const eng_weight *key;
@@ -676,6 +680,12 @@ typedef struct site {
     uint32_t rows;
     float *wgf, *wuf;           /* their values, rows x cols each, while loaded */
     double *hr;                 /* [2][rows][cols][cols]: gate's rows, then up's */
+    /* --attn-rows: the q/k/v input's site of a layer that can have them
+     * (attn: 1) holds attn_v's Hessians from the attention while loaded (at);
+     * the attn_output input's site names it (attn_of: its index + 1) */
+    int attn;
+    size_t attn_of;
+    tools_attn *at;
     char names[MAX_NAMES][96];
     int n_names;
 } site;
@@ -690,6 +700,9 @@ struct eng_gptq {
     int32_t *ids;
     int threads;
     int ffn_rows;          /* per-row Hessians for SwiGLU gate/up (opts) */
+    int attn_rows;         /* per-row Hessians for attn_q/k/v (opts) */
+    uint32_t attn_layers, attn_off; /* layers collected with them; without (the check failed) */
+    double attn_err;       /* the largest recomputation difference among attn_layers */
     eng_pool *pool;        /* for the sums (NULL: one thread) */
     float *rw;             /* the observer's per-token row weights, [nt][2][rows] */
     size_t rw_cap;
@@ -781,6 +794,11 @@ static void observe(void *user, const eng_weight *w, const float *x, uint32_t nt
     for (size_t i = 0; i < (size_t)nt * cols && !s->bad; i++)
         if (!isfinite(x[i]))
             s->bad = 1;
+    if (s->at)
+        tools_attn_input(s->at, x, nt);
+    if (s->attn_of && g->s[s->attn_of - 1].at && !s->bad &&
+        tools_attn_output(g->s[s->attn_of - 1].at, x, nt, g->pool))
+        s->bad = 2;
     g->cur = s, g->x = x, g->nt = nt;
     if (g->pool)
         eng_pool_run_range(g->pool, sum_rows, g, cols, 8);
@@ -847,7 +865,16 @@ static int make_sites(eng_gptq *g, const eng_model *m, uint64_t max_bytes, eng_e
         }
         int rows_h = g->ffn_rows && keys[2] == &L->w_gate && L->w_gate.cols && L->w_up.rows == L->w_gate.rows &&
                      L->w_up.cols == L->w_gate.cols;
-        uint64_t lb = 0;
+        int attn = g->attn_rows && L->n_heads && tools_attn_supported(m, l);
+        if (attn) {
+            /* a fused qkv tensor's rows cannot get Hessians of their own by name */
+            char nq[96], nk[96], nv[96];
+            tools_weight_name(m, &L->wq, (int)l, "attn_q.weight", nq, sizeof nq);
+            tools_weight_name(m, &L->wk, (int)l, "attn_k.weight", nk, sizeof nk);
+            tools_weight_name(m, &L->wv, (int)l, "attn_v.weight", nv, sizeof nv);
+            attn = strcmp(nq, nk) && strcmp(nk, nv) && strcmp(nq, nv);
+        }
+        uint64_t lb = attn ? tools_attn_bytes(m, l, g->n_ctx) : 0;
         for (int k = 0; k < 4; k++)
             if (keys[k] && keys[k]->cols)
                 lb += (uint64_t)keys[k]->cols * keys[k]->cols * sizeof(double);
@@ -857,6 +884,7 @@ static int make_sites(eng_gptq *g, const eng_model *m, uint64_t max_bytes, eng_e
             g->n_groups++, bytes = 0;
         bytes += lb;
         g->group_of[l] = g->n_groups;
+        size_t q_site = g->n;
         for (int k = 0; k < 4; k++) {
             if (!keys[k] || !keys[k]->cols)
                 continue;
@@ -868,8 +896,13 @@ static int make_sites(eng_gptq *g, const eng_model *m, uint64_t max_bytes, eng_e
                 name_site(s, m, &L->wq, l, "attn_q.weight");
                 name_site(s, m, &L->wk, l, "attn_k.weight");
                 name_site(s, m, &L->wv, l, "attn_v.weight");
+                s->attn = attn;
                 break;
-            case 1: name_site(s, m, &L->wo, l, "attn_output.weight"); break;
+            case 1:
+                name_site(s, m, &L->wo, l, "attn_output.weight");
+                if (attn)
+                    s->attn_of = q_site + 1;
+                break;
             case 2:
                 if (keys[2] == &L->w_gate)
                     name_site(s, m, &L->w_gate, l, "ffn_gate.weight");
@@ -893,7 +926,8 @@ static int load_group(eng_gptq *g, uint32_t grp, void (*progress)(void *, double
     for (size_t i = 0; i < g->n; i++) {
         site *s = &g->s[i];
         free(s->h); free(s->hr); free(s->wgf); free(s->wuf);
-        s->h = NULL, s->hr = NULL, s->wgf = s->wuf = NULL;
+        tools_attn_free(s->at);
+        s->h = NULL, s->hr = NULL, s->wgf = s->wuf = NULL, s->at = NULL;
         s->bad = 0;
     }
     g->loaded = g->n_groups;
@@ -921,6 +955,8 @@ static int load_group(eng_gptq *g, uint32_t grp, void (*progress)(void *, double
                 tu->dequant((const char *)s->wu->data + r * s->wu->row_bytes, s->wuf + (size_t)r * s->cols, s->cols);
             }
         }
+        if (s->attn && !(s->at = tools_attn_new(g->m, s->layer, g->n_tok, g->n_ctx)))
+            return eng_errf(e, ENG_ENOMEM, "GPTQ: out of memory for the attention Hessians of '%s'", s->names[0]);
     }
     int r = tools_calib_run(g->m, g->ids, g->n_tok, g->n_ctx, g->threads, observe, g, progress, user, 0, 1, e);
     if (r)
@@ -937,6 +973,20 @@ static int load_group(eng_gptq *g, uint32_t grp, void (*progress)(void *, double
         for (uint32_t a = 0; a < s->cols; a++) /* mirror the lower triangle */
             for (uint32_t b = 0; b < a; b++)
                 s->h[(size_t)b * s->cols + a] = s->h[(size_t)a * s->cols + b];
+        if (s->at) {
+            /* the recomputed attention must be the forward pass's (a
+             * family's own score scale or RoPE factors would not be):
+             * else the layer keeps the shared Hessians */
+            double d = tools_attn_finish(s->at);
+            if (d > ATTN_CHECK) {
+                tools_attn_free(s->at);
+                s->at = NULL;
+                g->attn_off++;
+            } else {
+                g->attn_layers++;
+                g->attn_err = d > g->attn_err ? d : g->attn_err;
+            }
+        }
         for (uint32_t r = 0; s->hr && r < 2 * s->rows; r++) {
             double *h = s->hr + (size_t)r * s->cols * s->cols;
             for (uint32_t a = 0; a < s->cols; a++)
@@ -961,6 +1011,7 @@ int eng_gptq_collect(const char *model_path, const eng_gptq_opts *o, eng_gptq **
     g->n_ctx = n_ctx;
     g->threads = o->threads;
     g->ffn_rows = o->ffn_rows;
+    g->attn_rows = o->attn_rows;
     if (o->threads > 1 && !(g->pool = eng_pool_new(o->threads))) {
         r = eng_errf(e, ENG_ENOMEM, "out of memory for %d threads", o->threads);
         goto done;
@@ -1010,8 +1061,18 @@ int eng_gptq_row_hessians(eng_gptq *g, const char *name, const double **Hr, uint
         return r;
     for (size_t i = 0; i < g->n; i++) {
         site *s = &g->s[i];
-        if (s->h != H || !s->hr)
+        if (s->h != H)
             continue;
+        if (s->at) {
+            char nm[96];
+            tools_weight_name(g->m, &eng_model_layer(g->m, s->layer)->wv, (int)s->layer, "attn_v.weight", nm,
+                              sizeof nm);
+            if (!strcmp(name, nm))
+                *Hr = tools_attn_v_hessians(s->at, rows);
+            return 0;
+        }
+        if (!s->hr)
+            return 0;
         char gn[96], un[96];
         tools_weight_name(g->m, s->wg, (int)s->layer, "ffn_gate.weight", gn, sizeof gn);
         tools_weight_name(g->m, s->wu, (int)s->layer, "ffn_up.weight", un, sizeof un);
@@ -1029,6 +1090,13 @@ int eng_gptq_row_hessians(eng_gptq *g, const char *name, const double **Hr, uint
 
 uint32_t eng_gptq_tokens(const eng_gptq *g) { return g ? g->n_tok : 0; }
 
+uint32_t eng_gptq_attn_layers(const eng_gptq *g, uint32_t *off, double *err)
+{
+    *off = g ? g->attn_off : 0;
+    *err = g ? g->attn_err : 0;
+    return g ? g->attn_layers : 0;
+}
+
 uint32_t eng_gptq_groups(const eng_gptq *g) { return g ? g->n_groups : 0; }
 
 void eng_gptq_free(eng_gptq *g)
@@ -1037,6 +1105,7 @@ void eng_gptq_free(eng_gptq *g)
         return;
     for (size_t i = 0; i < g->n; i++) {
         free(g->s[i].h); free(g->s[i].hr); free(g->s[i].wgf); free(g->s[i].wuf);
+        tools_attn_free(g->s[i].at);
     }
     free(g->rw);
     free(g->s);

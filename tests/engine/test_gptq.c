@@ -20,6 +20,12 @@
  *    own Hessian (none for other tensors, none without the option), the
  *    embedded model's q4_0 KL falls below the plain pass's, and two
  *    threads with the layers collected one at a time give the same bytes;
+ *  - --attn-rows (eng_gptq_opts.attn_rows): attn_v's rows get Hessians
+ *    from the recomputed attention (which matches the forward pass's),
+ *    the rows of one head sharing one and the heads differing (none for
+ *    attn_q, attn_k, attn_output, none without the option), the embedded
+ *    model's q4_0 KL falls below --ffn-rows' alone, and two threads with
+ *    the layers collected one at a time give the same bytes;
  *  - the command line's --method and --refine errors. */
 #include <math.h>
 #include <stdint.h>
@@ -38,6 +44,9 @@
 #include "testutil.h"
 
 static char dir[256];
+
+/* --attn-rows' KL on 12 windows must be below this share of --ffn-rows' alone */
+#define ATTN_BOUND 0.99
 
 static const char *tmp(const char *name)
 {
@@ -333,6 +342,90 @@ done:
         eng_gptq_free(g[k]);
 }
 
+/* The per-row attention Hessians of --attn-rows on the embedded model. */
+static void test_attn_rows(const char *model)
+{
+    char pv[4096], pt[4096];
+    const char *valid = tu_shared("text/wiki.valid.raw", pv), *test = tu_shared("text/wiki.test.raw", pt);
+    if (!valid || !test)
+        return;
+    eng_err e;
+    eng_gptq *g[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < 3; k++) {
+        /* --ffn-rows; with --attn-rows on one thread; on two, a layer at a time */
+        eng_gptq_opts go = {.calib_path = valid, .max_tokens = 2048, .threads = k == 2 ? 2 : 1, .ffn_rows = 1,
+                            .attn_rows = k > 0, .max_bytes = k == 2 ? 1 : 0};
+        CHECKF(eng_gptq_collect(model, &go, &g[k], &e) == 0, "%s", e.msg);
+    }
+    if (!g[0] || !g[1] || !g[2])
+        goto done;
+    const double *hq = NULL, *hk = NULL, *hv = NULL, *ho = NULL, *h0 = NULL, *H = NULL;
+    uint32_t rq = 1, rk = 1, rv = 0, ro = 1, r0 = 1, off = 1, cols = 0;
+    double diff = 1;
+    CHECK(eng_gptq_row_hessians(g[1], "blk.2.attn_v.weight", &hv, &rv, &e) == 0 && hv && rv == 32 &&
+          eng_gptq_row_hessians(g[1], "blk.2.attn_q.weight", &hq, &rq, &e) == 0 && !hq && !rq &&
+          eng_gptq_row_hessians(g[1], "blk.2.attn_k.weight", &hk, &rk, &e) == 0 && !hk && !rk &&
+          eng_gptq_row_hessians(g[1], "blk.2.attn_output.weight", &ho, &ro, &e) == 0 && !ho && !ro &&
+          eng_gptq_row_hessians(g[0], "blk.2.attn_v.weight", &h0, &r0, &e) == 0 && !h0 && !r0);
+    CHECK(eng_gptq_hessian(g[1], "blk.2.attn_v.weight", &H, &cols, &e) == 0 && H && cols == 64);
+    /* every layer's recomputed attention is the forward pass's (its f16 cache aside) */
+    CHECK(eng_gptq_attn_layers(g[1], &off, &diff) == 5 && off == 0 && diff < 0.01);
+    printf("--attn-rows: recomputed attention within %.3f%% of the forward pass's\n", 100 * diff);
+    /* symmetric, positive diagonals; the 8 rows of a head share one sum,
+     * the heads differ and differ from the shared H */
+    int sym = 1, pos = 1, share = 1, differ = 0;
+    for (uint32_t r = 0; hv && r < 32; r++) {
+        const double *v = hv + (size_t)r * 64 * 64, *v0 = hv + (size_t)(r - r % 8) * 64 * 64;
+        for (uint32_t i = 0; i < 64; i++) {
+            pos &= v[i * 64 + i] > 0;
+            for (uint32_t j = 0; j < i; j++)
+                sym &= v[i * 64 + j] == v[j * 64 + i];
+        }
+        share &= !memcmp(v, v0, 64 * 64 * sizeof *v);
+        differ |= r % 8 == 0 && r && fabs(v[1] / v[65] - hv[1] / hv[65]) > 1e-6 * fabs(hv[1] / hv[65]);
+    }
+    CHECK(sym && pos && share && differ && H && hv && fabs(hv[1] / hv[65] - H[1] / H[65]) > 1e-6);
+    size_t len = 0;
+    char *text = tu_read(test, &len);
+    eng_model *base = NULL;
+    CHECK(text && eng_model_open(model, &base, &e) == 0);
+    double kl[2] = {0, 0};
+    for (int k = 0; k < 3 && base && text; k++) {
+        eng_quant_opts o = {.target = eng_qtarget_find("q4_0"), .method = "gptq", .gptq = g[k]};
+        o.gptq_params.clip = 1, o.gptq_params.refine = 4, o.gptq_params.threads = k == 2 ? 2 : 1;
+        eng_quant_report rep;
+        char name[32];
+        snprintf(name, sizeof name, "ar%d.gguf", k);
+        CHECKF(eng_quantize_file(model, tmp(name), &o, &rep, &e) == 0, "%s", e.msg);
+        if (k == 2) {
+            size_t n1 = 0, n2 = 0;
+            char *f1 = tu_read(tmp("ar1.gguf"), &n1), *f2 = tu_read(tmp("ar2.gguf"), &n2);
+            CHECKF(f1 && f2 && n1 == n2 && !memcmp(f1, f2, n1), "--attn-rows: two threads, a different file");
+            free(f1);
+            free(f2);
+            break;
+        }
+        eng_model *m = NULL;
+        eng_ppl_result r;
+        eng_ppl_opts po = {.n_ctx = 256, .max_chunks = 12, .threads = 1, .base = base};
+        if (eng_model_open(tmp(name), &m, &e) || eng_ppl_run(m, text, len, &po, &r, &e)) {
+            CHECKF(0, "%s", e.msg);
+            eng_model_close(m);
+            continue;
+        }
+        kl[k] = r.kl;
+        printf("q4_0 gptq --ffn-rows%s mean KL to f32 %.5f, top-1 %.2f%%\n", k ? " --attn-rows" : "", r.kl,
+               100 * r.top1);
+        eng_model_close(m);
+    }
+    CHECKF(kl[1] > 0 && kl[1] < ATTN_BOUND * kl[0], "--attn-rows %g, without %g", kl[1], kl[0]);
+    eng_model_close(base);
+    free(text);
+done:
+    for (int k = 0; k < 3; k++)
+        eng_gptq_free(g[k]);
+}
+
 #ifndef _WIN32
 /* Run a nibble command line; its exit status, stderr in err.txt. */
 static int run(const char *bin, const char *args)
@@ -387,6 +480,8 @@ static void test_cli(const char *model)
     CHECK(run(bin, a) == 2 && err_has("--hessian-mb 5: is for --method gptq or awq+gptq"));
     snprintf(a, sizeof a, "quantize %s %s q4_0 -q --awq %s --ffn-rows", model, tmp("o.gguf"), cal);
     CHECK(run(bin, a) == 2 && err_has("--ffn-rows") && err_has("is for --method gptq or awq+gptq"));
+    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --attn-rows", model, tmp("o.gguf"));
+    CHECK(run(bin, a) == 2 && err_has("--attn-rows") && err_has("is for --method gptq or awq+gptq"));
     snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method gptq --calib %s", model, tmp("o.gguf"), tmp("none.txt"));
     CHECK(run(bin, a) == 1 && err_has("calibration text"));
     /* a good run: the method and the calibration recorded */
@@ -424,6 +519,7 @@ int main(void)
 #endif
         test_model(model);
         test_ffn_rows(model);
+        test_attn_rows(model);
     }
     tu_rmtree(dir);
     return tu_result("test_gptq");

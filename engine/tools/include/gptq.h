@@ -39,6 +39,9 @@ typedef struct eng_gptq_opts {
     uint64_t max_bytes;      /* Hessians held at once (0: ENG_GPTQ_MAX_BYTES) */
     int ffn_rows;            /* also a Hessian per row of a SwiGLU FFN's gate and up
                               * (eng_gptq_row_hessians): 2 * ffn * dim^2 doubles a layer */
+    int attn_rows;           /* also a Hessian per row of attn_q, attn_k and attn_v from the
+                              * attention's probabilities (eng_gptq_row_hessians):
+                              * (n_heads + 2 * n_kv_heads) * head_dim * dim^2 doubles a layer */
     void (*progress)(void *user, double frac, const char *what);
     void *user;
 } eng_gptq_opts;
@@ -69,10 +72,19 @@ int eng_gptq_hessian(eng_gptq *g, const char *name, const double **H, uint32_t *
  * else NULL: row i's sums x x^T over the calibration tokens, each token
  * weighted by the square of how much a unit change of that row's output
  * moves silu(gate_i) * up_i there, so the pass weighs a row's error where
- * the FFN's product feels it. Errors: eng_gptq_hessian's. */
+ * the FFN's product feels it. With eng_gptq_opts.attn_rows the same for
+ * attn_q, attn_k and attn_v: each row's error as it moves the attention's
+ * output through the softmax's probabilities (engine/tools/attn_rows.h).
+ * Errors: eng_gptq_hessian's. */
 int eng_gptq_row_hessians(eng_gptq *g, const char *name, const double **Hr, uint32_t *rows, eng_err *e);
 /* Tokens the Hessians were summed over. */
 uint32_t eng_gptq_tokens(const eng_gptq *g);
+/* With attn_rows: the layers collected so far whose attention Hessians
+ * are in use; *off gets those that fell back to the shared Hessian
+ * (unsupported layouts are not counted: their recomputed attention
+ * differed from the forward pass's), *err the largest relative RMS
+ * difference among the layers in use. */
+uint32_t eng_gptq_attn_layers(const eng_gptq *g, uint32_t *off, double *err);
 /* Layer groups (calibration passes when every group is asked for). */
 uint32_t eng_gptq_groups(const eng_gptq *g);
 void eng_gptq_free(eng_gptq *g);
