@@ -1,4 +1,4 @@
-/* Per-row attention Hessians for GPTQ (see attn_rows.h). */
+/* attn_v's Hessians from the attention, for GPTQ (see attn_rows.h). */
 #include "attn_rows.h"
 
 #include <math.h>
@@ -22,6 +22,7 @@ struct tools_attn {
     float *p;                     /* [nh][n_ctx][n_ctx]: p[i][t][s], s <= t */
     double *cd, *sd;              /* [n_ctx][half]: cos and sin of (position or distance) * freq */
     double *freq;                 /* [half] */
+    double *xb;                   /* [nkv][dim]: each head's task's xbar */
     double err, ref;              /* the check's sums */
     int oom;
 };
@@ -87,8 +88,9 @@ tools_attn *tools_attn_new(const eng_model *m, uint32_t l, uint32_t n_tok, uint3
     a->cd = malloc((T * a->half + 1) * sizeof *a->cd);
     a->sd = malloc((T * a->half + 1) * sizeof *a->sd);
     a->freq = malloc((a->half + 1) * sizeof *a->freq);
+    a->xb = malloc((size_t)a->nkv * a->dim * sizeof *a->xb);
     if (!a->wq || !a->wk || !a->wv || !a->hv || !a->x || !a->obs || !a->q || !a->k ||
-        !a->v || !a->p || !a->cd || !a->sd || !a->freq) {
+        !a->v || !a->p || !a->cd || !a->sd || !a->freq || !a->xb) {
         tools_attn_free(a);
         return NULL;
     }
@@ -231,7 +233,6 @@ static void add_outer(double *h, const double *g, uint32_t m, uint32_t n)
 typedef struct win_job {
     tools_attn *a;
     uint32_t T;
-    int *oom;
 } win_job;
 
 /* The rows of attn_v of head h (their common sum, into the head's first row). */
@@ -259,14 +260,8 @@ static void win_tasks(void *arg, uint32_t b, uint32_t e)
 {
     win_job *j = arg;
     tools_attn *a = j->a;
-    double *scr = malloc((size_t)a->dim * sizeof *scr);
-    if (!scr) {
-        *j->oom = 1;
-        return;
-    }
     for (uint32_t h = b; h < e; h++)
-        sum_v_head(a, j->T, h, scr);
-    free(scr);
+        sum_v_head(a, j->T, h, a->xb + (size_t)h * a->dim);
 }
 
 int tools_attn_output(tools_attn *a, const float *o, uint32_t nt, eng_pool *pool)
@@ -276,19 +271,16 @@ int tools_attn_output(tools_attn *a, const float *o, uint32_t nt, eng_pool *pool
     memcpy(a->obs + (size_t)a->no * a->nq, o, (size_t)nt * a->nq * sizeof *o);
     a->no += nt;
     uint32_t T = a->n_tok - a->win0 < a->n_ctx ? a->n_tok - a->win0 : a->n_ctx;
-    if (a->no < T || a->nx < T)
+    if (!T || a->no < T || a->nx < T)
         return a->oom ? ENG_ENOMEM : 0;
     recompute(a, T);
-    int oom = a->oom;
-    win_job j = {a, T, &oom};
-    uint32_t n = a->nkv;
-    if (pool && !oom)
-        eng_pool_run_range(pool, win_tasks, &j, n, 1);
-    else if (!oom)
-        win_tasks(&j, 0, n);
+    win_job j = {a, T};
+    if (pool && !a->oom)
+        eng_pool_run_range(pool, win_tasks, &j, a->nkv, 1);
+    else if (!a->oom)
+        win_tasks(&j, 0, a->nkv);
     a->win0 += T;
     a->nx = a->no = 0;
-    a->oom |= oom;
     return a->oom ? ENG_ENOMEM : 0;
 }
 
@@ -324,6 +316,6 @@ void tools_attn_free(tools_attn *a)
     free(a->wq); free(a->wk); free(a->wv);
     free(a->hv);
     free(a->x); free(a->obs); free(a->q); free(a->k); free(a->v); free(a->p);
-    free(a->cd); free(a->sd); free(a->freq);
+    free(a->cd); free(a->sd); free(a->freq); free(a->xb);
     free(a);
 }

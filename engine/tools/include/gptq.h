@@ -39,9 +39,9 @@ typedef struct eng_gptq_opts {
     uint64_t max_bytes;      /* Hessians held at once (0: ENG_GPTQ_MAX_BYTES) */
     int ffn_rows;            /* also a Hessian per row of a SwiGLU FFN's gate and up
                               * (eng_gptq_row_hessians): 2 * ffn * dim^2 doubles a layer */
-    int attn_rows;           /* also a Hessian per row of attn_q, attn_k and attn_v from the
-                              * attention's probabilities (eng_gptq_row_hessians):
-                              * (n_heads + 2 * n_kv_heads) * head_dim * dim^2 doubles a layer */
+    int attn_rows;           /* also Hessians for attn_v's rows from the attention's
+                              * probabilities (eng_gptq_row_hessians):
+                              * n_kv_heads * head_dim * dim^2 doubles a layer */
     void (*progress)(void *user, double frac, const char *what);
     void *user;
 } eng_gptq_opts;
@@ -72,9 +72,9 @@ int eng_gptq_hessian(eng_gptq *g, const char *name, const double **H, uint32_t *
  * else NULL: row i's sums x x^T over the calibration tokens, each token
  * weighted by the square of how much a unit change of that row's output
  * moves silu(gate_i) * up_i there, so the pass weighs a row's error where
- * the FFN's product feels it. With eng_gptq_opts.attn_rows the same for
- * attn_q, attn_k and attn_v: each row's error as it moves the attention's
- * output through the softmax's probabilities (engine/tools/attn_rows.h).
+ * the FFN's product feels it. With eng_gptq_opts.attn_rows, for attn_v:
+ * each kv head's sum of the inputs averaged by the attention's
+ * probabilities, shared by the head's rows (engine/tools/attn_rows.h).
  * Errors: eng_gptq_hessian's. */
 int eng_gptq_row_hessians(eng_gptq *g, const char *name, const double **Hr, uint32_t *rows, eng_err *e);
 /* Tokens the Hessians were summed over. */
