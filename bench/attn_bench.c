@@ -10,10 +10,15 @@
  * The cache is small enough to stay in L2/L3, so this times the kernels'
  * arithmetic, not memory; each figure is the fastest of -i runs, which a
  * busy machine disturbs least. Compare builds by running each in turns.
+ * With -l L there are L such caches (layers), each run takes the next, so
+ * with enough of them (a model's layer count) the cache comes from memory
+ * as in a decode step. -hm 1 lays each kv head's rows one after the other
+ * (forward.c's layout); 0, the rows of all kv heads side by side for each
+ * position (the layout before it).
  *
- *   nibble_attnbench [-d DEPTH] [-hd HEAD] [-g QHEADS_PER_KV] [-kv KVHEADS] [-i RUNS] [-t NT]
+ *   nibble_attnbench [-d DEPTH] [-hd HEAD] [-g QHEADS_PER_KV] [-kv KVHEADS] [-i RUNS] [-t NT] [-l LAYERS] [-hm 0|1]
  * (defaults: qwen05's shape, 64 / 7 / 2, depth 4096, 300 runs; -t: 1
- * token, the decode step, 0 runs the decode form) */
+ * token, the decode step, 0 runs the decode form; 1 layer; -hm 1) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +37,7 @@ static float val(size_t i, unsigned mul) { return (float)((i * mul) % 1000u) / 1
 
 int main(int argc, char **argv)
 {
-    size_t depth = 4096, hd = 64, grp = 7, nkv = 2, runs = 300, nt = 0;
+    size_t depth = 4096, hd = 64, grp = 7, nkv = 2, runs = 300, nt = 0, layers = 1, hm = 1;
     for (int i = 1; i + 1 < argc; i += 2) {
         size_t v = (size_t)strtoul(argv[i + 1], NULL, 10);
         if (!strcmp(argv[i], "-d"))
@@ -47,19 +52,27 @@ int main(int argc, char **argv)
             runs = v;
         else if (!strcmp(argv[i], "-t"))
             nt = v;
+        else if (!strcmp(argv[i], "-l"))
+            layers = v;
+        else if (!strcmp(argv[i], "-hm"))
+            hm = v;
     }
     if (depth < 1 || depth > (1u << 20) || hd < 32 || hd % 32 || hd > 512 || grp < 1 || grp > 64 || nkv < 1 ||
-        nkv > 64 || runs < 1 || nt > 256) {
-        fprintf(stderr, "usage: nibble_attnbench [-d 1..1048576] [-hd 32k] [-g 1..64] [-kv 1..64] [-i N] [-t 0..256]\n");
+        nkv > 64 || runs < 1 || nt > 256 || layers < 1 || layers > 256 || hm > 1 ||
+        (double)layers * (double)depth * (double)(nkv * hd) > (double)(1u << 30)) {
+        fprintf(stderr, "usage: nibble_attnbench [-d 1..1048576] [-hd 32k] [-g 1..64] [-kv 1..64] [-i N] [-t 0..256] "
+                        "[-l 1..256] [-hm 0|1] (at most 2^30 cache values)\n");
         return 2;
     }
     simd_init();
     size_t kvs = nkv * hd, nb = hd / 32, row = hd + 2, nch = (depth + SIMD_ATTN_CHUNK - 1) / SIMD_ATTN_CHUNK;
     size_t rb = simd_row_bytes(SIMD_Q8_0, kvs), bb = rb / (kvs / 32);
-    simd_f16 *k = malloc(depth * kvs * sizeof *k), *v = malloc(depth * kvs * sizeof *v);
+    /* a layer's K (and V): depth rows of kvs halves, or rb bytes for q8_0 */
+    size_t lk = depth * kvs, lq = depth * rb;
+    simd_f16 *k = malloc(layers * lk * sizeof *k), *v = malloc(layers * lk * sizeof *v);
     size_t ntq = nt ? nt : 1, tokrows = nch * grp * row; /* a token's chunk rows */
     float *tmp = malloc(kvs * sizeof *tmp), *q = malloc(ntq * grp * hd * sizeof *q);
-    unsigned char *kq = malloc(depth * rb), *vq = malloc(depth * rb);
+    unsigned char *kq = malloc(layers * lq), *vq = malloc(layers * lq);
     simd_block_q8a *qq = malloc(ntq * grp * nb * sizeof *qq);
     float *part = malloc(ntq * tokrows * sizeof *part), *sc = malloc(grp * SIMD_ATTN_CHUNK * sizeof *sc);
     void *buf = malloc(SIMD_ATTN_Q_BUF(hd));
@@ -68,14 +81,27 @@ int main(int argc, char **argv)
         fprintf(stderr, "nibble_attnbench: out of memory\n");
         return 1;
     }
+    /* head g's rows from position p: where they start, and the step from
+     * one row to the next (halves for f16, bytes for q8_0) */
+    size_t rbh = nb * bb, hstep = hm ? hd : kvs, qstep = hm ? rbh : rb;
+#define KV_AT(p, g) (hm ? ((g) * depth + (p)) * hd : (p) * kvs + (g) * hd)
+#define KQ_AT(p, g) (hm ? ((g) * depth + (p)) * rbh : (p) * rb + (g) * rbh)
     for (size_t p = 0; p < depth; p++)
         for (int w = 0; w < 2; w++) {
             for (size_t i = 0; i < kvs; i++)
                 tmp[i] = val(p * kvs + i, w ? 40503u : 2654435761u);
-            for (size_t i = 0; i < kvs; i++)
-                (w ? v : k)[p * kvs + i] = simd_f32_to_f16(tmp[i]);
-            simd_type_traits(SIMD_Q8_0)->quant(tmp, (w ? vq : kq) + p * rb, kvs);
+            for (size_t g = 0; g < nkv; g++) {
+                for (size_t i = 0; i < hd; i++)
+                    (w ? v : k)[KV_AT(p, g) + i] = simd_f32_to_f16(tmp[g * hd + i]);
+                simd_type_traits(SIMD_Q8_0)->quant(tmp + g * hd, (w ? vq : kq) + KQ_AT(p, g), hd);
+            }
         }
+    for (size_t l = 1; l < layers; l++) {
+        memcpy(k + l * lk, k, lk * sizeof *k);
+        memcpy(v + l * lk, v, lk * sizeof *v);
+        memcpy(kq + l * lq, kq, lq);
+        memcpy(vq + l * lq, vq, lq);
+    }
     for (size_t i = 0; i < ntq * grp * hd; i++)
         q[i] = val(i, 7919u);
     simd_act_quant(SIMD_ACT_Q8, q, qq, ntq * grp * hd);
@@ -87,6 +113,9 @@ int main(int argc, char **argv)
         printf("decode attention, one layer: depth %zu, head %zu, %zu query heads on each of %zu kv heads, "
                "fastest of %zu runs\n",
                depth, hd, grp, nkv, runs);
+    printf("%zu layer%s in turn (%.1f MB of f16 cache), %s\n", layers, layers > 1 ? "s" : "",
+           (double)(layers * lk * 2 * sizeof *k) / 1e6,
+           hm ? "each kv head's rows contiguous" : "each position's kv heads side by side");
     for (int ks = 0; ks < SIMD_K_COUNT; ks++) {
         /* scalar: the reference, far too slow to time this way */
         if (ks == SIMD_K_SCALAR || !simd_kernel_supported((enum simd_kernel)ks, NULL) ||
@@ -95,6 +124,8 @@ int main(int argc, char **argv)
         double best[2] = {1e30, 1e30};
         for (size_t r = 0; r < runs; r++)
             for (int mode = 0; mode < 2; mode++) { /* in turns, so load hits both alike */
+                const simd_f16 *kl = k + r % layers * lk, *vl = v + r % layers * lk;
+                const unsigned char *kql = kq + r % layers * lq, *vql = vq + r % layers * lq;
                 double t0 = now();
                 for (size_t g = 0; g < nkv; g++)
                     for (size_t c = 0; c < nch; c++) {
@@ -102,29 +133,29 @@ int main(int argc, char **argv)
                         if (nt && mode) {
                             simd_attn_q_args a = {.hd = hd, .nq = grp, .n = n, .q = qq, .qstride = nb,
                                                   .ktype = SIMD_Q8_0, .vtype = SIMD_Q8_0,
-                                                  .k = kq + p0 * rb + g * nb * bb, .v = vq + p0 * rb + g * nb * bb,
-                                                  .kstride = rb, .vstride = rb, .scale = 0.125f,
+                                                  .k = kql + KQ_AT(p0, g), .v = vql + KQ_AT(p0, g),
+                                                  .kstride = qstep, .vstride = qstep, .scale = 0.125f,
                                                   .part = part + c * grp * row, .pstride = row, .scratch = sc,
                                                   .buf = buf};
                             simd_attn_q_tile(&a, nt, grp * nb, tokrows);
                         } else if (nt) {
                             simd_attn_args a = {.hd = hd, .nq = grp, .n = n, .q = q, .qstride = hd,
-                                                .k = k + p0 * kvs + g * hd, .v = v + p0 * kvs + g * hd,
-                                                .kvstride = kvs, .scale = 0.125f, .part = part + c * grp * row,
+                                                .k = kl + KV_AT(p0, g), .v = vl + KV_AT(p0, g),
+                                                .kvstride = hstep, .scale = 0.125f, .part = part + c * grp * row,
                                                 .pstride = row, .scratch = sc};
                             simd_attn_tile(&a, nt, grp * hd, tokrows, kvbuf);
                         } else if (mode) {
                             simd_attn_q_args a = {.hd = hd, .nq = grp, .n = n, .q = qq, .qstride = nb,
                                                   .ktype = SIMD_Q8_0, .vtype = SIMD_Q8_0,
-                                                  .k = kq + p0 * rb + g * nb * bb, .v = vq + p0 * rb + g * nb * bb,
-                                                  .kstride = rb, .vstride = rb, .scale = 0.125f,
+                                                  .k = kql + KQ_AT(p0, g), .v = vql + KQ_AT(p0, g),
+                                                  .kstride = qstep, .vstride = qstep, .scale = 0.125f,
                                                   .part = part + c * grp * row, .pstride = row, .scratch = sc,
                                                   .buf = buf};
                             simd_attn_q_tile(&a, 1, 0, 0);
                         } else {
                             simd_attn_args a = {.hd = hd, .nq = grp, .n = n, .q = q, .qstride = hd,
-                                                .k = k + p0 * kvs + g * hd, .v = v + p0 * kvs + g * hd,
-                                                .kvstride = kvs, .scale = 0.125f, .part = part + c * grp * row,
+                                                .k = kl + KV_AT(p0, g), .v = vl + KV_AT(p0, g),
+                                                .kvstride = hstep, .scale = 0.125f, .part = part + c * grp * row,
                                                 .pstride = row, .scratch = sc};
                             simd_attn_chunk(&a);
                         }

@@ -40,9 +40,12 @@ struct eng_ctx {
     uint32_t n_ctx, pos;
     eng_pool *pool;
     int pool_borrowed;     /* pool is another context's (eng_ctx_share_pool): not freed here */
-    /* per layer l: [kv_slots[l]] rows of n_kv(l)*head_dim values, K in
-     * kv_type[0] at kc + kv_off[0][l] bytes, V in kv_type[1] at vc + kv_off[1][l] */
+    /* per layer l: K in kv_type[0] at kc + kv_off[0][l] bytes, V in
+     * kv_type[1] at vc + kv_off[1][l]; with kv_heads: for each kv head
+     * [kv_slots[l]] rows of head_dim values, else [kv_slots[l]] rows of
+     * n_kv(l)*head_dim values (kv_row) */
     unsigned char *kc, *vc;
+    int kv_heads;          /* each kv head's rows contiguous: f16, or a head of whole blocks */
     size_t *kv_off[2];     /* [n_layers] each */
     int kv_type[2];        /* enum eng_kv_type */
     size_t kvq_floats;     /* 0 for f16 caches; else the floats at the end of each thread's
@@ -431,15 +434,43 @@ static void kv_deq_slice(int t, const unsigned char *r, size_t off, size_t n, si
     }
 }
 
-/* Store position slot's K (v = 0) or V (v = 1) row of layer l from n floats. */
+/* Where kv head g's values of position slot lie in layer l's K (w = 0)
+ * or V (w = 1): the row returned holds them from value *off on, and the
+ * next slot's row is *stride bytes on. With kv_heads each head's rows
+ * follow one another (off 0): a decode step's attention, one task per kv
+ * head, then streams through contiguous memory, where rows of all the
+ * heads side by side made each head read hd halves and skip the others'
+ * (a stride the prefetchers followed late: the step's attention ran at
+ * half its in-cache rate at depth 4096). */
+static unsigned char *kv_row(const eng_ctx *c, int w, uint32_t l, uint32_t g, size_t slot, size_t *stride,
+                             size_t *off)
+{
+    size_t hd = c->m->info.head_dim, slots = c->kv_slots[l];
+    unsigned char *base = (w ? c->vc : c->kc) + c->kv_off[w][l];
+    if (c->kv_heads) {
+        *stride = kv_row_bytes(c->kv_type[w], hd);
+        *off = 0;
+        return base + ((size_t)g * slots + slot) * *stride;
+    }
+    *stride = kv_row_bytes(c->kv_type[w], (size_t)c->m->layers[l].n_kv_heads * hd);
+    *off = (size_t)g * hd;
+    return base + slot * *stride;
+}
+
+/* Store position slot's K (v = 0) or V (v = 1) of layer l from n floats
+ * (all its kv heads). */
 static void kv_store(eng_ctx *c, int v, uint32_t l, size_t slot, const float *x, size_t n)
 {
     int t = c->kv_type[v];
-    unsigned char *dst = (v ? c->vc : c->kc) + c->kv_off[v][l] + slot * kv_row_bytes(t, n);
-    if (t == ENG_KV_F16)
-        simd_f32_to_f16_row(x, (simd_f16 *)dst, n);
-    else
-        simd_type_traits(kv_simd_type(t))->quant(x, dst, n);
+    size_t hd = c->m->info.head_dim, stride, off;
+    size_t nh = c->kv_heads ? n / hd : 1, len = c->kv_heads ? hd : n;
+    for (size_t g = 0; g < nh; g++) {
+        unsigned char *dst = kv_row(c, v, l, (uint32_t)g, slot, &stride, &off);
+        if (t == ENG_KV_F16)
+            simd_f32_to_f16_row(x + g * len, (simd_f16 *)dst, len);
+        else
+            simd_type_traits(kv_simd_type(t))->quant(x + g * len, dst, len);
+    }
 }
 
 /* The K and V rows of kv head g of layer l for positions [p0, p1) of one
@@ -450,21 +481,19 @@ static void kv_store(eng_ctx *c, int v, uint32_t l, size_t slot, const float *x,
 static void kv_chunk(const eng_ctx *c, uint32_t l, uint32_t g, size_t p0, size_t p1, simd_f16 *buf,
                      const simd_f16 **k, const simd_f16 **v, size_t *stride)
 {
-    const eng_layer *L = &c->m->layers[l];
-    size_t hd = c->m->info.head_dim, nkvd = (size_t)L->n_kv_heads * hd, slots = c->kv_slots[l];
+    size_t hd = c->m->info.head_dim, slots = c->kv_slots[l], rb, off;
     if (!c->kvq_floats) {
-        *k = (const simd_f16 *)(c->kc + c->kv_off[0][l]) + p0 % slots * nkvd + (size_t)g * hd;
-        *v = (const simd_f16 *)(c->vc + c->kv_off[1][l]) + p0 % slots * nkvd + (size_t)g * hd;
-        *stride = nkvd;
+        *k = (const simd_f16 *)kv_row(c, 0, l, g, p0 % slots, &rb, &off) + off;
+        *v = (const simd_f16 *)kv_row(c, 1, l, g, p0 % slots, &rb, &off) + off;
+        *stride = rb / sizeof(simd_f16);
         return;
     }
     for (int w = 0; w < 2; w++) {
-        int t = c->kv_type[w];
-        size_t rb = kv_row_bytes(t, nkvd);
-        const unsigned char *base = (w ? c->vc : c->kc) + c->kv_off[w][l];
         simd_f16 *out = buf + (size_t)w * SIMD_ATTN_CHUNK * hd;
-        for (size_t p = p0; p < p1; p++)
-            kv_deq_slice(t, base + p % slots * rb, (size_t)g * hd, hd, out + (p - p0) * hd);
+        for (size_t p = p0; p < p1; p++) {
+            const unsigned char *r = kv_row(c, w, l, g, p % slots, &rb, &off);
+            kv_deq_slice(c->kv_type[w], r, off, hd, out + (p - p0) * hd);
+        }
     }
     *k = buf;
     *v = buf + (size_t)SIMD_ATTN_CHUNK * hd;
@@ -475,12 +504,11 @@ static void kv_chunk(const eng_ctx *c, uint32_t l, uint32_t g, size_t p0, size_t
  * into a (k, v, their strides and types); a->buf is the thread's buffer. */
 static void kv_qargs(const eng_ctx *c, uint32_t l, uint32_t g, size_t p0, simd_attn_q_args *a)
 {
-    const eng_layer *L = &c->m->layers[l];
-    size_t hd = c->m->info.head_dim, nkvd = (size_t)L->n_kv_heads * hd, slots = c->kv_slots[l];
+    size_t slots = c->kv_slots[l], rb, off;
     for (int w = 0; w < 2; w++) {
         int t = c->kv_type[w];
-        size_t rb = kv_row_bytes(t, nkvd), bb = t == ENG_KV_Q8_0 ? sizeof(simd_block_q8_0) : sizeof(simd_block_q4_0);
-        const unsigned char *r = (w ? c->vc : c->kc) + c->kv_off[w][l] + p0 % slots * rb + (size_t)g * hd / SIMD_QK * bb;
+        size_t bb = t == ENG_KV_Q8_0 ? sizeof(simd_block_q8_0) : sizeof(simd_block_q4_0);
+        const unsigned char *r = kv_row(c, w, l, g, p0 % slots, &rb, &off) + off / SIMD_QK * bb;
         if (w) {
             a->v = r;
             a->vstride = rb;
@@ -1367,6 +1395,7 @@ int eng_ctx_new_opts(eng_model *m, const eng_ctx_opts *o, eng_ctx **out, eng_err
     if (o->type_k != ENG_KV_F16 || o->type_v != ENG_KV_F16)
         c->kvq_floats = (size_t)SIMD_ATTN_CHUNK * in->head_dim; /* 2 x 64 rows of halves */
     c->kv_int8 = o->type_k != ENG_KV_F16 && o->type_v != ENG_KV_F16 && in->head_dim % SIMD_QK == 0;
+    c->kv_heads = in->head_dim && (in->head_dim % SIMD_QK == 0 || (o->type_k == ENG_KV_F16 && o->type_v == ENG_KV_F16));
     if (c->kv_int8) /* simd_attn_q_tile's buffer instead */
         c->kvq_floats = (SIMD_ATTN_Q_BUF(in->head_dim) + sizeof(float) - 1) / sizeof(float);
     uint32_t grp_max = 1;
