@@ -265,6 +265,52 @@ static void test_model(const char *model)
     eng_gptq_free(g);
 }
 
+/* q4_0 files from the collections g[0] (without the option), g[1] (with
+ * it, one thread) and g[2] (with it, two threads: must give g[1]'s
+ * bytes); kl[0], kl[1] the first two's mean KL to the f32 model on 12
+ * windows of test (0 where a step failed). base_opt and opt name the
+ * options of g[0] and the one g[1] adds. */
+static void q4_0_kl(const char *model, const char *test, eng_gptq *const g[3], const char *base_opt, const char *opt,
+                    double kl[2])
+{
+    eng_err e;
+    size_t len = 0;
+    char *text = tu_read(test, &len);
+    eng_model *base = NULL;
+    CHECK(text && eng_model_open(model, &base, &e) == 0);
+    kl[0] = kl[1] = 0;
+    for (int k = 0; k < 3 && base && text; k++) {
+        eng_quant_opts o = {.target = eng_qtarget_find("q4_0"), .method = "gptq", .gptq = g[k]};
+        o.gptq_params.clip = 1, o.gptq_params.refine = 4, o.gptq_params.threads = k == 2 ? 2 : 1;
+        eng_quant_report rep;
+        char name[32];
+        snprintf(name, sizeof name, "kl%d.gguf", k);
+        CHECKF(eng_quantize_file(model, tmp(name), &o, &rep, &e) == 0, "%s", e.msg);
+        if (k == 2) {
+            size_t n1 = 0, n2 = 0;
+            char *f1 = tu_read(tmp("kl1.gguf"), &n1), *f2 = tu_read(tmp("kl2.gguf"), &n2);
+            CHECKF(f1 && f2 && n1 == n2 && !memcmp(f1, f2, n1), "%s: two threads, a different file", opt);
+            free(f1);
+            free(f2);
+            break;
+        }
+        eng_model *m = NULL;
+        eng_ppl_result r;
+        eng_ppl_opts po = {.n_ctx = 256, .max_chunks = 12, .threads = 1, .base = base};
+        if (eng_model_open(tmp(name), &m, &e) || eng_ppl_run(m, text, len, &po, &r, &e)) {
+            CHECKF(0, "%s", e.msg);
+            eng_model_close(m);
+            continue;
+        }
+        kl[k] = r.kl;
+        printf("q4_0 gptq%s%s%s%s mean KL to f32 %.5f, top-1 %.2f%%\n", *base_opt ? " " : "", base_opt, k ? " " : "",
+               k ? opt : "", r.kl, 100 * r.top1);
+        eng_model_close(m);
+    }
+    eng_model_close(base);
+    free(text);
+}
+
 /* The per-row Hessians of --ffn-rows on the embedded model. */
 static void test_ffn_rows(const char *model)
 {
@@ -302,41 +348,9 @@ static void test_ffn_rows(const char *model)
         differ |= r && fabs(h[0] / h[65] - hg[0] / hg[65]) > 1e-6 * fabs(hg[0] / hg[65]);
     }
     CHECK(sym && pos && differ);
-    size_t len = 0;
-    char *text = tu_read(test, &len);
-    eng_model *base = NULL;
-    CHECK(text && eng_model_open(model, &base, &e) == 0);
-    double kl[2] = {0, 0};
-    for (int k = 0; k < 3 && base && text; k++) {
-        eng_quant_opts o = {.target = eng_qtarget_find("q4_0"), .method = "gptq", .gptq = g[k]};
-        o.gptq_params.clip = 1, o.gptq_params.refine = 4, o.gptq_params.threads = k == 2 ? 2 : 1;
-        eng_quant_report rep;
-        char name[32];
-        snprintf(name, sizeof name, "fr%d.gguf", k);
-        CHECKF(eng_quantize_file(model, tmp(name), &o, &rep, &e) == 0, "%s", e.msg);
-        if (k == 2) {
-            size_t n1 = 0, n2 = 0;
-            char *f1 = tu_read(tmp("fr1.gguf"), &n1), *f2 = tu_read(tmp("fr2.gguf"), &n2);
-            CHECKF(f1 && f2 && n1 == n2 && !memcmp(f1, f2, n1), "--ffn-rows: two threads, a different file");
-            free(f1);
-            free(f2);
-            break;
-        }
-        eng_model *m = NULL;
-        eng_ppl_result r;
-        eng_ppl_opts po = {.n_ctx = 256, .max_chunks = 12, .threads = 1, .base = base};
-        if (eng_model_open(tmp(name), &m, &e) || eng_ppl_run(m, text, len, &po, &r, &e)) {
-            CHECKF(0, "%s", e.msg);
-            eng_model_close(m);
-            continue;
-        }
-        kl[k] = r.kl;
-        printf("q4_0 gptq%s mean KL to f32 %.5f, top-1 %.2f%%\n", k ? " --ffn-rows" : "", r.kl, 100 * r.top1);
-        eng_model_close(m);
-    }
+    double kl[2];
+    q4_0_kl(model, test, g, "", "--ffn-rows", kl);
     CHECKF(kl[1] > 0 && kl[1] < 0.97 * kl[0], "--ffn-rows %g, without %g", kl[1], kl[0]);
-    eng_model_close(base);
-    free(text);
 done:
     for (int k = 0; k < 3; k++)
         eng_gptq_free(g[k]);
@@ -385,42 +399,9 @@ static void test_attn_rows(const char *model)
         differ |= r % 8 == 0 && r && fabs(v[1] / v[65] - hv[1] / hv[65]) > 1e-6 * fabs(hv[1] / hv[65]);
     }
     CHECK(sym && pos && share && differ && H && hv && fabs(hv[1] / hv[65] - H[1] / H[65]) > 1e-6);
-    size_t len = 0;
-    char *text = tu_read(test, &len);
-    eng_model *base = NULL;
-    CHECK(text && eng_model_open(model, &base, &e) == 0);
-    double kl[2] = {0, 0};
-    for (int k = 0; k < 3 && base && text; k++) {
-        eng_quant_opts o = {.target = eng_qtarget_find("q4_0"), .method = "gptq", .gptq = g[k]};
-        o.gptq_params.clip = 1, o.gptq_params.refine = 4, o.gptq_params.threads = k == 2 ? 2 : 1;
-        eng_quant_report rep;
-        char name[32];
-        snprintf(name, sizeof name, "ar%d.gguf", k);
-        CHECKF(eng_quantize_file(model, tmp(name), &o, &rep, &e) == 0, "%s", e.msg);
-        if (k == 2) {
-            size_t n1 = 0, n2 = 0;
-            char *f1 = tu_read(tmp("ar1.gguf"), &n1), *f2 = tu_read(tmp("ar2.gguf"), &n2);
-            CHECKF(f1 && f2 && n1 == n2 && !memcmp(f1, f2, n1), "--attn-rows: two threads, a different file");
-            free(f1);
-            free(f2);
-            break;
-        }
-        eng_model *m = NULL;
-        eng_ppl_result r;
-        eng_ppl_opts po = {.n_ctx = 256, .max_chunks = 12, .threads = 1, .base = base};
-        if (eng_model_open(tmp(name), &m, &e) || eng_ppl_run(m, text, len, &po, &r, &e)) {
-            CHECKF(0, "%s", e.msg);
-            eng_model_close(m);
-            continue;
-        }
-        kl[k] = r.kl;
-        printf("q4_0 gptq --ffn-rows%s mean KL to f32 %.5f, top-1 %.2f%%\n", k ? " --attn-rows" : "", r.kl,
-               100 * r.top1);
-        eng_model_close(m);
-    }
+    double kl[2];
+    q4_0_kl(model, test, g, "--ffn-rows", "--attn-rows", kl);
     CHECKF(kl[1] > 0 && kl[1] < ATTN_BOUND * kl[0], "--attn-rows %g, without %g", kl[1], kl[0]);
-    eng_model_close(base);
-    free(text);
 done:
     for (int k = 0; k < 3; k++)
         eng_gptq_free(g[k]);
