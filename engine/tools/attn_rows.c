@@ -128,20 +128,19 @@ static void project(const float *in, uint32_t n, const float *W, uint32_t rows, 
         }
 }
 
-/* The pair of index d of a head: its partner's index, and whether d is
- * the pair's first (a) or second (b) element; -1 when d is not rotated. */
-static int pair_of(const tools_attn *a, uint32_t d, uint32_t *fi, uint32_t *da, uint32_t *db)
+/* One head's values src (hd floats) rotated to position pos into dst:
+ * the first rd values in pairs (i, i + rd/2) for NeoX order, else (2i,
+ * 2i + 1), each pair by the angle pos * freq[i]; the rest copied. */
+static void rope_head(const tools_attn *a, const float *src, uint32_t pos, double *dst)
 {
-    if (d >= a->rd)
-        return -1;
-    if (a->neox) {
-        *fi = d < a->half ? d : d - a->half;
-        *da = *fi, *db = *fi + a->half;
-    } else {
-        *fi = d / 2;
-        *da = 2 * *fi, *db = *da + 1;
+    for (uint32_t d = 0; d < a->hd; d++)
+        dst[d] = src[d];
+    for (uint32_t i = 0; i < a->half; i++) {
+        uint32_t da = a->neox ? i : 2 * i, db = a->neox ? i + a->half : 2 * i + 1;
+        double c = a->cd[(size_t)pos * a->half + i], sn = a->sd[(size_t)pos * a->half + i];
+        dst[da] = src[da] * c - src[db] * sn;
+        dst[db] = src[da] * sn + src[db] * c;
     }
-    return d == *db;
 }
 
 /* The window's q, k, v, probabilities and outputs (T tokens), and the
@@ -160,31 +159,11 @@ static void recompute(tools_attn *a, uint32_t T)
     }
     for (uint32_t h = 0; h < a->nkv; h++) {
         /* the keys of head h rotated to their positions */
-        for (uint32_t s = 0; s < T; s++) {
-            const float *k = a->k + (size_t)s * nkvd + (size_t)h * hd;
-            double *o = kr + (size_t)s * hd;
-            for (uint32_t d = 0; d < hd; d++)
-                o[d] = k[d];
-            for (uint32_t i = 0; i < a->half; i++) {
-                uint32_t fi = 0, da = 0, db = 0;
-                pair_of(a, a->neox ? i : 2 * i, &fi, &da, &db);
-                double c = a->cd[s * a->half + fi], sn = a->sd[s * a->half + fi];
-                o[da] = k[da] * c - k[db] * sn;
-                o[db] = k[da] * sn + k[db] * c;
-            }
-        }
+        for (uint32_t s = 0; s < T; s++)
+            rope_head(a, a->k + (size_t)s * nkvd + (size_t)h * hd, s, kr + (size_t)s * hd);
         for (uint32_t i = h * a->grp; i < (h + 1) * a->grp; i++)
             for (uint32_t t = 0; t < T; t++) {
-                const float *q = a->q + (size_t)t * nq + (size_t)i * hd;
-                for (uint32_t d = 0; d < hd; d++)
-                    qr[d] = q[d];
-                for (uint32_t j = 0; j < a->half; j++) {
-                    uint32_t fi = 0, da = 0, db = 0;
-                    pair_of(a, a->neox ? j : 2 * j, &fi, &da, &db);
-                    double c = a->cd[t * a->half + fi], sn = a->sd[t * a->half + fi];
-                    qr[da] = q[da] * c - q[db] * sn;
-                    qr[db] = q[da] * sn + q[db] * c;
-                }
+                rope_head(a, a->q + (size_t)t * nq + (size_t)i * hd, t, qr);
                 double mx = -INFINITY, sum = 0;
                 for (uint32_t s = 0; s <= t; s++) {
                     double d = 0;
