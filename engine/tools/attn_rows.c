@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib.h"
 #include "err.h"
 #include "simd.h"
 
@@ -14,7 +15,7 @@ struct tools_attn {
     double scale;                 /* the softmax's: 1/sqrt(head_dim) */
     const float *bq, *bk, *bv;    /* biases or NULL */
     float *wq, *wk, *wv;          /* the weights as floats, rows x dim */
-    double *hv;                   /* nkvd x dim x dim: a head's sum (lower triangle while summing) in its first row */
+    double *hv;                   /* nkv x dim x dim: each kv head's sum (the lower triangle while summing) */
     uint32_t n_tok, n_ctx, win0;  /* the calibration's cut, and where the current window starts */
     uint32_t nx, no;              /* tokens of the window seen: inputs, outputs */
     float *x, *obs;               /* the window: inputs [n_ctx][dim], the pass's outputs [n_ctx][nq] */
@@ -46,7 +47,7 @@ uint64_t tools_attn_bytes(const eng_model *m, uint32_t l, uint32_t n_ctx)
     const eng_model_info *in = eng_model_get_info(m);
     const eng_layer *L = eng_model_layer(m, l);
     uint64_t dim = in->dim, nq = (uint64_t)L->n_heads * in->head_dim, nkvd = (uint64_t)L->n_kv_heads * in->head_dim;
-    return nkvd * dim * dim * sizeof(double) + (nq + 2 * nkvd) * dim * sizeof(float) +
+    return (uint64_t)L->n_kv_heads * dim * dim * sizeof(double) + (nq + 2 * nkvd) * dim * sizeof(float) +
            (uint64_t)n_ctx * (dim + 2 * nq + 2 * nkvd + (uint64_t)L->n_heads * n_ctx) * sizeof(float);
 }
 
@@ -78,7 +79,7 @@ tools_attn *tools_attn_new(const eng_model *m, uint32_t l, uint32_t n_tok, uint3
     a->n_tok = n_tok, a->n_ctx = n_ctx;
     size_t d2 = (size_t)a->dim * a->dim, T = n_ctx;
     a->wq = read_rows(&L->wq), a->wk = read_rows(&L->wk), a->wv = read_rows(&L->wv);
-    a->hv = calloc(a->nkvd * d2, sizeof *a->hv);
+    a->hv = calloc(a->nkv * d2, sizeof *a->hv);
     a->x = malloc(T * a->dim * sizeof *a->x);
     a->obs = malloc(T * a->nq * sizeof *a->obs);
     a->q = malloc(T * a->nq * sizeof *a->q);
@@ -194,18 +195,15 @@ done:
     free(qr); free(kr); free(sc);
 }
 
-/* h (n x n, lower triangle) += sum over the m vectors g (m x n) of g g^T. */
-static void add_outer(double *h, const double *g, uint32_t m, uint32_t n)
+/* h (n x n, lower triangle) += v v^T. */
+static void add_outer(double *h, const double *v, uint32_t n)
 {
-    for (uint32_t c = 0; c < m; c++) {
-        const double *v = g + (size_t)c * n;
-        for (uint32_t i = 0; i < n; i++) {
-            double vi = v[i], *hi = h + (size_t)i * n;
-            if (vi == 0)
-                continue;
-            for (uint32_t j = 0; j <= i; j++)
-                hi[j] += vi * v[j];
-        }
+    for (uint32_t i = 0; i < n; i++) {
+        double vi = v[i], *hi = h + (size_t)i * n;
+        if (vi == 0)
+            continue;
+        for (uint32_t j = 0; j <= i; j++)
+            hi[j] += vi * v[j];
     }
 }
 
@@ -214,11 +212,11 @@ typedef struct win_job {
     uint32_t T;
 } win_job;
 
-/* The rows of attn_v of head h (their common sum, into the head's first row). */
+/* The Hessian of attn_v's rows of kv head h += this window's sums. */
 static void sum_v_head(tools_attn *a, uint32_t T, uint32_t h, double *xb)
 {
     uint32_t dim = a->dim;
-    double *H = a->hv + (size_t)h * a->hd * dim * dim;
+    double *H = a->hv + (size_t)h * dim * dim;
     for (uint32_t i = h * a->grp; i < (h + 1) * a->grp; i++)
         for (uint32_t t = 0; t < T; t++) {
             const float *p = a->p + ((size_t)i * a->n_ctx + t) * a->n_ctx;
@@ -230,7 +228,7 @@ static void sum_v_head(tools_attn *a, uint32_t T, uint32_t h, double *xb)
                     for (uint32_t j = 0; j < dim; j++)
                         xb[j] += ps * x[j];
             }
-            add_outer(H, xb, 1, dim);
+            add_outer(H, xb, dim);
         }
 }
 
@@ -263,28 +261,17 @@ int tools_attn_output(tools_attn *a, const float *o, uint32_t nt, eng_pool *pool
     return a->oom ? ENG_ENOMEM : 0;
 }
 
-static void mirror(double *h, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++)
-        for (uint32_t j = 0; j < i; j++)
-            h[(size_t)j * n + i] = h[(size_t)i * n + j];
-}
-
 double tools_attn_finish(tools_attn *a)
 {
-    size_t d2 = (size_t)a->dim * a->dim;
-    for (uint32_t h = 0; h < a->nkv; h++) {
-        double *h0 = a->hv + (size_t)h * a->hd * d2;
-        mirror(h0, a->dim);
-        for (uint32_t d = 1; d < a->hd; d++)
-            memcpy(h0 + d * d2, h0, d2 * sizeof *h0);
-    }
+    for (uint32_t h = 0; h < a->nkv; h++)
+        tools_mirror_lower(a->hv + (size_t)h * a->dim * a->dim, a->dim);
     return a->ref > 0 ? sqrt(a->err / a->ref) : 0;
 }
 
-const double *tools_attn_v_hessians(const tools_attn *a, uint32_t *rows)
+const double *tools_attn_v_hessians(const tools_attn *a, uint32_t *rows, uint32_t *per)
 {
     *rows = a->nkvd;
+    *per = a->hd;
     return a->hv;
 }
 

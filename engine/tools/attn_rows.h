@@ -48,9 +48,10 @@ int tools_attn_output(tools_attn *a, const float *o, uint32_t nt, eng_pool *pool
  * the recomputed attention output from the forward pass's (a wrong
  * recomputation, e.g. a family's own score scale, shows as a large one). */
 double tools_attn_finish(tools_attn *a);
-/* attn_v's rows x dim x dim doubles (rows = n_kv_heads * head_dim; a
- * head's rows hold the same sum). Valid until tools_attn_free. */
-const double *tools_attn_v_hessians(const tools_attn *a, uint32_t *rows);
+/* attn_v's Hessians: n_kv_heads x dim x dim doubles, one for each run of
+ * *per = head_dim rows of the *rows = n_kv_heads * head_dim. Valid until
+ * tools_attn_free. */
+const double *tools_attn_v_hessians(const tools_attn *a, uint32_t *rows, uint32_t *per);
 void tools_attn_free(tools_attn *a);
 
 #endif

@@ -101,3 +101,10 @@ void tools_weight_name(const eng_model *m, const eng_weight *w, int l, const cha
     else
         snprintf(out, cap, "%s", role);
 }
+
+void tools_mirror_lower(double *h, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t j = 0; j < i; j++)
+            h[(size_t)j * n + i] = h[(size_t)i * n + j];
+}

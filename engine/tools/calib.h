@@ -55,4 +55,8 @@ int tools_calib_run_pass(eng_model *m, int32_t *ids, uint32_t n_tok, uint32_t n_
  * buffer the loader made, "blk.L.role" (or role when l < 0). */
 void tools_weight_name(const eng_model *m, const eng_weight *w, int l, const char *role, char *out, size_t cap);
 
+/* Copy the lower triangle of the n x n row-major h (a sum of outer
+ * products kept there while summing) into its upper one. */
+void tools_mirror_lower(double *h, uint32_t n);
+
 #endif

@@ -567,20 +567,24 @@ int eng_gptq_quant_matrix(int type, float *W, uint32_t rows, uint32_t cols, cons
     static const eng_gptq_params none;
     const eng_gptq_params *pp = prm ? prm : &none;
     if (pp->row_h) {
-        /* each row with its own Hessian: a one-row matrix each, in order */
+        /* each run of `per` rows with its own Hessian: a matrix of its own,
+         * in order (rows are independent, so this is the bytes of any order) */
         eng_gptq_params one = *pp;
         one.row_h = NULL;
-        one.threads = 1;
+        one.row_h_per = 0;
+        uint32_t per = pp->row_h_per ? pp->row_h_per : 1;
         const simd_traits *tr = simd_type_traits(type);
-        if (!tr || !cols || cols % tr->block)
+        if (!tr || !cols || cols % tr->block || rows % per)
             return ENG_EUNSUP;
         size_t rb = simd_row_bytes(type, cols);
         eng_gptq_stats sum = {0}, st;
-        for (uint32_t r = 0; r < rows; r++) {
-            int rc = eng_gptq_quant_matrix(type, W + (size_t)r * cols, 1, cols, pp->row_h + (size_t)r * cols * cols,
-                                           &one, (char *)dst + r * rb, &st);
-            if (rc == ENG_EFORMAT) /* this row's H is degenerate: the shared one */
-                rc = eng_gptq_quant_matrix(type, W + (size_t)r * cols, 1, cols, H, &one, (char *)dst + r * rb, &st);
+        for (uint32_t r = 0; r < rows; r += per) {
+            float *w = W + (size_t)r * cols;
+            char *d = (char *)dst + r * rb;
+            int rc = eng_gptq_quant_matrix(type, w, per, cols, pp->row_h + (size_t)(r / per) * cols * cols, &one,
+                                           d, &st);
+            if (rc == ENG_EFORMAT) /* this run's H is degenerate: the shared one */
+                rc = eng_gptq_quant_matrix(type, w, per, cols, H, &one, d, &st);
             if (rc)
                 return rc;
             sum.err_rtn += st.err_rtn, sum.err_gptq += st.err_gptq;
@@ -700,7 +704,7 @@ struct eng_gptq {
     int32_t *ids;
     int threads;
     int ffn_rows;          /* per-row Hessians for SwiGLU gate/up (opts) */
-    int attn_rows;         /* per-row Hessians for attn_q/k/v (opts) */
+    int attn_rows;         /* attn_v's Hessians from the attention, one per kv head (opts) */
     uint32_t attn_layers, attn_off; /* layers collected with them; without (the check failed) */
     double attn_err;       /* the largest recomputation difference among attn_layers */
     eng_pool *pool;        /* for the sums (NULL: one thread) */
@@ -970,9 +974,7 @@ static int load_group(eng_gptq *g, uint32_t grp, void (*progress)(void *, double
         if (s->bad)
             return eng_errf(e, ENG_EFORMAT, "GPTQ: non-finite activations reached '%s' (the model overflows on "
                             "this text)", s->names[0]);
-        for (uint32_t a = 0; a < s->cols; a++) /* mirror the lower triangle */
-            for (uint32_t b = 0; b < a; b++)
-                s->h[(size_t)b * s->cols + a] = s->h[(size_t)a * s->cols + b];
+        tools_mirror_lower(s->h, s->cols);
         if (s->at) {
             /* the recomputed attention must be the forward pass's (a
              * family's own score scale or RoPE factors would not be):
@@ -987,12 +989,8 @@ static int load_group(eng_gptq *g, uint32_t grp, void (*progress)(void *, double
                 g->attn_err = d > g->attn_err ? d : g->attn_err;
             }
         }
-        for (uint32_t r = 0; s->hr && r < 2 * s->rows; r++) {
-            double *h = s->hr + (size_t)r * s->cols * s->cols;
-            for (uint32_t a = 0; a < s->cols; a++)
-                for (uint32_t b = 0; b < a; b++)
-                    h[(size_t)b * s->cols + a] = h[(size_t)a * s->cols + b];
-        }
+        for (uint32_t r = 0; s->hr && r < 2 * s->rows; r++)
+            tools_mirror_lower(s->hr + (size_t)r * s->cols * s->cols, s->cols);
     }
     g->loaded = grp;
     return 0;
@@ -1050,10 +1048,11 @@ int eng_gptq_hessian(eng_gptq *g, const char *name, const double **H, uint32_t *
     return 0;
 }
 
-int eng_gptq_row_hessians(eng_gptq *g, const char *name, const double **Hr, uint32_t *rows, eng_err *e)
+int eng_gptq_row_hessians(eng_gptq *g, const char *name, const double **Hr, uint32_t *rows, uint32_t *per,
+                          eng_err *e)
 {
     *Hr = NULL;
-    *rows = 0;
+    *rows = *per = 0;
     const double *H;
     uint32_t cols;
     int r = eng_gptq_hessian(g, name, &H, &cols, e);
@@ -1068,7 +1067,7 @@ int eng_gptq_row_hessians(eng_gptq *g, const char *name, const double **Hr, uint
             tools_weight_name(g->m, &eng_model_layer(g->m, s->layer)->wv, (int)s->layer, "attn_v.weight", nm,
                               sizeof nm);
             if (!strcmp(name, nm))
-                *Hr = tools_attn_v_hessians(s->at, rows);
+                *Hr = tools_attn_v_hessians(s->at, rows, per);
             return 0;
         }
         if (!s->hr)
@@ -1082,7 +1081,7 @@ int eng_gptq_row_hessians(eng_gptq *g, const char *name, const double **Hr, uint
         else if (!strcmp(name, un))
             *Hr = s->hr + n;
         if (*Hr)
-            *rows = s->rows;
+            *rows = s->rows, *per = 1;
         return 0;
     }
     return 0;

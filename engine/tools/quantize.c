@@ -332,8 +332,8 @@ static void clip_row(const eng_tensor_edit *ed, uint64_t r, float *x, uint64_t n
  * out. Returns 0, 1 when H is not positive definite (the caller rounds to
  * nearest instead), or a negative code. */
 static int convert_gptq(const eng_quant_opts *o, const eng_gguf_tensor *t, int type, const eng_tensor_edit *ed,
-                        const eng_imatrix_entry *ix, const double *H, const double *Hr, char *out,
-                        eng_quant_report *rep)
+                        const eng_imatrix_entry *ix, const double *H, const double *Hr, uint32_t hr_per,
+                        char *out, eng_quant_report *rep)
 {
     const simd_traits *src = simd_type_traits(t->type), *dt = simd_type_traits(type);
     uint64_t cols = t->ne[0], rows = t->ne[1];
@@ -358,6 +358,7 @@ static int convert_gptq(const eng_quant_opts *o, const eng_gguf_tensor *t, int t
     p.col = ed ? ed->col : NULL;
     p.imp = imp;
     p.row_h = Hr;
+    p.row_h_per = hr_per;
     eng_gptq_stats st;
     int r = eng_gptq_quant_matrix(type, W, (uint32_t)rows, (uint32_t)cols, H, &p, out, &st);
     free(W);
@@ -440,7 +441,7 @@ static void convert_part(void *arg, int ith, int nth)
  * the GPTQ pass) into a new buffer, on pool's threads (NULL: this one). */
 static void *convert(const eng_quant_opts *o, eng_pool *pool, const eng_gguf_tensor *t, int type,
                      const eng_tensor_edit *ed, int fake_bits, const eng_imatrix_entry *ix, const double *H,
-                     const double *Hr, eng_quant_report *rep, size_t *out_bytes, eng_err *e)
+                     const double *Hr, uint32_t hr_per, eng_quant_report *rep, size_t *out_bytes, eng_err *e)
 {
     const simd_traits *src = simd_type_traits(t->type), *dt = simd_type_traits(type);
     uint64_t cols = t->ne[0], rows = t->ne[1] * t->ne[2] * t->ne[3];
@@ -455,7 +456,7 @@ static void *convert(const eng_quant_opts *o, eng_pool *pool, const eng_gguf_ten
         return NULL;
     }
     if (H) {
-        int r = convert_gptq(o, t, type, ed, ix, H, Hr, out, rep);
+        int r = convert_gptq(o, t, type, ed, ix, H, Hr, hr_per, out, rep);
         if (r < 0) {
             free(out);
             eng_errf(e, r, "tensor '%s': %s", t->name, r == ENG_ENOMEM ? "out of memory for the GPTQ pass" :
@@ -638,6 +639,7 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
                 rep->n_unweighted++;
         }
         const double *H = NULL, *Hr = NULL;
+        uint32_t hrows = 0, hper = 0;
         if (o->gptq && t->n_dims == 2 && !fake && type != t->type && eng_gptq_supports(type)) {
             uint32_t hc;
             if ((r = eng_gptq_hessian(o->gptq, t->name, &H, &hc, e)))
@@ -647,14 +649,13 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
                       (unsigned long long)t->ne[0]);
                 H = NULL;
             }
-            uint32_t hrows;
-            if (H && (r = eng_gptq_row_hessians(o->gptq, t->name, &Hr, &hrows, e)))
+            if (H && (r = eng_gptq_row_hessians(o->gptq, t->name, &Hr, &hrows, &hper, e)))
                 goto done;
-            if (Hr && hrows != t->ne[1])
+            if (Hr && (hrows != t->ne[1] || !hper || hrows % hper))
                 Hr = NULL;
         }
         if (type != t->type || ed || fake) {
-            bufs[i] = convert(o, pool, t, type, ed, fake, ix, H, Hr, rep, &bytes, e);
+            bufs[i] = convert(o, pool, t, type, ed, fake, ix, H, Hr, hper, rep, &bytes, e);
             if (!bufs[i]) {
                 r = ENG_ENOMEM;
                 goto done;

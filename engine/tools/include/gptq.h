@@ -41,7 +41,7 @@ typedef struct eng_gptq_opts {
                               * (eng_gptq_row_hessians): 2 * ffn * dim^2 doubles a layer */
     int attn_rows;           /* also Hessians for attn_v's rows from the attention's
                               * probabilities (eng_gptq_row_hessians):
-                              * n_kv_heads * head_dim * dim^2 doubles a layer */
+                              * n_kv_heads * dim^2 doubles a layer */
     void (*progress)(void *user, double frac, const char *what);
     void *user;
 } eng_gptq_opts;
@@ -66,17 +66,20 @@ int eng_gptq_collect(const char *model_path, const eng_gptq_opts *o, eng_gptq **
  * not in the group held, its group is collected first (a calibration
  * pass); its errors are eng_gptq_collect's. */
 int eng_gptq_hessian(eng_gptq *g, const char *name, const double **H, uint32_t *cols, eng_err *e);
-/* Into *Hr the per-row Hessians (rows x cols x cols doubles; valid as
+/* Into *Hr the per-row Hessians (rows / per x cols x cols doubles, one for
+ * each run of *per rows of the tensor's *rows; valid as
  * eng_gptq_hessian's) of the ffn_gate or ffn_up tensor called name when
  * the collection made them (eng_gptq_opts.ffn_rows; SwiGLU layers only),
  * else NULL: row i's sums x x^T over the calibration tokens, each token
  * weighted by the square of how much a unit change of that row's output
  * moves silu(gate_i) * up_i there, so the pass weighs a row's error where
- * the FFN's product feels it. With eng_gptq_opts.attn_rows, for attn_v:
- * each kv head's sum of the inputs averaged by the attention's
- * probabilities, shared by the head's rows (engine/tools/attn_rows.h).
+ * the FFN's product feels it (*per = 1). With eng_gptq_opts.attn_rows,
+ * for attn_v: each kv head's sum of the inputs averaged by the
+ * attention's probabilities, one for the head's *per = head_dim rows
+ * (engine/tools/attn_rows.h).
  * Errors: eng_gptq_hessian's. */
-int eng_gptq_row_hessians(eng_gptq *g, const char *name, const double **Hr, uint32_t *rows, eng_err *e);
+int eng_gptq_row_hessians(eng_gptq *g, const char *name, const double **Hr, uint32_t *rows, uint32_t *per,
+                          eng_err *e);
 /* Tokens the Hessians were summed over. */
 uint32_t eng_gptq_tokens(const eng_gptq *g);
 /* With attn_rows: the layers collected so far whose attention Hessians
@@ -108,9 +111,11 @@ typedef struct eng_gptq_params {
                          * single codes moved to a neighbouring level, and the
                          * f16 scale of q4_0/q5_0/q8_0/iq4_nl blocks refitted,
                          * while (w - q)^T (H + damp) (w - q) goes down */
-    const double *row_h; /* NULL or rows x cols x cols: each row's own Hessian
-                         * (eng_gptq_row_hessians), replacing H for it (H is used
-                         * for a row whose own one is not positive definite) */
+    const double *row_h; /* NULL or rows / row_h_per x cols x cols: each run of
+                         * row_h_per rows' own Hessian (eng_gptq_row_hessians),
+                         * replacing H for them (H is used for a run whose own
+                         * one is not positive definite) */
+    uint32_t row_h_per; /* rows sharing each of row_h's Hessians (0: 1); divides rows */
     int threads;        /* rows quantized at once (0 or 1: on the caller's thread) */
 } eng_gptq_params;
 
