@@ -500,6 +500,23 @@ static void kv_chunk(const eng_ctx *c, uint32_t l, uint32_t g, size_t p0, size_t
     *stride = hd;
 }
 
+/* Ask the caches for kv head g's K and V rows of layer l, positions
+ * [p0, p1), ahead of their use: a tile's next chunk, whose rows the
+ * hardware prefetchers would start to fetch only after the chunk's first
+ * reads had missed (a new 8 KB stream every chunk). */
+static void kv_prefetch(const eng_ctx *c, uint32_t l, uint32_t g, size_t p0, size_t p1)
+{
+    size_t hd = c->m->info.head_dim, slots = c->kv_slots[l], rb, off;
+    for (int w = 0; w < 2; w++) {
+        size_t len = kv_row_bytes(c->kv_type[w], hd);
+        for (size_t p = p0; p < p1; p++) {
+            const unsigned char *r = kv_row(c, w, l, g, p % slots, &rb, &off) + off / hd * len;
+            for (size_t b = 0; b < len; b += 64)
+                __builtin_prefetch(r + b, 0, 2);
+        }
+    }
+}
+
 /* For kv_int8: the blocks of kv head g of layer l from position p0 on
  * into a (k, v, their strides and types); a->buf is the thread's buffer. */
 static void kv_qargs(const eng_ctx *c, uint32_t l, uint32_t g, size_t p0, simd_attn_q_args *a)
@@ -603,6 +620,9 @@ static void att_tile(const att_job *j, float *scratch, uint32_t g, uint32_t t0, 
         att_span(L->window, (size_t)j->pos + t0, &u0, &un);
         u0 = u0 > c0 ? u0 : c0;
         un = (size_t)j->pos + t1 < c1 ? (size_t)j->pos + t1 : c1;
+        if (ch < last)
+            kv_prefetch(c, j->layer, g, c1, c1 + SIMD_ATTN_CHUNK < (size_t)j->pos + t1 ? c1 + SIMD_ATTN_CHUNK
+                                                                                      : (size_t)j->pos + t1);
         if (!c->kv_int8)
             kv_chunk(c, j->layer, g, u0, un, kvb, &kl, &vl, &a.kvstride);
         for (uint32_t t = t0; t < t1; t++) {
