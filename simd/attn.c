@@ -1,5 +1,5 @@
-/* Attention in plain C: the chunk reference every kernel set reproduces
- * bit for bit, the merge of chunks every set shares (the order is the one
+/* Attention in plain C: the chunk reference and the merge of chunks
+ * every kernel set reproduces bit for bit (the order is the one
  * documented at simd_attn_chunk in simd.h), and the choice of each set's
  * form. */
 #include "attn.h"
@@ -33,13 +33,13 @@ void simd_attn_ref(const simd_attn_args *a)
     }
 }
 
-/* The merges' one pass over the chunk rows, c increasing: f_c = exp(m_c -
- * mx) once per chunk, out[d] = sum of acc_c[d] * f_c; returns the sum of
- * sum_c * f_c. The sum and each out[d] take their terms in chunk order,
- * the order simd.h documents. */
-static float merge_rows(size_t hd, size_t nchunks, const float *part, size_t cstride, float mx, float *out)
+void simd_attn_merge_ref(size_t hd, size_t nchunks, const float *part, size_t cstride, const float *sink,
+                         float *out)
 {
-    float sum = 0.0f;
+    float mx = sink ? *sink : -INFINITY, sum = 0.0f;
+    for (size_t c = 0; c < nchunks; c++)
+        if (part[c * cstride] > mx)
+            mx = part[c * cstride];
     for (size_t d = 0; d < hd; d++)
         out[d] = 0.0f;
     for (size_t c = 0; c < nchunks; c++) {
@@ -49,29 +49,8 @@ static float merge_rows(size_t hd, size_t nchunks, const float *part, size_t cst
         for (size_t d = 0; d < hd; d++)
             out[d] += row[2 + d] * f;
     }
-    return sum;
-}
-
-void simd_attn_merge(size_t hd, size_t nchunks, const float *part, size_t cstride, float *out)
-{
-    float mx = -INFINITY;
-    for (size_t c = 0; c < nchunks; c++)
-        if (part[c * cstride] > mx)
-            mx = part[c * cstride];
-    float sum = merge_rows(hd, nchunks, part, cstride, mx, out);
-    float inv = 1.0f / sum;
-    for (size_t d = 0; d < hd; d++)
-        out[d] = out[d] * inv;
-}
-
-void simd_attn_merge_sink(size_t hd, size_t nchunks, const float *part, size_t cstride, float sink, float *out)
-{
-    float mx = sink;
-    for (size_t c = 0; c < nchunks; c++)
-        if (part[c * cstride] > mx)
-            mx = part[c * cstride];
-    float sum = merge_rows(hd, nchunks, part, cstride, mx, out);
-    sum += attn_exp(sink - mx); /* the sink's share, last */
+    if (sink)
+        sum += attn_exp(*sink - mx); /* the sink's share, last */
     float inv = 1.0f / sum;
     for (size_t d = 0; d < hd; d++)
         out[d] = out[d] * inv;
@@ -92,11 +71,13 @@ void simd_set_attn(enum simd_kernel k, simd_kernel_set *s)
 {
     s->attn = simd_attn_ref;
     s->attn_tile = simd_attn_tile_chunks;
+    s->attn_merge = simd_attn_merge_ref;
     s->attn_q = simd_attn_q_ref;
 #if defined(NIBBLE_X86_SETS)
     if (k == SIMD_K_AVX2 || k == SIMD_K_AVXVNNI || k == SIMD_K_AVX512VNNI || k == SIMD_K_AVXVNNIINT8) {
         s->attn = k == SIMD_K_AVX512VNNI ? simd_attn_avx512 : simd_attn_avx2;
         s->attn_tile = k == SIMD_K_AVX512VNNI ? simd_attn_tile_avx512 : simd_attn_tile_avx2;
+        s->attn_merge = simd_attn_merge_avx2;
         /* avxvnniint8's check does not promise AVX-VNNI: it takes AVX2's */
         s->attn_q = k == SIMD_K_AVXVNNI      ? simd_attn_q_avxvnni
                     : k == SIMD_K_AVX512VNNI ? simd_attn_q_avx512vnni

@@ -67,6 +67,13 @@ static inline float attn_exp(float x)
 #define ATTN_VT 32 /* positions per tile of their V sum */
 
 void simd_attn_ref(const simd_attn_args *a);
+/* simd_attn_merge (sink NULL) and simd_attn_merge_sink (*sink) in plain C,
+ * and the x86 sets' form (AVX2: eight columns and eight chunks' exps at a
+ * time, each lane in the reference's order). */
+void simd_attn_merge_ref(size_t hd, size_t nchunks, const float *part, size_t cstride, const float *sink,
+                         float *out);
+void simd_attn_merge_avx2(size_t hd, size_t nchunks, const float *part, size_t cstride, const float *sink,
+                          float *out);
 /* The SIMD forms: one for every x86 set (AVX2 instructions, which they all
  * have), one for both Arm sets. */
 void simd_attn_avx2(const simd_attn_args *a);

@@ -114,3 +114,61 @@ void simd_attn_tile_avx2(const simd_attn_args *a, size_t nt, size_t qtstride, si
         }
     }
 }
+
+/* ---- the merge (simd_attn_merge): eight chunks' exps at a time with
+ * exp8 (attn_exp's bits), then each column's terms added in chunk order
+ * as the reference adds them, eight columns a vector; out holds the
+ * columns' running sums between groups of chunks ---- */
+
+/* out[d0 ..) += rows' acc[d] * f[i] for the nb rows of a group, NC
+ * vectors of eight columns at a time. */
+AI void merge_cols(const float *part, size_t cstride, size_t nb, const float *f, size_t d, int nc, float *out)
+{
+    __m256 acc[4];
+    for (int j = 0; j < nc; j++)
+        acc[j] = _mm256_loadu_ps(out + d + 8 * j);
+    for (size_t i = 0; i < nb; i++) {
+        const float *row = part + i * cstride + 2 + d;
+        __m256 fv = set1(f[i]);
+        for (int j = 0; j < nc; j++)
+            acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(_mm256_loadu_ps(row + 8 * j), fv));
+    }
+    for (int j = 0; j < nc; j++)
+        _mm256_storeu_ps(out + d + 8 * j, acc[j]);
+}
+
+void simd_attn_merge_avx2(size_t hd, size_t nchunks, const float *part, size_t cstride, const float *sink,
+                          float *out)
+{
+    float mx = sink ? *sink : -INFINITY, sum = 0.0f, f[8];
+    for (size_t c = 0; c < nchunks; c++)
+        if (part[c * cstride] > mx)
+            mx = part[c * cstride];
+    for (size_t d = 0; d < hd; d++)
+        out[d] = 0.0f;
+    for (size_t c0 = 0; c0 < nchunks; c0 += 8) {
+        const float *rows = part + c0 * cstride;
+        size_t nb = nchunks - c0 < 8 ? nchunks - c0 : 8;
+        for (size_t i = 0; i < 8; i++) /* the missing chunks' -inf gives 0, unused */
+            f[i] = i < nb ? rows[i * cstride] : -INFINITY;
+        _mm256_storeu_ps(f, exp8(_mm256_sub_ps(_mm256_loadu_ps(f), set1(mx))));
+        for (size_t i = 0; i < nb; i++)
+            sum += rows[i * cstride + 1] * f[i];
+        size_t d = 0;
+        for (; d + 32 <= hd; d += 32)
+            merge_cols(rows, cstride, nb, f, d, 4, out);
+        for (; d + 8 <= hd; d += 8)
+            merge_cols(rows, cstride, nb, f, d, 1, out);
+        for (; d < hd; d++)
+            for (size_t i = 0; i < nb; i++)
+                out[d] += rows[i * cstride + 2 + d] * f[i];
+    }
+    if (sink)
+        sum += attn_exp(*sink - mx);
+    __m256 inv = set1(1.0f / sum);
+    size_t d = 0;
+    for (; d + 8 <= hd; d += 8)
+        _mm256_storeu_ps(out + d, _mm256_mul_ps(_mm256_loadu_ps(out + d), inv));
+    for (; d < hd; d++)
+        out[d] = out[d] * (1.0f / sum);
+}

@@ -79,6 +79,7 @@ static void install(const simd_kernel_set *set)
     s.attn = set->attn ? set->attn : simd_attn_ref;
     s.attn_tile = set->attn_tile ? set->attn_tile : simd_attn_tile_chunks;
     s.attn_q = set->attn_q ? set->attn_q : simd_attn_q_ref;
+    s.attn_merge = set->attn_merge ? set->attn_merge : simd_attn_merge_ref;
     s.silu_mul = set->silu_mul ? set->silu_mul : simd_silu_mul_ref;
     s.gelu = set->gelu ? set->gelu : simd_gelu_ref;
     s.swiglu_oai = set->swiglu_oai ? set->swiglu_oai : simd_swiglu_oai_ref;
@@ -94,6 +95,7 @@ static void install(const simd_kernel_set *set)
     simd_table.attn = s.attn;
     simd_table.attn_tile = s.attn_tile;
     simd_table.attn_q = s.attn_q;
+    simd_table.attn_merge = s.attn_merge;
     simd_table.silu_mul = s.silu_mul;
     simd_table.gelu = s.gelu;
     simd_table.swiglu_oai = s.swiglu_oai;
@@ -113,7 +115,8 @@ simd_kernel_set simd_installed_set(void)
         simd_init();
     simd_kernel_set s = {
         .q8a_quant = simd_table.q8a_quant, .q8k_quant = simd_table.q8k_quant, .dot_f32 = simd_table.dot_f32,
-        .attn = simd_table.attn,           .attn_tile = simd_table.attn_tile, .attn_q = simd_table.attn_q, .silu_mul = simd_table.silu_mul,   .gelu = simd_table.gelu,
+        .attn = simd_table.attn,           .attn_tile = simd_table.attn_tile, .attn_q = simd_table.attn_q,
+        .attn_merge = simd_table.attn_merge, .silu_mul = simd_table.silu_mul, .gelu = simd_table.gelu,
         .swiglu_oai = simd_table.swiglu_oai,
     };
     for (int t = 0; t < SIMD_TYPE_COUNT; t++) {
@@ -326,6 +329,20 @@ void simd_attn_tile(const simd_attn_args *a, size_t nt, size_t qtstride, size_t 
     if (!initialised)
         simd_init();
     simd_table.attn_tile(a, nt, qtstride, ptstride, kvbuf);
+}
+
+void simd_attn_merge(size_t hd, size_t nchunks, const float *part, size_t cstride, float *out)
+{
+    if (!initialised)
+        simd_init();
+    simd_table.attn_merge(hd, nchunks, part, cstride, NULL, out);
+}
+
+void simd_attn_merge_sink(size_t hd, size_t nchunks, const float *part, size_t cstride, float sink, float *out)
+{
+    if (!initialised)
+        simd_init();
+    simd_table.attn_merge(hd, nchunks, part, cstride, &sink, out);
 }
 
 void simd_attn_q_tile(const simd_attn_q_args *a, size_t nt, size_t qtstride, size_t ptstride)

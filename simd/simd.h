@@ -507,8 +507,11 @@ typedef void (*simd_attn_tile_fn)(const simd_attn_args *a, size_t nt, size_t qts
                                   float *kvbuf);
 void simd_attn_tile(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride, float *kvbuf);
 /* One head's output (hd floats) from its nchunks chunk rows (chunk c's
- * row at part + c*cstride); plain C, the same for every set. */
+ * row at part + c*cstride); the same bits on every set. */
 void simd_attn_merge(size_t hd, size_t nchunks, const float *part, size_t cstride, float *out);
+/* A set's merge: sink NULL for simd_attn_merge, else simd_attn_merge_sink's. */
+typedef void (*simd_attn_merge_fn)(size_t hd, size_t nchunks, const float *part, size_t cstride, const float *sink,
+                                   float *out);
 /* The exp attention uses (e^x for x <= 0; +0 below -87 and for NaN). */
 float simd_attn_exp(float x);
 

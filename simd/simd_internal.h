@@ -20,6 +20,7 @@ typedef struct simd_kernel_set {
     simd_attn_fn attn; /* optional; else the reference (attn.c) */
     simd_attn_tile_fn attn_tile; /* optional; else attn once per token (attn.c) */
     simd_attn_q_fn attn_q;       /* optional; else the reference (attn_q.c) */
+    simd_attn_merge_fn attn_merge; /* optional; else the reference (attn.c) */
     simd_dot_packed_fn dot_packed[SIMD_TYPE_COUNT]; /* optional; no fallback */
     void (*silu_mul)(float *g, const float *u, size_t n); /* optional; else act.c's baseline build */
     void (*gelu)(float *g, size_t n);                     /* likewise */
@@ -59,6 +60,7 @@ typedef struct simd_dispatch {
     simd_attn_fn attn;
     simd_attn_tile_fn attn_tile;
     simd_attn_q_fn attn_q;
+    simd_attn_merge_fn attn_merge;
     void (*silu_mul)(float *g, const float *u, size_t n);
     void (*gelu)(float *g, size_t n);
     void (*swiglu_oai)(float *g, const float *u, size_t n, float alpha, float limit);

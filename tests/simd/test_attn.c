@@ -80,7 +80,64 @@ static void attend(int ref, size_t hd, size_t nq, size_t n, const float *q, cons
             simd_attn_chunk(&a);
     }
     for (size_t h = 0; h < nq; h++)
-        simd_attn_merge(hd, nch, part + h * row, nq * row, out + h * hd);
+        if (ref)
+            simd_attn_merge_ref(hd, nch, part + h * row, nq * row, NULL, out + h * hd);
+        else
+            simd_attn_merge(hd, nch, part + h * row, nq * row, out + h * hd);
+}
+
+/* The merge on every set against the reference, bit for bit: head sizes
+ * with and without a tail of eight, 1..200 chunks (groups of eight and
+ * the rest), rows wider than hd + 2, chunks whose scores all underflowed
+ * or were all -inf, with and without a sink. */
+static void check_merge(void)
+{
+    enum { MAXHD = 260, MAXC = 200, PAD = 5 };
+    const size_t hds[] = {1, 4, 8, 13, 32, 40, 64, 100, 128, 256, 260};
+    const size_t ncs[] = {1, 2, 7, 8, 9, 16, 33, 64, 129, 200};
+    float *part = malloc((size_t)MAXC * (MAXHD + 2 + PAD) * sizeof *part);
+    float ref[MAXHD], got[MAXHD];
+    if (!part)
+        return;
+    for (int k = 0; k < SIMD_K_COUNT; k++) {
+        if (!simd_kernel_supported((enum simd_kernel)k, NULL))
+            continue;
+        CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
+        int bad = 0;
+        long cases = 0;
+        for (size_t i = 0; i < sizeof hds / sizeof *hds && !bad; i++)
+            for (size_t j = 0; j < sizeof ncs / sizeof *ncs && !bad; j++)
+                for (int sk = 0; sk < 3 && !bad; sk++) {
+                    size_t hd = hds[i], nc = ncs[j], cs = hd + 2 + (j & 1 ? PAD : 0);
+                    for (size_t c = 0; c < nc; c++) {
+                        float *row = part + c * cs;
+                        /* maxima spread wide, so some chunks weigh 0 */
+                        row[0] = c % 11 == 4 ? -INFINITY : frand() * (c % 3 ? 3.0f : 120.0f);
+                        row[1] = row[0] == -INFINITY ? 0.0f : 1.0f + 60.0f * (frand() + 1.0f);
+                        fill(row + 2, hd, 2.0f);
+                    }
+                    float sink = sk == 2 ? 50.0f * frand() : -INFINITY;
+                    simd_attn_merge_ref(hd, nc, part, cs, sk ? &sink : NULL, ref);
+                    memset(got, 0xff, sizeof got);
+                    if (sk)
+                        simd_attn_merge_sink(hd, nc, part, cs, sink, got);
+                    else
+                        simd_attn_merge(hd, nc, part, cs, got);
+                    for (size_t d = 0; d < hd && !bad; d++)
+                        if (!same(ref[d], got[d])) {
+                            CHECKF(0, "%s merge hd=%zu chunks=%zu sink=%d: out[%zu] %a vs reference %a",
+                                   simd_kernel_name((enum simd_kernel)k), hd, nc, sk, d, (double)got[d],
+                                   (double)ref[d]);
+                            bad = 1;
+                        }
+                    cases++;
+                }
+        if (!bad)
+            printf("%-14s merge bit-identical to the reference (%ld cases)\n", simd_kernel_name((enum simd_kernel)k),
+                   cases);
+    }
+    simd_init();
+    free(part);
 }
 
 /* the reference against a softmax in double */
@@ -433,6 +490,7 @@ int main(void)
     check_exp();
     check_silu();
     check_oai();
+    check_merge();
     check_tile();
     const size_t hds[] = {8, 16, 24, 40, 64, 72, 128, 6};
     const size_t nqs[] = {1, 2, 3, 4, 5, 7, 8, 9};
