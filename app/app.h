@@ -161,6 +161,8 @@ typedef struct app_quant_calib {
     int ffn_rows;       /* GPTQ: per-row Hessians for SwiGLU gate/up (--ffn-rows) */
     int attn_rows;      /* GPTQ: per-row Hessians for attn_q/k/v (--attn-rows) */
     int hessian_mb;     /* GPTQ: Hessians held at once, MB (0: the default) */
+    int fit_norms;      /* refit the norm gains to the quantized matrices (--fit-norms;
+                         * collects Hessians when the method has none) */
     float damp;
     const char *label_awq, *label_gptq; /* progress bar labels */
 } app_quant_calib;

@@ -25,7 +25,7 @@
 static const char usage[] =
     "usage: nibble quantize IN.gguf OUT.gguf TYPE [--method rtn|awq|gptq|awq+gptq --calib TEXT]\n"
     "                       [--awq TEXT] [--imatrix FILE] [--no-clip] [--damp R] [--refine N]\n"
-    "                       [--ffn-rows] [--attn-rows] [--hessian-mb N]\n"
+    "                       [--ffn-rows] [--attn-rows] [--hessian-mb N] [--fit-norms]\n"
     "                       [--allow-requantize] [-t N]\n"
     "\n"
     "Write IN's weights as TYPE into OUT (metadata kept; OUT is written to a\n"
@@ -87,6 +87,13 @@ static const char usage[] =
     "                        each query's attention probabilities (how a value\n"
     "                        row's error reaches the attention's output)\n"
     "                        (n_kv_heads * dim^2 doubles a layer, in the budget)\n"
+    "  --fit-norms           after the matrices are quantized, refit each layer's\n"
+    "                        attn_norm and ffn_norm gains (kept f32) so that the\n"
+    "                        quantized q/k/v and gate/up outputs best match the\n"
+    "                        float ones on the calibration text (least squares,\n"
+    "                        one factor per channel); any method, needs --calib\n"
+    "                        (rtn/awq collect Hessians for it). Helps rtn, awq\n"
+    "                        and iq4_nl a little; not gptq (docs/QUANTIZATION.md)\n"
     "  --hessian-mb N        GPTQ: hold at most N MB of Hessians (default 1024):\n"
     "                        the layers are collected in groups that fit, one\n"
     "                        calibration pass per group\n"
@@ -192,7 +199,7 @@ int app_quant_prepare(const char *in, const eng_qtarget *t, int method, const ap
         if (!c->quiet)
             fprintf(stderr, "awq: %s\n", eng_awq_summary(*awq));
     }
-    if (method & APP_QM_GPTQ) {
+    if ((method & APP_QM_GPTQ) || c->fit_norms) {
         app_bar gbar = {.label = c->label_gptq, .quiet = c->quiet};
         eng_gptq_opts go = {.calib_path = c->path, .max_tokens = (uint32_t)c->tokens, .threads = c->threads,
                             .max_bytes = (uint64_t)c->hessian_mb << 20, .ffn_rows = c->ffn_rows,
@@ -203,14 +210,25 @@ int app_quant_prepare(const char *in, const eng_qtarget *t, int method, const ap
             *awq = NULL;
             return 1;
         }
-        o->gptq = *gptq;
-        o->gptq_params.clip = c->clip;
-        o->gptq_params.damp = c->damp;
-        o->gptq_params.refine = c->refine;
-        o->gptq_params.threads = c->threads;
+        if (c->fit_norms) {
+            /* both norms, each matrix weighed by its output energy, the
+             * per-row Hessians where collected, no ridge: the choices
+             * measured best on held-out text (docs/QUANTIZATION.md) */
+            o->fit_norms = *gptq;
+            o->fit_which = 3;
+            o->fit_opts.per_matrix = 1;
+            o->fit_rows = 1;
+        }
+        if (method & APP_QM_GPTQ) {
+            o->gptq = *gptq;
+            o->gptq_params.clip = c->clip;
+            o->gptq_params.damp = c->damp;
+            o->gptq_params.refine = c->refine;
+            o->gptq_params.threads = c->threads;
+        }
     }
     o->method = app_quant_method_name(method, o->imatrix != NULL);
-    if (method)
+    if (method || c->fit_norms)
         o->calib = eng_path_base(c->path);
     return 0;
 }
@@ -219,7 +237,7 @@ int cmd_quantize(int argc, char **argv)
 {
     const char *pos[3] = {0}, *awq_text = NULL, *calib = NULL, *imx_path = NULL, *mname = NULL;
     int np = 0, allow = 0, quiet = 0, threads = 0, calib_tokens = 4096, no_clip = 0, refine = -1, hessian_mb = 0;
-    int ffn_rows = 0, attn_rows = 0;
+    int ffn_rows = 0, attn_rows = 0, fit_norms = 0;
     float damp = 0.01f;
     const app_flag own[] = {APP_FLAG("--awq", NULL, APP_STR, &awq_text),
                             APP_FLAG("--method", NULL, APP_STR, &mname),
@@ -230,6 +248,7 @@ int cmd_quantize(int argc, char **argv)
                                      .why = "expected a number of rounds in 0..100"),
                             APP_FLAG("--ffn-rows", NULL, APP_ON, &ffn_rows),
                             APP_FLAG("--attn-rows", NULL, APP_ON, &attn_rows),
+                            APP_FLAG("--fit-norms", NULL, APP_ON, &fit_norms),
                             APP_FLAG("--hessian-mb", NULL, APP_INT, &hessian_mb, .min = 1, .max = 1 << 20,
                                      .why = "expected megabytes in 1..1048576"),
                             APP_FLAG("--imatrix", NULL, APP_STR, &imx_path),
@@ -265,8 +284,10 @@ int cmd_quantize(int argc, char **argv)
     }
     if (method && !calib)
         return app_usage_error("quantize", "--method", mname, "needs --calib TEXT (the calibration text)");
-    if (!method && calib)
-        return app_usage_error("quantize", "--calib", calib, "is for --method awq, gptq or awq+gptq");
+    if (fit_norms && !calib)
+        return app_usage_error("quantize", "--fit-norms", "", "needs --calib TEXT (the calibration text)");
+    if (!method && !fit_norms && calib)
+        return app_usage_error("quantize", "--calib", calib, "is for --method awq, gptq or awq+gptq, or --fit-norms");
     if (refine >= 0 && !(method & APP_QM_GPTQ)) {
         char v[16];
         snprintf(v, sizeof v, "%d", refine);
@@ -317,6 +338,7 @@ int cmd_quantize(int argc, char **argv)
     }
     app_quant_calib qc = {.path = calib, .tokens = calib_tokens, .threads = threads, .clip = !no_clip, .damp = damp,
                           .refine = refine, .ffn_rows = ffn_rows, .attn_rows = attn_rows, .hessian_mb = hessian_mb,
+                          .fit_norms = fit_norms,
                           .quiet = quiet, .label_awq = "awq     ", .label_gptq = "gptq    "};
     if (app_quant_prepare(pos[0], t, method, &qc, &awq, &gptq, &o, &e)) {
         fprintf(stderr, "nibble quantize: %s\n", e.msg);
@@ -334,7 +356,10 @@ int cmd_quantize(int argc, char **argv)
         fprintf(stderr, "nibble quantize: %s\n", e.msg);
         return 1;
     }
-    if (gptq)
+    if (rep.n_fit)
+        fprintf(stderr, "fit-norms: %llu norm gains refitted; their layers' output error is %.1f%% of what it was "
+                "(mean)\n", (unsigned long long)rep.n_fit, 100 * rep.fit_ratio);
+    if (gptq && (method & APP_QM_GPTQ))
         fprintf(stderr, "gptq: %llu matrices from Hessians over %u tokens (%u calibration pass%s); their output "
                 "error (w-q)^T H (w-q) is %.1f%% of round-to-nearest's (mean)\n", (unsigned long long)rep.n_gptq,
                 eng_gptq_tokens(gptq), eng_gptq_groups(gptq), eng_gptq_groups(gptq) == 1 ? "" : "es",

@@ -1114,3 +1114,131 @@ void eng_gptq_free(eng_gptq *g)
     eng_model_close(g->m);
     free(g);
 }
+
+/* ---- norm gains fitted to the quantized matrices ---- */
+
+/* sum_r over m's rows, for row r with Hessian Hr (H / (c c^T) when the
+ * matrix meets inputs divided by c) and d = diag(wq_r):
+ *   A += wt d Hr d,  b += wt d Hr w_r,  c += wt w_r^T Hr w_r
+ * so that sum_r wt ||(w_r - wq_r o s)^T z||^2 = s^T A s - 2 b^T s + c. */
+static void gain_sums(const eng_gain_mat *m, uint32_t n, double wt, double *A, double *b, double *c, double *hw)
+{
+    for (uint32_t r = 0; r < m->rows; r++) {
+        const double *H = m->row_h ? m->row_h + (size_t)r * n * n : m->H;
+        const float *w = m->w + (size_t)r * n, *q = m->wq + (size_t)r * n;
+        for (uint32_t i = 0; i < n; i++) {
+            const double *h = H + (size_t)i * n;
+            double ci = m->col ? m->col[i] : 1, s = 0;
+            for (uint32_t j = 0; j < n; j++) {
+                double hij = m->col ? h[j] / (ci * m->col[j]) : h[j];
+                s += hij * w[j];
+                A[(size_t)i * n + j] += wt * q[i] * hij * q[j];
+            }
+            hw[i] = s;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            b[i] += wt * q[i] * hw[i];
+            *c += wt * w[i] * hw[i];
+        }
+    }
+}
+
+/* s^T A s - 2 b^T s + c */
+static double gain_loss(const double *A, const double *b, double c, const double *s, uint32_t n)
+{
+    double l = c;
+    for (uint32_t i = 0; i < n; i++) {
+        double t = 0;
+        for (uint32_t j = 0; j < n; j++)
+            t += A[(size_t)i * n + j] * s[j];
+        l += s[i] * t - 2 * b[i] * s[i];
+    }
+    return l;
+}
+
+int eng_gptq_fit_gain(uint32_t n, const eng_gain_mat *m, uint32_t n_mats, const eng_gain_opts *o, double *s,
+                      double *loss0, double *loss1)
+{
+    static const eng_gain_opts none;
+    const eng_gain_opts *op = o ? o : &none;
+    for (uint32_t i = 0; i < n; i++)
+        s[i] = 1;
+    if (!n)
+        return 0;
+    size_t n2 = (size_t)n * n;
+    double *A = calloc(n2, sizeof *A), *L = malloc(n2 * sizeof *L), *b = calloc(n, sizeof *b);
+    double *hw = malloc(n * sizeof *hw), *y = malloc(n * sizeof *y);
+    int r = 0;
+    if (!A || !L || !b || !hw || !y) {
+        r = ENG_ENOMEM;
+        goto done;
+    }
+    double c = 0;
+    for (uint32_t k = 0; k < n_mats; k++) {
+        double wt = 1;
+        if (op->per_matrix) {
+            /* each matrix's loss relative to its own output energy
+             * sum_r w_r^T Hr w_r: q, k and v (or gate and up) count alike */
+            double e = 0;
+            for (uint32_t rr = 0; rr < m[k].rows; rr++) {
+                const double *H = m[k].row_h ? m[k].row_h + (size_t)rr * n2 : m[k].H;
+                const float *w = m[k].w + (size_t)rr * n;
+                for (uint32_t i = 0; i < n; i++) {
+                    double ci = m[k].col ? m[k].col[i] : 1, t = 0;
+                    for (uint32_t j = 0; j < n; j++)
+                        t += (m[k].col ? H[(size_t)i * n + j] / (ci * m[k].col[j]) : H[(size_t)i * n + j]) * w[j];
+                    e += w[i] * t;
+                }
+            }
+            wt = e > 0 ? 1 / e : 0;
+        }
+        gain_sums(&m[k], n, wt, A, b, &c, hw);
+    }
+    double l0 = gain_loss(A, b, c, s, n);
+    double mean = 0;
+    for (uint32_t i = 0; i < n; i++)
+        mean += A[(size_t)i * n + i];
+    mean = mean > 0 ? mean / n : 1;
+    /* the ridge pulls s toward 1: lam ||s - 1||^2, lam a share of A's mean diagonal;
+     * raised tenfold (from 1e-6 at least) while A + lam is not positive definite */
+    double lam = op->ridge > 0 ? op->ridge : 0;
+    int ok = 0;
+    for (int tries = 0; tries < 8 && !ok; tries++) {
+        memcpy(L, A, n2 * sizeof *L);
+        for (uint32_t i = 0; i < n; i++)
+            L[(size_t)i * n + i] += lam * mean;
+        ok = !chol_lower(L, n);
+        if (!ok)
+            lam = lam > 0 ? lam * 10 : 1e-6;
+    }
+    if (!ok) {
+        r = ENG_EFORMAT;
+        goto done;
+    }
+    /* (A + lam) s = b + lam: forward, then back substitution */
+    for (uint32_t i = 0; i < n; i++) {
+        double t = b[i] + lam * mean;
+        for (uint32_t k = 0; k < i; k++)
+            t -= L[(size_t)i * n + k] * y[k];
+        y[i] = t / L[(size_t)i * n + i];
+    }
+    for (uint32_t i = n; i-- > 0;) {
+        double t = y[i];
+        for (uint32_t k = i + 1; k < n; k++)
+            t -= L[(size_t)k * n + i] * s[k];
+        s[i] = t / L[(size_t)i * n + i];
+    }
+    double l1 = gain_loss(A, b, c, s, n);
+    if (!(l1 <= l0)) { /* never worse than leaving the gain alone (numerics) */
+        for (uint32_t i = 0; i < n; i++)
+            s[i] = 1;
+        l1 = l0;
+    }
+    if (loss0)
+        *loss0 = l0;
+    if (loss1)
+        *loss1 = l1;
+done:
+    free(A); free(L); free(b); free(hw); free(y);
+    return r;
+}
