@@ -17,6 +17,7 @@
 #include "port.h"
 #include "awq.h"
 #include "gptq.h"
+#include "normfit.h"
 #include "quantize.h"
 #include "simd.h"
 #include "sys.h"
@@ -87,13 +88,14 @@ static const char usage[] =
     "                        each query's attention probabilities (how a value\n"
     "                        row's error reaches the attention's output)\n"
     "                        (n_kv_heads * dim^2 doubles a layer, in the budget)\n"
-    "  --fit-norms           after the matrices are quantized, refit each layer's\n"
-    "                        attn_norm and ffn_norm gains (kept f32) so that the\n"
-    "                        quantized q/k/v and gate/up outputs best match the\n"
-    "                        float ones on the calibration text (least squares,\n"
-    "                        one factor per channel); any method, needs --calib\n"
-    "                        (rtn/awq collect Hessians for it). Helps rtn, awq\n"
-    "                        and iq4_nl a little; not gptq (docs/QUANTIZATION.md)\n"
+    "  --fit-norms           after writing OUT, refit each layer's attn_norm and\n"
+    "                        ffn_norm gains (f32 in the file) so that the quantized\n"
+    "                        model's q/k/v and gate/up outputs, on its own inputs,\n"
+    "                        best match the float model's on the calibration text\n"
+    "                        (least squares, one factor per channel; both models\n"
+    "                        run the text side by side). Any method; needs --calib\n"
+    "                        (--calib-tokens, --hessian-mb apply). Only those\n"
+    "                        gains change\n"
     "  --hessian-mb N        GPTQ: hold at most N MB of Hessians (default 1024):\n"
     "                        the layers are collected in groups that fit, one\n"
     "                        calibration pass per group\n"
@@ -199,7 +201,7 @@ int app_quant_prepare(const char *in, const eng_qtarget *t, int method, const ap
         if (!c->quiet)
             fprintf(stderr, "awq: %s\n", eng_awq_summary(*awq));
     }
-    if ((method & APP_QM_GPTQ) || c->fit_norms) {
+    if (method & APP_QM_GPTQ) {
         app_bar gbar = {.label = c->label_gptq, .quiet = c->quiet};
         eng_gptq_opts go = {.calib_path = c->path, .max_tokens = (uint32_t)c->tokens, .threads = c->threads,
                             .max_bytes = (uint64_t)c->hessian_mb << 20, .ffn_rows = c->ffn_rows,
@@ -210,23 +212,13 @@ int app_quant_prepare(const char *in, const eng_qtarget *t, int method, const ap
             *awq = NULL;
             return 1;
         }
-        if (c->fit_norms) {
-            /* both norms, each matrix weighed by its output energy, the
-             * per-row Hessians where collected, no ridge: the choices
-             * measured best on held-out text (docs/QUANTIZATION.md) */
-            o->fit_norms = *gptq;
-            o->fit_which = 3;
-            o->fit_opts.per_matrix = 1;
-            o->fit_rows = 1;
-        }
-        if (method & APP_QM_GPTQ) {
-            o->gptq = *gptq;
-            o->gptq_params.clip = c->clip;
-            o->gptq_params.damp = c->damp;
-            o->gptq_params.refine = c->refine;
-            o->gptq_params.threads = c->threads;
-        }
+        o->gptq = *gptq;
+        o->gptq_params.clip = c->clip;
+        o->gptq_params.damp = c->damp;
+        o->gptq_params.refine = c->refine;
+        o->gptq_params.threads = c->threads;
     }
+    o->fit_norms = c->fit_norms;
     o->method = app_quant_method_name(method, o->imatrix != NULL);
     if (method || c->fit_norms)
         o->calib = eng_path_base(c->path);
@@ -299,7 +291,7 @@ int cmd_quantize(int argc, char **argv)
         return app_usage_error("quantize", "--attn-rows", "", "is for --method gptq or awq+gptq");
     if (refine < 0)
         refine = APP_GPTQ_REFINE;
-    if (hessian_mb && !(method & APP_QM_GPTQ)) {
+    if (hessian_mb && !(method & APP_QM_GPTQ) && !fit_norms) {
         char v[16];
         snprintf(v, sizeof v, "%d", hessian_mb);
         return app_usage_error("quantize", "--hessian-mb", v, "is for --method gptq or awq+gptq");
@@ -347,6 +339,16 @@ int cmd_quantize(int argc, char **argv)
     }
     eng_quant_report rep;
     int r = eng_quantize_file(pos[0], pos[1], &o, &rep, &e);
+    eng_normfit_report fr = {0};
+    if (!r && fit_norms) {
+        /* the gains refitted in OUT; a failure drops OUT (it may hold some) */
+        app_bar fbar = {.label = "fit     ", .quiet = quiet};
+        eng_normfit_opts no = {.calib_path = calib, .max_tokens = (uint32_t)calib_tokens,
+                               .threads = threads ? threads : eng_physical_cores(),
+                               .max_bytes = (uint64_t)hessian_mb << 20, .progress = app_awq_progress, .user = &fbar};
+        if ((r = eng_normfit_run(pos[0], pos[1], &no, &fr, &e)))
+            remove(pos[1]);
+    }
     eng_awq_free(awq);
     eng_imatrix_free(imx);
     if (r) {
@@ -356,10 +358,11 @@ int cmd_quantize(int argc, char **argv)
         fprintf(stderr, "nibble quantize: %s\n", e.msg);
         return 1;
     }
-    if (rep.n_fit)
-        fprintf(stderr, "fit-norms: %llu norm gains refitted; their layers' output error is %.1f%% of what it was "
-                "(mean)\n", (unsigned long long)rep.n_fit, 100 * rep.fit_ratio);
-    if (gptq && (method & APP_QM_GPTQ))
+    if (fit_norms)
+        fprintf(stderr, "fit-norms: %u norm gains refitted (%u left) in %u round%s; their layers' output error is "
+                "%.1f%% of what it was (mean)\n", fr.n_fit, fr.n_skipped, fr.rounds, fr.rounds == 1 ? "" : "s",
+                100 * fr.ratio);
+    if (gptq)
         fprintf(stderr, "gptq: %llu matrices from Hessians over %u tokens (%u calibration pass%s); their output "
                 "error (w-q)^T H (w-q) is %.1f%% of round-to-nearest's (mean)\n", (unsigned long long)rep.n_gptq,
                 eng_gptq_tokens(gptq), eng_gptq_groups(gptq), eng_gptq_groups(gptq) == 1 ? "" : "es",

@@ -1125,21 +1125,22 @@ static void gain_sums(const eng_gain_mat *m, uint32_t n, double wt, double *A, d
 {
     for (uint32_t r = 0; r < m->rows; r++) {
         const double *H = m->row_h ? m->row_h + (size_t)r * n * n : m->H;
+        const double *C = m->cross ? m->cross : H, *F = m->cross ? m->h_fp : H;
         const float *w = m->w + (size_t)r * n, *q = m->wq + (size_t)r * n;
         for (uint32_t i = 0; i < n; i++) {
-            const double *h = H + (size_t)i * n;
-            double ci = m->col ? m->col[i] : 1, s = 0;
+            const double *h = H + (size_t)i * n, *x = C + (size_t)i * n, *f = F + (size_t)i * n;
+            double ci = m->col ? m->col[i] : 1, s = 0, sf = 0;
             for (uint32_t j = 0; j < n; j++) {
-                double hij = m->col ? h[j] / (ci * m->col[j]) : h[j];
-                s += hij * w[j];
-                A[(size_t)i * n + j] += wt * q[i] * hij * q[j];
+                double sc = m->col ? 1 / (ci * m->col[j]) : 1;
+                s += x[j] * sc * w[j];
+                sf += f[j] * sc * w[j];
+                A[(size_t)i * n + j] += wt * q[i] * h[j] * sc * q[j];
             }
             hw[i] = s;
+            *c += wt * w[i] * sf;
         }
-        for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t i = 0; i < n; i++)
             b[i] += wt * q[i] * hw[i];
-            *c += wt * w[i] * hw[i];
-        }
     }
 }
 
@@ -1181,7 +1182,7 @@ int eng_gptq_fit_gain(uint32_t n, const eng_gain_mat *m, uint32_t n_mats, const 
              * sum_r w_r^T Hr w_r: q, k and v (or gate and up) count alike */
             double e = 0;
             for (uint32_t rr = 0; rr < m[k].rows; rr++) {
-                const double *H = m[k].row_h ? m[k].row_h + (size_t)rr * n2 : m[k].H;
+                const double *H = m[k].cross ? m[k].h_fp : m[k].row_h ? m[k].row_h + (size_t)rr * n2 : m[k].H;
                 const float *w = m[k].w + (size_t)rr * n;
                 for (uint32_t i = 0; i < n; i++) {
                     double ci = m[k].col ? m[k].col[i] : 1, t = 0;

@@ -506,143 +506,6 @@ static void *convert(const eng_quant_opts *o, eng_pool *pool, const eng_gguf_ten
     return out;
 }
 
-/* ---- norm gains fitted after their matrices (eng_quant_opts.fit_norms) ---- */
-
-#define FIT_MATS 4
-
-typedef struct {
-    uint64_t norm;              /* the gain's tensor index */
-    uint64_t mats[FIT_MATS];    /* the matrices it feeds */
-    int n_mats;
-    uint64_t last;              /* the largest of those indices: fitted after it */
-} norm_fit;
-
-static int find_index(const eng_gguf *g, const char *name, uint64_t *idx)
-{
-    for (uint64_t i = 0; i < eng_gguf_n_tensors(g); i++)
-        if (!strcmp(eng_gguf_tensor_at(g, i)->name, name)) {
-            *idx = i;
-            return 1;
-        }
-    return 0;
-}
-
-/* The gains to fit: attn_norm -> attn_q/k/v (or a fused attn_qkv),
- * ffn_norm -> ffn_gate/up, as o->fit_which asks. Returns the count (fits
- * holds nt entries at most) or -1 without memory. */
-static int64_t plan_fits(const eng_quant_opts *o, const eng_gguf *g, norm_fit **out)
-{
-    static const char *const attn[] = {"attn_q", "attn_k", "attn_v", "attn_qkv"};
-    static const char *const ffn[] = {"ffn_gate", "ffn_up"};
-    uint64_t nt = eng_gguf_n_tensors(g);
-    norm_fit *f = calloc(nt + 1, sizeof *f);
-    if (!f)
-        return -1;
-    int64_t n = 0;
-    for (uint64_t i = 0; i < nt; i++) {
-        const eng_gguf_tensor *t = eng_gguf_tensor_at(g, i);
-        int l = layer_of(t->name);
-        if (l < 0 || t->n_dims != 1 || !is_float_type(t->type))
-            continue;
-        const char *const *roles = NULL;
-        int nr = 0;
-        if ((o->fit_which & 1) && ends_with(t->name, ".attn_norm.weight"))
-            roles = attn, nr = 4;
-        else if ((o->fit_which & 2) && ends_with(t->name, ".ffn_norm.weight"))
-            roles = ffn, nr = 2;
-        if (!roles)
-            continue;
-        norm_fit *x = &f[n];
-        x->norm = x->last = i;
-        for (int k = 0; k < nr; k++) {
-            char name[96];
-            uint64_t j;
-            snprintf(name, sizeof name, "blk.%d.%s.weight", l, roles[k]);
-            const eng_gguf_tensor *m;
-            if (!find_index(g, name, &j) || (m = eng_gguf_tensor_at(g, j))->n_dims != 2 || m->ne[0] != t->ne[0])
-                continue;
-            x->mats[x->n_mats++] = j;
-            x->last = j > x->last ? j : x->last;
-        }
-        if (x->n_mats)
-            n++;
-    }
-    *out = f;
-    return n;
-}
-
-/* Fit gain f (its f32 copy in bufs[f->norm]) to its matrices as written
- * (bufs[k] in types[k]). Returns 0 (also when it is skipped, with a
- * note) or a negative code. */
-static int fit_gain(const eng_quant_opts *o, const eng_gguf *g, const norm_fit *f, void **bufs, const int *types,
-                    eng_quant_report *rep, eng_err *e)
-{
-    const eng_gguf_tensor *tn = eng_gguf_tensor_at(g, f->norm);
-    uint32_t cols = (uint32_t)tn->ne[0];
-    eng_gain_mat m[FIT_MATS];
-    float *mem[2 * FIT_MATS] = {0};
-    double *s = malloc(cols * sizeof *s + 1);
-    int r = s ? 0 : ENG_ENOMEM, n = 0;
-    for (int k = 0; !r && k < f->n_mats; k++) {
-        const eng_gguf_tensor *t = eng_gguf_tensor_at(g, f->mats[k]);
-        const simd_traits *src = simd_type_traits(t->type), *qt = simd_type_traits(types[f->mats[k]]);
-        uint64_t rows = t->ne[1];
-        if (!bufs[f->mats[k]] || types[f->mats[k]] == t->type || !src->dequant || !qt->dequant)
-            continue; /* not quantized: nothing to make up for */
-        const double *H = NULL, *Hr = NULL;
-        uint32_t hc = 0, hrows = 0;
-        /* the pointers stay valid while the layer's group is held: the
-         * fit runs right after the layer's tensors */
-        if ((r = eng_gptq_hessian(o->fit_norms, t->name, &H, &hc, e)))
-            break;
-        if (!H || hc != cols) {
-            notef(o, "%s: no Hessian for '%s': gain not fitted", tn->name, t->name);
-            n = 0;
-            break;
-        }
-        if (o->fit_rows && (r = eng_gptq_row_hessians(o->fit_norms, t->name, &Hr, &hrows, e)))
-            break;
-        const eng_tensor_edit *ed = edit_for(o, t->name);
-        float *w = malloc(rows * cols * sizeof *w + 1), *wq = malloc(rows * cols * sizeof *wq + 1);
-        mem[2 * n] = w, mem[2 * n + 1] = wq;
-        if (!w || !wq) {
-            r = ENG_ENOMEM;
-            break;
-        }
-        size_t srb = simd_row_bytes(t->type, cols), qrb = simd_row_bytes(types[f->mats[k]], cols);
-        for (uint64_t rr = 0; rr < rows; rr++) {
-            float *wr = w + rr * cols;
-            src->dequant((const char *)t->data + rr * srb, wr, cols);
-            if (ed)
-                for (uint32_t c = 0; c < cols; c++)
-                    wr[c] *= (ed->col ? ed->col[c] : 1.0f) * (ed->row ? ed->row[rr] : 1.0f);
-            qt->dequant((const char *)bufs[f->mats[k]] + rr * qrb, wq + rr * cols, cols);
-        }
-        m[n++] = (eng_gain_mat){.w = w, .wq = wq, .rows = (uint32_t)rows, .H = H,
-                                .row_h = Hr && hrows == rows ? Hr : NULL, .col = ed ? ed->col : NULL};
-    }
-    double l0 = 0, l1 = 0;
-    if (!r && n) {
-        r = eng_gptq_fit_gain(cols, m, (uint32_t)n, &o->fit_opts, s, &l0, &l1);
-        if (r == ENG_EFORMAT) {
-            notef(o, "%s: the fit is not definite: gain kept", tn->name);
-            r = 0;
-        } else if (!r) {
-            float *gain = bufs[f->norm];
-            for (uint32_t c = 0; c < cols; c++)
-                gain[c] = (float)(gain[c] * s[c]);
-            rep->n_fit++;
-            rep->fit_ratio += l0 > 0 ? l1 / l0 : 1.0;
-        }
-    }
-    if (r == ENG_ENOMEM)
-        eng_errf(e, r, "'%s': out of memory fitting the gain", tn->name);
-    for (int k = 0; k < 2 * FIT_MATS; k++)
-        free(mem[k]);
-    free(s);
-    return r;
-}
-
 int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant_opts *o, eng_quant_report *rep,
                       eng_err *e)
 {
@@ -660,11 +523,8 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
     uint64_t nt = eng_gguf_n_tensors(g);
     eng_gguf_writer *w = eng_gguf_writer_new();
     void **bufs = calloc(nt + 1, sizeof *bufs);
-    int *types = calloc(nt + 1, sizeof *types);
-    norm_fit *fits = NULL;
-    int64_t n_fits = o->fit_norms ? plan_fits(o, g, &fits) : 0;
     eng_pool *pool = o->threads > 1 ? eng_pool_new(o->threads) : NULL;
-    if (!w || !bufs || !types || n_fits < 0 || (o->threads > 1 && !pool)) {
+    if (!w || !bufs || (o->threads > 1 && !pool)) {
         r = eng_errf(e, ENG_ENOMEM, "out of memory");
         goto done;
     }
@@ -726,7 +586,7 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
         (r = eng_gguf_writer_str(w, "nibble.quantize.type", o->target->name)) ||
         (r = eng_gguf_writer_str(w, "nibble.quantize.method", o->method ? o->method : o->target->fake_bits ? "uniform-fake" : "rtn")) ||
         (o->calib && (r = eng_gguf_writer_str(w, "nibble.quantize.calibration", o->calib))) ||
-        (o->fit_norms && (r = eng_gguf_writer_u32(w, "nibble.quantize.fit_norms", (uint32_t)o->fit_which))))
+        (o->fit_norms && (r = eng_gguf_writer_u32(w, "nibble.quantize.fit_norms", 1))))
         goto oom;
     if (o->imatrix) {
         size_t nds;
@@ -754,10 +614,7 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
             fb = 0;
         }
         const eng_tensor_edit *ed = edit_for(o, t->name);
-        int fitted = 0; /* a gain to be fitted: an f32 copy of its own, changed in place later */
-        for (int64_t k = 0; k < n_fits && !fitted; k++)
-            fitted = fits[k].norm == i;
-        if ((ed || fitted) && t->n_dims < 2)
+        if (ed && t->n_dims < 2)
             type = SIMD_F32; /* a scaled norm is written in full precision */
         if (fb) {
             rep->n_fallbacks++;
@@ -798,7 +655,7 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
             if (Hr && (hrows != t->ne[1] || !hper || hrows % hper))
                 Hr = NULL;
         }
-        if (type != t->type || ed || fake || fitted) {
+        if (type != t->type || ed || fake) {
             bufs[i] = convert(o, pool, t, type, ed, fake, ix, H, Hr, hper, rep, &bytes, e);
             if (!bufs[i]) {
                 r = ENG_ENOMEM;
@@ -814,10 +671,6 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
         rep->n_weights += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
         if (type >= 0 && type < 40)
             rep->type_count[type]++;
-        types[i] = type;
-        for (int64_t k = 0; k < n_fits; k++)
-            if (fits[k].last == i && (r = fit_gain(o, g, &fits[k], bufs, types, rep, e)))
-                goto done;
         done += t->size;
         if (o->progress)
             o->progress(o->user, done, total, t->name);
@@ -843,8 +696,6 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
     }
     if (rep->n_gptq)
         rep->gptq_ratio /= (double)rep->n_gptq;
-    if (rep->n_fit)
-        rep->fit_ratio /= (double)rep->n_fit;
     r = eng_gguf_writer_save(w, out_path, e);
     goto done;
 oom:
@@ -855,8 +706,6 @@ done:
     for (uint64_t i = 0; bufs && i < nt; i++)
         free(bufs[i]);
     free(bufs);
-    free(types);
-    free(fits);
     eng_gguf_close(g);
     return r;
 }

@@ -149,6 +149,9 @@ typedef struct eng_gain_mat {
     const double *row_h;   /* NULL or rows x cols x cols, one per row (replacing H) */
     const float *col;      /* NULL or cols factors the matrix's columns were scaled
                             * by (AWQ): it meets z / col, its Hessian is H / (col col^T) */
+    const double *cross;   /* NULL, or the quantized model's own inputs: H is then
+                            * sum zq zq^T, cross sum zq z^T and h_fp sum z z^T */
+    const double *h_fp;
 } eng_gain_mat;
 
 typedef struct eng_gain_opts {

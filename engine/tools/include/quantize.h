@@ -92,18 +92,9 @@ typedef struct eng_quant_opts {
      * round to nearest. gptq_params' col and imp are set per tensor. */
     eng_gptq *gptq;  /* borrowed; collects a layer group's Hessians as asked */
     eng_gptq_params gptq_params;
-    /* norm gains refitted to the quantized matrices they feed
-     * (eng_gptq_fit_gain), from fit_norms' Hessians (may be NULL: not
-     * done; may be gptq): each attn_norm to its layer's attn_q/k/v, each
-     * ffn_norm to ffn_gate/up (fit_which bit 1: attn_norm, bit 2:
-     * ffn_norm), once the norm and those matrices are converted; fitted
-     * norms are written f32 (and nibble.quantize.fit_norms = fit_which
-     * says so). fit_rows: use the per-row Hessians where
-     * the collection has them (eng_gptq_row_hessians). */
-    eng_gptq *fit_norms;
-    eng_gain_opts fit_opts;
-    int fit_which;
-    int fit_rows;
+    /* the caller refits the norm gains after (eng_normfit_run, normfit.h):
+     * recorded as nibble.quantize.fit_norms = 1 */
+    int fit_norms;
     /* rows quantized at once outside the GPTQ pass (0 or 1: on the
      * caller's thread); the bytes written are the same at any count */
     int threads;
@@ -125,8 +116,6 @@ typedef struct eng_quant_report {
     uint64_t n_unused;                 /* imatrix entries that named no tensor */
     uint64_t n_gptq;                   /* matrices through the GPTQ pass */
     double gptq_ratio;                 /* their mean output error (x^T H x) as a share of RTN's */
-    uint64_t n_fit;                    /* norm gains refitted */
-    double fit_ratio;                  /* their mean loss after the fit as a share of before */
 } eng_quant_report;
 
 /* The type a tensor gets under target t (name, shape, layer count):
