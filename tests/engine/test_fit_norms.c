@@ -12,10 +12,16 @@
  *    the KL to the f32 model on 12 windows by a margin, changes only
  *    those gains (every other tensor byte for byte), gives the same bytes
  *    on two threads, fits all gains a layer per round; on a GPTQ file
- *    the KL does not rise. */
+ *    the KL does not rise;
+ *  - `nibble quantize --fit-norms`: refused without --calib, a failed fit
+ *    (a text shorter than a window) leaves no OUT, a good run reports
+ *    the 10 gains and records nibble.quantize.fit_norms. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#ifndef _WIN32
+#include <sys/wait.h>
+#endif
 
 #include "gguf.h"
 #include "gptq.h"
@@ -254,6 +260,65 @@ done:
     eng_gptq_free(g);
 }
 
+#ifndef _WIN32
+/* Run a nibble command line; its exit status, stderr in err.txt. */
+static int run(const char *bin, const char *args)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s %s 2>%s >/dev/null", bin, args, tmp("err.txt"));
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int err_has(const char *what)
+{
+    char *msg = tu_read(tmp("err.txt"), NULL);
+    int ok = msg && strstr(msg, what);
+    if (!ok)
+        fprintf(stderr, "expected '%s' in: %s\n", what, msg ? msg : "(nothing)");
+    free(msg);
+    return ok;
+}
+
+/* quantize --fit-norms: refused without a text; a fit that fails (a text
+ * shorter than one window) leaves no OUT; a good run says what it did
+ * and records it */
+static void test_cli(const char *model)
+{
+    const char *bin = getenv("NIBBLE_BIN");
+    if (!bin || !*bin)
+        return;
+    FILE *f = fopen(tmp("short.txt"), "w");
+    if (f)
+        fputs("Once upon a time.", f), fclose(f);
+    f = fopen(tmp("calib.txt"), "w");
+    for (int i = 0; f && i < 60; i++)
+        fputs("Once upon a time, a little girl named Lily found a red ball in the park. She was very happy. ", f);
+    if (f)
+        fclose(f);
+    char a[2048], cal[600];
+    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --fit-norms", model, tmp("o.gguf"));
+    CHECK(run(bin, a) == 2 && err_has("--fit-norms") && err_has("needs --calib TEXT"));
+    snprintf(cal, sizeof cal, "%s", tmp("short.txt"));
+    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --fit-norms --calib %s", model, tmp("o.gguf"), cal);
+    FILE *o = NULL;
+    CHECK(run(bin, a) == 1 && err_has("fitting norm gains") && !(o = fopen(tmp("o.gguf"), "rb")));
+    if (o)
+        fclose(o);
+    snprintf(cal, sizeof cal, "%s", tmp("calib.txt"));
+    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --fit-norms --calib %s -t 2", model, tmp("o.gguf"), cal);
+    CHECK(run(bin, a) == 0 && err_has("fit-norms: 10 norm gains refitted (0 left) in 1 round"));
+    eng_gguf *g = NULL;
+    eng_err e;
+    uint32_t v = 0;
+    eng_str m = {0};
+    CHECK(eng_gguf_open(tmp("o.gguf"), &g, &e) == 0 && eng_gguf_get_u32(g, "nibble.quantize.fit_norms", &v, NULL) == 0 &&
+          v == 1 && eng_gguf_get_str(g, "nibble.quantize.method", &m, NULL) == 0 && m.len == 3 &&
+          !memcmp(m.ptr, "rtn", 3));
+    eng_gguf_close(g);
+}
+#endif
+
 int main(void)
 {
     simd_init();
@@ -265,8 +330,12 @@ int main(void)
     char buf[4096];
     const char *model = tu_asset("stories260K.gguf", buf);
     test_algebra();
-    if (model)
+    if (model) {
+#ifndef _WIN32
+        test_cli(model);
+#endif
         test_model(model);
+    }
     tu_rmtree(dir);
     return tu_result("test_fit_norms");
 }
