@@ -128,6 +128,31 @@ static inline char *tu_read(const char *path, size_t *len)
 #include <unistd.h>
 #endif
 
+#ifndef _WIN32
+#include <sys/wait.h>
+
+/* Run "bin args" through the shell, stdout dropped and stderr into the
+ * file errpath: the exit status, or -1 when it did not exit. */
+static inline int tu_run(const char *bin, const char *args, const char *errpath)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s %s 2>%s >/dev/null", bin, args, errpath);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+#endif
+
+/* Whether the file at path holds the text what (else both are printed). */
+static inline int tu_file_has(const char *path, const char *what)
+{
+    char *msg = tu_read(path, NULL);
+    int ok = msg && strstr(msg, what);
+    if (!ok)
+        fprintf(stderr, "expected '%s' in: %s\n", what, msg ? msg : "(nothing)");
+    free(msg);
+    return ok;
+}
+
 /* "dir/name" for a test's scratch files. The result lives in one of eight
  * rotating buffers, so up to eight paths can be held at once. */
 static inline const char *tu_path(const char *dir, const char *name)

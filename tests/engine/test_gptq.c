@@ -30,10 +30,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-#ifndef _WIN32
-#include <sys/wait.h>
-#endif
-
 #include "awq.h"
 #include "gguf.h"
 #include "gptq.h"
@@ -408,24 +404,9 @@ done:
 }
 
 #ifndef _WIN32
-/* Run a nibble command line; its exit status, stderr in err.txt. */
-static int run(const char *bin, const char *args)
-{
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s %s 2>%s >/dev/null", bin, args, tmp("err.txt"));
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static int err_has(const char *what)
-{
-    char *msg = tu_read(tmp("err.txt"), NULL);
-    int ok = msg && strstr(msg, what);
-    if (!ok)
-        fprintf(stderr, "expected '%s' in: %s\n", what, msg ? msg : "(nothing)");
-    free(msg);
-    return ok;
-}
+/* A nibble command line (tu_run), stderr in err.txt; whether it says what. */
+#define run(bin, args) tu_run(bin, args, tmp("err.txt"))
+#define err_has(what) tu_file_has(tmp("err.txt"), what)
 
 static void test_cli(const char *model)
 {
