@@ -334,7 +334,7 @@ NB_INLINE void nbp_groupacc(int type, size_t nb, const unsigned char *g, int h, 
 }
 
 /* The accumulator form on two sets of rows at once (AVX-512: two groups,
- * 32 rows), used for q4_0: each activation dword is
+ * 32 rows), used for q4_0 and q8_0: each activation dword is
  * broadcast once and feeds both sets' vpdpbusd, so a product needs half a
  * load where nbp_groupacc needs one, and the bias and scale broadcasts are
  * shared too. The two blocks' codes are unpacked once for tn <= NBP_PT
@@ -343,19 +343,30 @@ NB_INLINE void nbp_groupacc(int type, size_t nb, const unsigned char *g, int h, 
  * Measured in thread CPU time (machine at load 13-18), old and new in
  * turns: q4_0 +3% to +25% with 32 tokens a pass (16: less); q5_0 -3% with
  * 16, its qh unpacking of two blocks being dearer, so it keeps
- * nbp_groupacc. */
+ * nbp_groupacc. Q8_0 moved here from the register tile (nbp_tile): the
+ * tile reads 544 bytes of weights and 8 tokens' blocks per 64 vpdpbusd,
+ * walking both 8 blocks apart; on the model's shapes (a group of 8192
+ * columns is 136 KiB, 8 tokens' rows 80 KiB: neither stays in the 48 KiB
+ * L1) that is about 27 bytes a cycle from L2 at the VNNI rate. Here a
+ * block pair is read in order and used for 32 tokens, each broadcast feeds
+ * two vpdpbusd, and the accumulators are the only L1 traffic: nibble_kbench
+ * -t q8_0 -k avx512vnni, old and new in turns, +10% at -n 2048 -r 256 -b 64,
+ * +15-30% at -n 8192 -r 2048 -b 256 (docs/BENCHMARKS.md). */
 #ifndef NBP_PT
 #define NBP_PT 32
 #endif
 #ifndef NBP_PAIR
 #define NBP_PAIR 1
 #endif
+#ifndef NBP_Q8PAIR
+#define NBP_Q8PAIR 1 /* 0: q8_0 takes the register tile, as the 16-register sets do */
+#endif
 
 NB_INLINE void nbp_pairacc(int type, size_t nb, const unsigned char *ga, const unsigned char *gb, const char *a,
                            size_t as, int tn, float *outa, float *outb, size_t os, nbp_vf (*acc)[2][8])
 {
     const size_t pb = SIMD_PACK_ROWS * nb_bbytes(type);
-    const int sh = type == SIMD_MXFP4 ? NBP_MX_BIAS_SHIFT : nb_bias_shift(type);
+    const int sh = type == SIMD_Q8_0 ? NBP_Q8_BIAS_SHIFT : type == SIMD_MXFP4 ? NBP_MX_BIAS_SHIFT : nb_bias_shift(type);
     for (int t = 0; t < tn; t++)
         for (int k = 0; k < 8; k++)
             acc[t][0][k] = acc[t][1][k] = nbp_zerof();
@@ -373,8 +384,8 @@ NB_INLINE void nbp_pairacc(int type, size_t nb, const unsigned char *ga, const u
             nbp_vi sb = sa;
 #pragma GCC unroll 8
             for (int j = 0; j < 8; j++) {
-                sa = nbp_dot(sa, WA[j], q + 4 * j);
-                sb = nbp_dot(sb, WB[j], q + 4 * j);
+                sa = type == SIMD_Q8_0 ? nbp_dotq8(sa, WA[j], q + 4 * j) : nbp_dot(sa, WA[j], q + 4 * j);
+                sb = type == SIMD_Q8_0 ? nbp_dotq8(sb, WB[j], q + 4 * j) : nbp_dot(sb, WB[j], q + 4 * j);
             }
             nbp_vf da = nbp_set1f(y->d);
             nbp_vf ta = nbp_mulf(nbp_mulf(dwa, da), nbp_cvtf(sa));
@@ -424,7 +435,7 @@ NB_INLINE void nbp_dot_packed(int type, size_t n, const void *p, size_t ng, cons
         return;
     }
 #if NBP_W == 16 && NBP_PAIR
-    if (type == SIMD_Q4_0) {
+    if (type == SIMD_Q4_0 || (NBP_Q8PAIR && type == SIMD_Q8_0)) {
         /* pairs of groups against chunks of tokens, blocked for L2 as below */
         nbp_vf acc[NBP_PT][2][8];
         size_t gblk = NBP_L2W / gbytes, tchunk = NBP_L2A / (as ? as : 1);
