@@ -18,8 +18,9 @@
  * operations in its order, lane by lane (no FMA: the project builds with
  * -ffp-contract=off), so results are the scalar dot_rows' bits.
  *
- * Loop order: tokens in chunks of NKP_TCHUNK (their float accumulators
- * live on the stack), then groups, then super-blocks; a block's scales are
+ * Loop order: cache blocks of groups and tokens (below), in them tokens
+ * in chunks of NKP_TCHUNK (their float accumulators live on the stack),
+ * then groups, then super-blocks; a block's scales are
  * decoded once for the chunk's tokens, which take it NKP_T at a time, so
  * each 64-byte chunk of codes is loaded and unpacked once per NKP_T
  * tokens while it sits in L1. */
@@ -31,6 +32,14 @@
 /* Software prefetch distance in bytes (0: off), as pack_x86.h's NBP_PF. */
 #ifndef NKP_PF
 #define NKP_PF 8192
+#endif
+/* Bytes of weights and of activations one cache block keeps, as
+ * pack_x86.h's NBP_L2W and NBP_L2A. */
+#ifndef NKP_L2W
+#define NKP_L2W (192 * 1024)
+#endif
+#ifndef NKP_L2A
+#define NKP_L2A (192 * 1024)
 #endif
 
 /* ---- 16 int32 / float lanes: one zmm, or a pair of ymm ---- */
@@ -506,10 +515,22 @@ NBK_INLINE void nkp_packed(int type, size_t n, const void *p, size_t ng, const v
                                : type == SIMD_Q3_K  ? sizeof(simd_block_q3_k)
                                                      : sizeof(simd_block_q4_k));
     float acc[NKP_TCHUNK][8][NKP_R];
-    for (size_t t0 = 0; t0 < nt; t0 += NKP_TCHUNK) {
-        const size_t tn = nt - t0 < NKP_TCHUNK ? nt - t0 : NKP_TCHUNK;
+    /* Cache blocks: gblk groups (about NKP_L2W bytes) against a chunk of
+     * tokens (about NKP_L2A bytes of activations), each pass of NKP_TCHUNK
+     * tokens inside them, so the weights come from memory once per call
+     * and not once per NKP_TCHUNK tokens (a 512-token prompt read each
+     * matrix 32 times). Per (group, token) the blocks are still taken in
+     * order: the same bits. */
+    size_t gblk = NKP_L2W / (nb * bb > 0 ? nb * bb : 1), tchunk = NKP_L2A / (as ? as : 1);
+    gblk = gblk ? gblk : 1;
+    tchunk = tchunk < NKP_TCHUNK ? NKP_TCHUNK : tchunk / NKP_TCHUNK * NKP_TCHUNK;
+    for (size_t g0 = 0; g0 < ng; g0 += gblk)
+    for (size_t c0 = 0; c0 < nt; c0 += tchunk)
+    for (size_t t0 = c0; t0 < nt && t0 < c0 + tchunk; t0 += NKP_TCHUNK) {
+        const size_t tend = c0 + tchunk < nt ? c0 + tchunk : nt;
+        const size_t tn = tend - t0 < NKP_TCHUNK ? tend - t0 : NKP_TCHUNK;
         const char *at = (const char *)a + t0 * as;
-        for (size_t g = 0; g < ng; g++) {
+        for (size_t g = g0; g < ng && g < g0 + gblk; g++) {
             const unsigned char *gp = (const unsigned char *)p + g * nb * bb;
             for (size_t t = 0; t < tn; t++)
                 for (int l = 0; l < 8; l++)
