@@ -309,7 +309,9 @@ NB_INLINE void nbp_tile(int type, size_t nb, const unsigned char *g, int h, cons
  * all tn tokens. Measured on this machine (qwen05 pp512, one thread) it
  * beats the register tile for the 4- and 5-bit types, whose unpacking is
  * dearer than the accumulator traffic (q4_0 -2%, q5_0 -12% with the
- * tile), while q8_0 gains 13% from the tile; both give the same bits. */
+ * tile), while q8_0 gains 13% from the tile; both give the same bits.
+ * (On AVX-512, q8_0 now takes nbp_pairacc below; the tile serves the
+ * 16-register sets.) */
 #define NBP_TT 32
 
 NB_INLINE void nbp_groupacc(int type, size_t nb, const unsigned char *g, int h, const char *a, size_t as, int tn,
