@@ -510,7 +510,9 @@ static void kv_prefetch(const eng_ctx *c, uint32_t l, uint32_t g, size_t p0, siz
     for (int w = 0; w < 2; w++) {
         size_t len = kv_row_bytes(c->kv_type[w], hd);
         for (size_t p = p0; p < p1; p++) {
-            const unsigned char *r = kv_row(c, w, l, g, p % slots, &rb, &off) + off / hd * len;
+            /* off is kv_row's output: read it only after the call */
+            const unsigned char *r = kv_row(c, w, l, g, p % slots, &rb, &off);
+            r += off / hd * len;
             for (size_t b = 0; b < len; b += 64)
                 __builtin_prefetch(r + b, 0, 2);
         }
