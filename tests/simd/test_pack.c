@@ -211,21 +211,32 @@ static void check_layout_iq3_s(void)
     CHECKF(bad == 0, "iq3_s packed layout is not the documented one (%d places wrong)", bad);
 }
 
-/* A set's dot_packed (dps, or the current set's when NULL) against the
- * scalar set's dot_rows. */
-static int check_set(const char *set, simd_dot_rows_fn ref[SIMD_TYPE_COUNT], simd_dot_packed_fn const *dps)
+/* The sets checked: each one's dot_packed per type (NULL: it does not read
+ * that type packed); k is the set to select while it runs (-1: none). */
+#define MAXSETS (SIMD_K_COUNT + 1)
+typedef struct {
+    const char *name;
+    int k;
+    simd_dot_packed_fn dp[SIMD_TYPE_COUNT];
+    int kernels;
+} pset;
+
+/* Every set's dot_packed against the scalar set's dot_rows on the same
+ * rows unpacked. The rows, their packing, the activations and the
+ * reference are made once per case and every set is checked on them (the
+ * reference costs as much as a set: once, not once per set). */
+static void check_sets(const pset *sets, int nsets, simd_dot_rows_fn ref[SIMD_TYPE_COUNT])
 {
     static const size_t lens32[] = {32, 64, 96, 256, 288, 512, 576, 1024, 1056, 2048, 4096};
     static const size_t lens256[] = {256, 512, 768, 1536, 2048, 4096};
     static const size_t tokens[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 32, 33, 64, 65};
-    int kernels = 0;
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
-        int type = types[ti];
+        int type = types[ti], any = 0;
         const simd_traits *t = simd_type_traits(type);
-        simd_dot_packed_fn dp = dps ? dps[type] : t->dot_packed;
-        if (!dp)
+        for (int i = 0; i < nsets; i++)
+            any |= sets[i].dp[type] != NULL;
+        if (!any)
             continue;
-        kernels++;
         int k256 = t->block == 256;
         const size_t *lens = k256 ? lens256 : lens32;
         size_t nl = k256 ? sizeof lens256 / sizeof *lens256 : sizeof lens32 / sizeof *lens32;
@@ -241,24 +252,32 @@ static int check_set(const char *set, simd_dot_rows_fn ref[SIMD_TYPE_COUNT], sim
                 for (size_t tk = 0; tk < sizeof tokens / sizeof *tokens; tk++) {
                     size_t nt = tokens[tk], os = nr + 5;
                     fill_acts(type, n, nt, as);
-                    memset(got, 0xff, sizeof got);
                     memset(want, 0xff, sizeof want);
+                    CHECK(simd_kernel_select(SIMD_K_SCALAR) == 0);
                     ref[type](n, rows, ws, nr, acts, as, nt, want, os);
-                    dp(n, packed, ng, acts, as, nt, got, os);
-                    CHECKF(memcmp(got, want, nt * os * sizeof *got) == 0,
-                           "%s %s n=%zu groups=%zu tokens=%zu: packed dot differs from scalar rows", set,
-                           simd_type_name(type), n, ng, nt);
+                    for (int i = 0; i < nsets; i++) {
+                        if (!sets[i].dp[type])
+                            continue;
+                        if (sets[i].k >= 0)
+                            CHECK(simd_kernel_select((enum simd_kernel)sets[i].k) == 0);
+                        memset(got, 0xff, sizeof got);
+                        sets[i].dp[type](n, packed, ng, acts, as, nt, got, os);
+                        CHECKF(memcmp(got, want, nt * os * sizeof *got) == 0,
+                               "%s %s n=%zu groups=%zu tokens=%zu: packed dot differs from scalar rows",
+                               sets[i].name, simd_type_name(type), n, ng, nt);
+                    }
                 }
             }
         }
     }
-    return kernels;
 }
 
 static void check_all_sets(void)
 {
     enum simd_kernel cur = simd_kernel_current();
     simd_dot_rows_fn ref[SIMD_TYPE_COUNT];
+    static pset sets[MAXSETS];
+    int nsets = 0;
     CHECK(simd_kernel_select(SIMD_K_SCALAR) == 0);
     for (int t = 0; t < SIMD_TYPE_COUNT; t++)
         ref[t] = simd_type_traits(t) ? simd_type_traits(t)->dot_rows : NULL;
@@ -270,13 +289,17 @@ static void check_all_sets(void)
             continue;
         }
         CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
-        int kernels = check_set(name, ref, NULL);
+        pset *ps = &sets[nsets++];
+        ps->name = name;
+        ps->k = k;
+        for (int ti = 0; ti < NTYPES; ti++) {
+            ps->dp[types[ti]] = simd_type_traits(types[ti])->dot_packed;
+            ps->kernels += ps->dp[types[ti]] != NULL;
+        }
         /* every x86 set reads all the packed types (mxfp4, iq4_xs, iq4_nl,
          * q2_k, q3_k and iq3_s included) */
         int x86 = k == SIMD_K_AVX2 || k == SIMD_K_AVXVNNI || k == SIMD_K_AVX512VNNI || k == SIMD_K_AVXVNNIINT8;
-        int expect = NTYPES;
-        CHECKF(!x86 || kernels == expect, "%s: %d packed kernels, expected %d", name, kernels, expect);
-        printf("%-14s %d packed kernel(s) checked\n", name, kernels);
+        CHECKF(!x86 || ps->kernels == NTYPES, "%s: %d packed kernels, expected %d", name, ps->kernels, NTYPES);
     }
 #ifdef NIBBLE_TEST_VNNIINT8_EMUL
     /* the avxvnniint8 set's packed kernels (32-block types, K-quants,
@@ -288,11 +311,19 @@ static void check_all_sets(void)
         simd_set_kquants_avxvnniint8_emul(&e);
         simd_set_mxfp4_avxvnniint8_emul(&e);
         simd_set_lquants_avxvnniint8_emul(&e);
-        int kernels = check_set("avxvnniint8 (emulated)", ref, e.dot_packed);
-        CHECKF(kernels == NTYPES, "avxvnniint8 (emulated): %d packed kernels, expected %d", kernels, NTYPES);
-        printf("%-14s %d packed kernel(s) checked\n", "avxvnniint8 (emulated)", kernels);
+        pset *ps = &sets[nsets++];
+        ps->name = "avxvnniint8 (emulated)";
+        ps->k = SIMD_K_AVX2;
+        for (int ti = 0; ti < NTYPES; ti++) {
+            ps->dp[types[ti]] = e.dot_packed[types[ti]];
+            ps->kernels += ps->dp[types[ti]] != NULL;
+        }
+        CHECKF(ps->kernels == NTYPES, "avxvnniint8 (emulated): %d packed kernels, expected %d", ps->kernels, NTYPES);
     }
 #endif
+    check_sets(sets, nsets, ref);
+    for (int i = 0; i < nsets; i++)
+        printf("%-14s %d packed kernel(s) checked\n", sets[i].name, sets[i].kernels);
     simd_kernel_select(cur);
 }
 
