@@ -154,6 +154,8 @@ const char *app_quant_method_name(int m, int imatrix);
 /* The calibration side of a method. */
 /* GPTQ's default rounds of the local search after the pass (--refine) */
 #define APP_GPTQ_REFINE 4
+/* --asym's default blend of the target, chosen on held-out text (docs/QUANTIZATION.md) */
+#define APP_ASYM_BLEND 0.5f
 typedef struct app_quant_calib {
     const char *path;   /* calibration text */
     int tokens, threads, clip, quiet;
@@ -164,6 +166,9 @@ typedef struct app_quant_calib {
     int fit_norms;      /* refit the norm gains to the quantized matrices (--fit-norms;
                          * collects Hessians when the method has none) */
     float damp;
+    const char *asym_path; /* GPTQ: the first pass's file, for --asym (NULL: none) */
+    float asym_blend;      /* --asym's blend a (0: 1) */
+    int asym_seq;          /* --asym layer by layer (not --asym-once) */
     const char *label_awq, *label_gptq; /* progress bar labels */
 } app_quant_calib;
 struct eng_awq;

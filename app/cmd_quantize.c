@@ -26,7 +26,8 @@
 static const char usage[] =
     "usage: nibble quantize IN.gguf OUT.gguf TYPE [--method rtn|awq|gptq|awq+gptq --calib TEXT]\n"
     "                       [--awq TEXT] [--imatrix FILE] [--no-clip] [--damp R] [--refine N]\n"
-    "                       [--ffn-rows] [--attn-rows] [--hessian-mb N] [--fit-norms]\n"
+    "                       [--ffn-rows] [--attn-rows] [--asym [--asym-blend A] [--asym-once]]\n"
+    "                       [--hessian-mb N] [--fit-norms]\n"
     "                       [--allow-requantize] [-t N]\n"
     "\n"
     "Write IN's weights as TYPE into OUT (metadata kept; OUT is written to a\n"
@@ -88,6 +89,19 @@ static const char usage[] =
     "                        each query's attention probabilities (how a value\n"
     "                        row's error reaches the attention's output)\n"
     "                        (n_kv_heads * dim^2 doubles a layer, in the budget)\n"
+    "  --asym                GPTQ on the quantized model's own inputs: a first GPTQ\n"
+    "                        file (beside OUT, removed after), then layer by layer\n"
+    "                        the float model and that file, its earlier layers\n"
+    "                        already the final ones, run the calibration text side\n"
+    "                        by side, and the pass runs again on each matrix's\n"
+    "                        inputs there, Hq = sum xq xq^T, aimed at the float\n"
+    "                        layer's outputs: target W' = W C^T Hq^-1, C = sum xq x^T\n"
+    "                        (per-row Hessians stay the float model's). A\n"
+    "                        calibration pass per layer; about 3x GPTQ's time\n"
+    "  --asym-blend A        --asym's target W + A (W' - W) (default 0.5, chosen on\n"
+    "                        held-out text; 0 < A <= 2)\n"
+    "  --asym-once           --asym with every layer's sums taken at once against\n"
+    "                        the first file (one pass; worse: it overshoots)\n"
     "  --fit-norms           after writing OUT, refit each layer's attn_norm and\n"
     "                        ffn_norm gains (f32 in the file) so that the quantized\n"
     "                        model's q/k/v and gate/up outputs, on its own inputs,\n"
@@ -205,7 +219,8 @@ int app_quant_prepare(const char *in, const eng_qtarget *t, int method, const ap
         app_bar gbar = {.label = c->label_gptq, .quiet = c->quiet};
         eng_gptq_opts go = {.calib_path = c->path, .max_tokens = (uint32_t)c->tokens, .threads = c->threads,
                             .max_bytes = (uint64_t)c->hessian_mb << 20, .ffn_rows = c->ffn_rows,
-                            .attn_rows = c->attn_rows,
+                            .attn_rows = c->attn_rows, .asym_path = c->asym_path,
+                            .asym_blend = c->asym_blend, .asym_seq = c->asym_seq,
                             .progress = app_awq_progress, .user = &gbar};
         if (eng_gptq_collect(in, &go, gptq, e)) {
             eng_awq_free(*awq);
@@ -229,8 +244,8 @@ int cmd_quantize(int argc, char **argv)
 {
     const char *pos[3] = {0}, *awq_text = NULL, *calib = NULL, *imx_path = NULL, *mname = NULL;
     int np = 0, allow = 0, quiet = 0, threads = 0, calib_tokens = 4096, no_clip = 0, refine = -1, hessian_mb = 0;
-    int ffn_rows = 0, attn_rows = 0, fit_norms = 0;
-    float damp = 0.01f;
+    int ffn_rows = 0, attn_rows = 0, fit_norms = 0, asym = 0, asym_once = 0;
+    float damp = 0.01f, asym_blend = APP_ASYM_BLEND;
     const app_flag own[] = {APP_FLAG("--awq", NULL, APP_STR, &awq_text),
                             APP_FLAG("--method", NULL, APP_STR, &mname),
                             APP_FLAG("--calib", NULL, APP_STR, &calib),
@@ -241,6 +256,9 @@ int cmd_quantize(int argc, char **argv)
                             APP_FLAG("--ffn-rows", NULL, APP_ON, &ffn_rows),
                             APP_FLAG("--attn-rows", NULL, APP_ON, &attn_rows),
                             APP_FLAG("--fit-norms", NULL, APP_ON, &fit_norms),
+                            APP_FLAG("--asym", NULL, APP_ON, &asym),
+                            APP_FLAG("--asym-blend", NULL, APP_FLOAT, &asym_blend),
+                            APP_FLAG("--asym-once", NULL, APP_ON, &asym_once),
                             APP_FLAG("--hessian-mb", NULL, APP_INT, &hessian_mb, .min = 1, .max = 1 << 20,
                                      .why = "expected megabytes in 1..1048576"),
                             APP_FLAG("--imatrix", NULL, APP_STR, &imx_path),
@@ -289,6 +307,17 @@ int cmd_quantize(int argc, char **argv)
         return app_usage_error("quantize", "--ffn-rows", "", "is for --method gptq or awq+gptq");
     if (attn_rows && !(method & APP_QM_GPTQ))
         return app_usage_error("quantize", "--attn-rows", "", "is for --method gptq or awq+gptq");
+    if (asym && !(method & APP_QM_GPTQ))
+        return app_usage_error("quantize", "--asym", "", "is for --method gptq or awq+gptq");
+    if (!(asym_blend > 0 && asym_blend <= 2)) {
+        char v[32];
+        snprintf(v, sizeof v, "%g", asym_blend);
+        return app_usage_error("quantize", "--asym-blend", v, "expected a blend in (0, 2]");
+    }
+    if (asym_blend != APP_ASYM_BLEND && !asym)
+        return app_usage_error("quantize", "--asym-blend", "", "is for --asym");
+    if (asym_once && !asym)
+        return app_usage_error("quantize", "--asym-once", "", "is for --asym");
     if (refine < 0)
         refine = APP_GPTQ_REFINE;
     if (hessian_mb && !(method & APP_QM_GPTQ) && !fit_norms) {
@@ -338,7 +367,31 @@ int cmd_quantize(int argc, char **argv)
         return 1;
     }
     eng_quant_report rep;
-    int r = eng_quantize_file(pos[0], pos[1], &o, &rep, &e);
+    /* --asym: a first GPTQ file beside OUT, the side-by-side sums against
+     * it, then the pass again into OUT; the first file is removed */
+    char *first = asym ? malloc(strlen(pos[1]) + 16) : NULL;
+    if (first)
+        snprintf(first, strlen(pos[1]) + 16, "%s.asym-first", pos[1]);
+    int r = asym && !first ? eng_errf(&e, ENG_ENOMEM, "out of memory")
+                           : eng_quantize_file(pos[0], first ? first : pos[1], &o, &rep, &e);
+    if (!r && first) {
+        eng_gptq_free(gptq);
+        gptq = NULL;
+        eng_awq *none = NULL;
+        app_quant_calib q2 = qc;
+        q2.asym_path = first;
+        q2.asym_blend = asym_blend;
+        q2.asym_seq = !asym_once;
+        q2.label_gptq = "asym    ";
+        eng_quant_opts o2 = o;
+        if (app_quant_prepare(pos[0], t, APP_QM_GPTQ, &q2, &none, &gptq, &o2, &e)) {
+            r = 1;
+        } else {
+            o2.edits = o.edits, o2.n_edits = o.n_edits, o2.method = o.method;
+            o2.asym = asym_blend;
+            r = eng_quantize_file(pos[0], pos[1], &o2, &rep, &e);
+        }
+    }
     eng_normfit_report fr = {0};
     if (!r && fit_norms) {
         /* the gains refitted in OUT; a failure drops OUT (it may hold some) */
@@ -353,6 +406,9 @@ int cmd_quantize(int argc, char **argv)
     eng_imatrix_free(imx);
     if (r) {
         eng_gptq_free(gptq);
+        if (first)
+            remove(first);
+        free(first);
         if (bar.start && !quiet)
             fputc('\n', stderr);
         fprintf(stderr, "nibble quantize: %s\n", e.msg);
@@ -379,6 +435,9 @@ int cmd_quantize(int argc, char **argv)
         fputc('\n', stderr);
     }
     eng_gptq_free(gptq);
+    if (first)
+        remove(first);
+    free(first);
     fprintf(stderr, "%s: %s, %.3f MB -> %.3f MB (%.2f bits per weight);", pos[1], t->name,
             rep.in_bytes / 1e6, rep.out_bytes / 1e6,
             rep.n_weights ? 8.0 * (double)rep.out_bytes / (double)rep.n_weights : 0.0);

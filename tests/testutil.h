@@ -6,6 +6,7 @@
 #define NIBBLE_TESTUTIL_H
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,32 @@ static inline char *tu_mkdtemp(char *tmpl)
 #else
     return mkdtemp(tmpl);
 #endif
+}
+
+/* A scratch directory "name.XXXXXX" made into dir (cap bytes); NULL,
+ * with a message, when it cannot be made. */
+static inline char *tu_scratch(char *dir, size_t cap, const char *name)
+{
+    snprintf(dir, cap, "%s.XXXXXX", name);
+    if (tu_mkdtemp(dir))
+        return dir;
+    fprintf(stderr, "%s: cannot make a scratch directory\n", name);
+    return NULL;
+}
+
+/* xorshift64 from *s: uniform in (0, 1), and a standard normal (Box-Muller) */
+static inline double tu_uniform(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return ((*s >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static inline double tu_gauss(uint64_t *s)
+{
+    double u = tu_uniform(s);
+    return sqrt(-2 * log(u)) * cos(6.283185307179586 * tu_uniform(s));
 }
 
 static inline int tu_mkdir(const char *path)

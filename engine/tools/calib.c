@@ -1,6 +1,7 @@
 /* Calibration passes (see calib.h). */
 #include "calib.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -85,6 +86,43 @@ int tools_calib_run_pass(eng_model *m, int32_t *ids, uint32_t n_tok, uint32_t n_
     return r;
 }
 
+int tools_calib_pair_run(eng_model *mf, eng_model *mq, int32_t *ids, uint32_t n_tok, uint32_t n_ctx,
+                         const tools_calib_pair *p, eng_err *e)
+{
+    int r = 0;
+    for (uint32_t w0 = 0; w0 + n_ctx <= n_tok && !r; w0 += n_ctx) {
+        if (p->window)
+            p->window(p->user);
+        r = tools_calib_run(mf, ids + w0, n_ctx, n_ctx, p->threads, p->on_float, p->user, NULL, NULL, 0, 1, e);
+        if (!r)
+            r = tools_calib_run(mq, ids + w0, n_ctx, n_ctx, p->threads, p->on_quant, p->user, NULL, NULL, 0, 1, e);
+        if (!r && p->progress)
+            p->progress(p->puser, p->p0 + p->span * (w0 + n_ctx) / n_tok, p->what ? p->what : "calibration");
+    }
+    return r;
+}
+
+void tools_pair_sums(double *Hq, double *C, double *Hf, const float *xq, const float *xf, uint32_t nt, uint32_t d,
+                     uint32_t i0, uint32_t i1)
+{
+    for (uint32_t t = 0; t < nt; t++) {
+        const float *q = xq + (size_t)t * d, *z = xf + (size_t)t * d;
+        for (uint32_t i = i0; i < i1; i++) {
+            double qi = q[i], zi = z[i];
+            double *hq = Hq + (size_t)i * d, *c = C + (size_t)i * d;
+            for (uint32_t j = 0; j <= i; j++)
+                hq[j] += qi * q[j];
+            for (uint32_t j = 0; j < d; j++)
+                c[j] += qi * z[j];
+            if (Hf) {
+                double *hf = Hf + (size_t)i * d;
+                for (uint32_t j = 0; j <= i; j++)
+                    hf[j] += zi * z[j];
+            }
+        }
+    }
+}
+
 void tools_weight_name(const eng_model *m, const eng_weight *w, int l, const char *role, char *out, size_t cap)
 {
     const eng_gguf *g = eng_model_gguf(m);
@@ -107,4 +145,23 @@ void tools_mirror_lower(double *h, uint32_t n)
     for (uint32_t i = 0; i < n; i++)
         for (uint32_t j = 0; j < i; j++)
             h[(size_t)j * n + i] = h[(size_t)i * n + j];
+}
+
+int tools_chol_lower(double *a, uint32_t n)
+{
+    for (uint32_t j = 0; j < n; j++) {
+        double *rj = a + (size_t)j * n, s = rj[j];
+        for (uint32_t k = 0; k < j; k++)
+            s -= rj[k] * rj[k];
+        if (!(s > 0))
+            return -1;
+        rj[j] = sqrt(s);
+        for (uint32_t i = j + 1; i < n; i++) {
+            double *ri = a + (size_t)i * n, t = ri[j];
+            for (uint32_t k = 0; k < j; k++)
+                t -= ri[k] * rj[k];
+            ri[j] = t / rj[j];
+        }
+    }
+    return 0;
 }

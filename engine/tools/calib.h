@@ -50,6 +50,32 @@ typedef struct tools_calib_pass {
 int tools_calib_run_pass(eng_model *m, int32_t *ids, uint32_t n_tok, uint32_t n_ctx, const tools_calib_pass *p,
                          eng_err *e);
 
+/* Two models side by side (the float model and a quantized one made from
+ * it, same shapes): each window of ids runs through mf, then through mq,
+ * so that an observer can keep the float model's inputs of a window and
+ * compare the quantized model's with them (normfit.c, gptq.c's --asym). */
+typedef struct tools_calib_pair {
+    int threads;
+    void (*window)(void *user);  /* before each window's first run (NULL: none) */
+    eng_mm_observer on_float;    /* mf's matmul inputs */
+    eng_mm_observer on_quant;    /* then mq's */
+    void *user;
+    void (*progress)(void *puser, double frac, const char *what);
+    void *puser;
+    double p0, span;
+    const char *what;            /* progress's label */
+} tools_calib_pair;
+int tools_calib_pair_run(eng_model *mf, eng_model *mq, int32_t *ids, uint32_t n_tok, uint32_t n_ctx,
+                         const tools_calib_pair *p, eng_err *e);
+
+/* Rows i0..i1 of the side-by-side sums of nt tokens of width d: the lower
+ * triangle of Hq += xq xq^T, the full row of C += xq xf^T, and (Hf not
+ * NULL) the lower triangle of Hf += xf xf^T; each entry summed in token
+ * order, so any split of the rows gives the same bytes
+ * (tools_mirror_lower completes Hq and Hf). */
+void tools_pair_sums(double *Hq, double *C, double *Hf, const float *xq, const float *xf, uint32_t nt, uint32_t d,
+                     uint32_t i0, uint32_t i1);
+
 /* The name of weight w for statistics files: the GGUF tensor its rows lie
  * in (so a fused qkv or a tied output keeps its file's name), else, for a
  * buffer the loader made, "blk.L.role" (or role when l < 0). */
@@ -58,5 +84,9 @@ void tools_weight_name(const eng_model *m, const eng_weight *w, int l, const cha
 /* Copy the lower triangle of the n x n row-major h (a sum of outer
  * products kept there while summing) into its upper one. */
 void tools_mirror_lower(double *h, uint32_t n);
+
+/* Lower Cholesky factor of the n x n row-major a in place (the upper
+ * triangle is left as is); -1 if a is not positive definite. */
+int tools_chol_lower(double *a, uint32_t n);
 
 #endif

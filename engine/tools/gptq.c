@@ -141,27 +141,6 @@ static void set_code(int type, void *blk, int v, int k)
 
 /* ---- dense linear algebra on n x n doubles (row-major) ---- */
 
-/* Lower Cholesky factor in place (the upper triangle is left as is);
- * -1 if a is not positive definite. */
-static int chol_lower(double *a, uint32_t n)
-{
-    for (uint32_t j = 0; j < n; j++) {
-        double *rj = a + (size_t)j * n, s = rj[j];
-        for (uint32_t k = 0; k < j; k++)
-            s -= rj[k] * rj[k];
-        if (!(s > 0))
-            return -1;
-        rj[j] = sqrt(s);
-        for (uint32_t i = j + 1; i < n; i++) {
-            double *ri = a + (size_t)i * n, t = ri[j];
-            for (uint32_t k = 0; k < j; k++)
-                t -= ri[k] * rj[k];
-            ri[j] = t / rj[j];
-        }
-    }
-    return 0;
-}
-
 /* U (upper, n x n, zero below the diagonal) with (H + damp)^-1 = U^T U,
  * from H (n x n). Returns the damping used (a share of the mean diagonal,
  * raised tenfold while the matrix is not positive definite), or -1. */
@@ -178,7 +157,7 @@ static double inverse_factor(const double *H, uint32_t n, double damp, double *U
             double *d = &t[(size_t)i * n + i];
             *d = *d > 0 ? *d + damp * mean : 1;
         }
-        if (chol_lower(t, n))
+        if (tools_chol_lower(t, n))
             continue;
         /* U's lower triangle = L^-1 (forward substitution, column by column) */
         memset(U, 0, (size_t)n * n * sizeof *U);
@@ -203,7 +182,7 @@ static double inverse_factor(const double *H, uint32_t n, double damp, double *U
                     ti[j] += lk[i] * lk[j];
             }
         }
-        if (chol_lower(t, n))
+        if (tools_chol_lower(t, n))
             continue;
         /* H^-1 = L2 L2^T = U^T U with U = L2^T */
         for (uint32_t i = 0; i < n; i++)
@@ -692,6 +671,15 @@ typedef struct site {
     tools_attn *at;
     char names[MAX_NAMES][96];
     int n_names;
+    /* --asym: the quantized model's weight reading the same input (keyq);
+     * while loaded, c holds sum xq x^T, then the target map T (see
+     * eng_gptq_target), and xf the float model's inputs of the window
+     * (pos[phase]: its tokens seen by each model) */
+    const eng_weight *keyq;
+    int role;    /* which of the layer's inputs (0 q/k/v, 1 attn_output, 2 gate/up, 3 down) */
+    double *c;
+    float *xf;
+    uint32_t pos[2];
 } site;
 
 struct eng_gptq {
@@ -701,6 +689,11 @@ struct eng_gptq {
     uint32_t *group_of;    /* per layer */
     uint32_t n_groups, loaded;   /* loaded: the group held (n_groups: none) */
     eng_model *m;
+    eng_model *mq;         /* --asym: the quantized model (NULL: plain Hessians) */
+    double asym_damp, asym_blend;
+    char *asym_path;       /* the quantized model's file */
+    int asym_seq;          /* layer by layer: a group a layer, the file refreshed between */
+    int phase;             /* --asym: 0 while the float model runs a window, 1 the quantized one */
     int32_t *ids;
     int threads;
     int ffn_rows;          /* per-row Hessians for SwiGLU gate/up (opts) */
@@ -732,6 +725,16 @@ static void sum_rows(void *arg, uint32_t i0, uint32_t i1)
                 h[j] += xi * row[j];
         }
     }
+}
+
+/* Rows i0..i1 of the current site's side-by-side sums (--asym): Hq's
+ * lower triangle (in h) and C (in c) += the quantized model's inputs
+ * against the float model's kept for the same tokens. */
+static void sum_pair(void *arg, uint32_t i0, uint32_t i1)
+{
+    eng_gptq *g = arg;
+    site *s = g->cur;
+    tools_pair_sums(s->h, s->c, NULL, g->x, s->xf + (size_t)s->pos[1] * s->cols, g->nt, s->cols, i0, i1);
 }
 
 /* Rows r0..r1 (of 2 * rows: gate's, then up's) of the current site's
@@ -790,7 +793,7 @@ static void observe(void *user, const eng_weight *w, const float *x, uint32_t nt
     site *s = NULL;
     for (size_t k = 0; k < g->n && !s; k++) {
         size_t i = (g->last + k) % g->n; /* matmuls come in the same order every batch */
-        if (g->s[i].key == w)
+        if ((g->phase ? g->s[i].keyq : g->s[i].key) == w)
             s = &g->s[g->last = i];
     }
     if (!s || !s->h || s->cols != cols)
@@ -798,15 +801,32 @@ static void observe(void *user, const eng_weight *w, const float *x, uint32_t nt
     for (size_t i = 0; i < (size_t)nt * cols && !s->bad; i++)
         if (!isfinite(x[i]))
             s->bad = 1;
+    if (g->mq) {
+        /* side by side: the float model's inputs kept, then the sums */
+        uint32_t p0 = s->pos[g->phase];
+        if (p0 + nt > g->n_ctx || s->bad || (g->phase && p0 + nt > s->pos[0]))
+            return;
+        if (g->phase) {
+            g->cur = s, g->x = x, g->nt = nt;
+            if (g->pool)
+                eng_pool_run_range(g->pool, sum_pair, g, cols, 8);
+            else
+                sum_pair(g, 0, cols);
+            s->pos[1] += nt;
+            return;
+        }
+        memcpy(s->xf + (size_t)p0 * cols, x, (size_t)nt * cols * sizeof *x);
+        s->pos[0] += nt;
+    }
     if (s->at)
         tools_attn_input(s->at, x, nt);
     if (s->attn_of && g->s[s->attn_of - 1].at && !s->bad &&
         tools_attn_output(g->s[s->attn_of - 1].at, x, nt, g->pool))
         s->bad = 2;
     g->cur = s, g->x = x, g->nt = nt;
-    if (g->pool)
+    if (!g->mq && g->pool) /* with --asym, H is the quantized model's inputs' (above) */
         eng_pool_run_range(g->pool, sum_rows, g, cols, 8);
-    else
+    else if (!g->mq)
         sum_rows(g, 0, cols);
     if (s->hr && !s->bad) {
         if (row_weights(g, s, x, nt)) {
@@ -818,6 +838,67 @@ static void observe(void *user, const eng_weight *w, const float *x, uint32_t nt
         else
             sum_row_hess(g, 0, 2 * s->rows);
     }
+}
+
+static void observe_float(void *user, const eng_weight *w, const float *x, uint32_t nt, uint32_t cols)
+{
+    ((eng_gptq *)user)->phase = 0;
+    observe(user, w, x, nt, cols);
+}
+
+static void observe_quant(void *user, const eng_weight *w, const float *x, uint32_t nt, uint32_t cols)
+{
+    ((eng_gptq *)user)->phase = 1;
+    observe(user, w, x, nt, cols);
+}
+
+static void pair_window(void *user)
+{
+    eng_gptq *g = user;
+    for (size_t i = 0; i < g->n; i++)
+        g->s[i].pos[0] = g->s[i].pos[1] = 0;
+}
+
+int eng_gptq_asym_target(uint32_t n, const double *Hq, const double *C, double damp, double *T)
+{
+    size_t n2 = (size_t)n * n;
+    double *L = malloc(n2 * sizeof *L + 1);
+    if (!L)
+        return ENG_ENOMEM;
+    double mean = 0;
+    for (uint32_t i = 0; i < n; i++)
+        mean += Hq[(size_t)i * n + i];
+    mean = mean > 0 ? mean / n : 1;
+    int ok = 0;
+    for (int tries = 0; tries < 5 && !ok; tries++, damp = damp > 0 ? damp * 10 : 1e-6) {
+        memcpy(L, Hq, n2 * sizeof *L);
+        for (uint32_t i = 0; i < n; i++) {
+            double *d = &L[(size_t)i * n + i];
+            *d = *d > 0 ? *d + damp * mean : 1; /* an input never seen: T's row is I's */
+        }
+        ok = !tools_chol_lower(L, n);
+    }
+    if (!ok) {
+        free(L);
+        return 1;
+    }
+    /* T = (Hq + damp)^-1 C, a column of C at a time: L y = c, L^T t = y */
+    for (uint32_t j = 0; j < n; j++) {
+        for (uint32_t i = 0; i < n; i++) {
+            double t = Hq[(size_t)i * n + i] > 0 ? C[(size_t)i * n + j] : i == j;
+            for (uint32_t k = 0; k < i; k++)
+                t -= L[(size_t)i * n + k] * T[(size_t)k * n + j];
+            T[(size_t)i * n + j] = t / L[(size_t)i * n + i];
+        }
+        for (uint32_t i = n; i-- > 0;) {
+            double t = T[(size_t)i * n + j];
+            for (uint32_t k = i + 1; k < n; k++)
+                t -= L[(size_t)k * n + i] * T[(size_t)k * n + j];
+            T[(size_t)i * n + j] = t / L[(size_t)i * n + i];
+        }
+    }
+    free(L);
+    return 0;
 }
 
 static site *add_site(eng_gptq *g, const eng_weight *key, uint32_t layer)
@@ -847,6 +928,14 @@ static void name_site(site *s, const eng_model *m, const eng_weight *w, uint32_t
         if (!strcmp(s->names[i], s->names[s->n_names]))
             return;
     s->n_names++;
+}
+
+/* The weight of the quantized model mq keying layer l's input `role`
+ * (make_sites' keys; gate: the FFN's is keyed by its gate). */
+static const eng_weight *quant_key(const eng_model *mq, uint32_t l, int role, int gate)
+{
+    const eng_layer *Q = eng_model_layer(mq, l);
+    return role == 0 ? &Q->wq : role == 1 ? &Q->wo : role == 2 ? (gate ? &Q->w_gate : &Q->w_up) : &Q->w_down;
 }
 
 /* A site per distinct input of the dense layers, and the layers cut into
@@ -884,7 +973,20 @@ static int make_sites(eng_gptq *g, const eng_model *m, uint64_t max_bytes, eng_e
                 lb += (uint64_t)keys[k]->cols * keys[k]->cols * sizeof(double);
         if (rows_h)
             lb += (uint64_t)2 * L->w_gate.rows * L->w_gate.cols * L->w_gate.cols * sizeof(double);
-        if (bytes && bytes + lb > max_bytes)
+        const eng_weight *keysq[4] = {NULL, NULL, NULL, NULL};
+        if (g->mq) {
+            /* the same roles in the quantized model: the sums need both */
+            for (int k = 0; k < 4; k++)
+                keysq[k] = quant_key(g->mq, l, k, keys[2] == &L->w_gate);
+            for (int k = 0; k < 4; k++)
+                if (keys[k] && keys[k]->cols && keysq[k]->cols != keys[k]->cols)
+                    return eng_errf(e, ENG_EINVAL, "the quantized model's layer %u differs in shape", l);
+            /* the window's float inputs */
+            for (int k = 0; k < 4; k++)
+                if (keys[k] && keys[k]->cols)
+                    lb += (uint64_t)keys[k]->cols * (keys[k]->cols * sizeof(double) + g->n_ctx * sizeof(float));
+        }
+        if (bytes && (bytes + lb > max_bytes || g->asym_seq))
             g->n_groups++, bytes = 0;
         bytes += lb;
         g->group_of[l] = g->n_groups;
@@ -895,6 +997,8 @@ static int make_sites(eng_gptq *g, const eng_model *m, uint64_t max_bytes, eng_e
             site *s = add_site(g, keys[k], l);
             if (!s)
                 return eng_errf(e, ENG_ENOMEM, "out of memory");
+            s->keyq = keysq[k];
+            s->role = k;
             switch (k) {
             case 0:
                 name_site(s, m, &L->wq, l, "attn_q.weight");
@@ -929,9 +1033,9 @@ static int load_group(eng_gptq *g, uint32_t grp, void (*progress)(void *, double
 {
     for (size_t i = 0; i < g->n; i++) {
         site *s = &g->s[i];
-        free(s->h); free(s->hr); free(s->wgf); free(s->wuf);
+        free(s->h); free(s->hr); free(s->wgf); free(s->wuf); free(s->c); free(s->xf);
         tools_attn_free(s->at);
-        s->h = NULL, s->hr = NULL, s->wgf = s->wuf = NULL, s->at = NULL;
+        s->h = NULL, s->hr = NULL, s->wgf = s->wuf = NULL, s->at = NULL, s->c = NULL, s->xf = NULL;
         s->bad = 0;
     }
     g->loaded = g->n_groups;
@@ -941,7 +1045,9 @@ static int load_group(eng_gptq *g, uint32_t grp, void (*progress)(void *, double
         if (g->group_of[s->layer] != grp)
             continue;
         mb += (double)s->cols * s->cols * sizeof(double) / 1e6;
-        if (!(s->h = calloc((size_t)s->cols * s->cols, sizeof *s->h)))
+        if (!(s->h = calloc((size_t)s->cols * s->cols, sizeof *s->h)) ||
+            (g->mq && (!(s->c = calloc((size_t)s->cols * s->cols, sizeof *s->c)) ||
+                       !(s->xf = malloc((size_t)g->n_ctx * s->cols * sizeof *s->xf)))))
             return eng_errf(e, ENG_ENOMEM, "GPTQ: out of memory for the Hessians of '%s' and its group (%.1f MB "
                             "so far; lower the budget to take fewer layers at once)", s->names[0], mb);
         if (s->wg) {
@@ -962,7 +1068,15 @@ static int load_group(eng_gptq *g, uint32_t grp, void (*progress)(void *, double
         if (s->attn && !(s->at = tools_attn_new(g->m, s->layer, g->n_tok, g->n_ctx)))
             return eng_errf(e, ENG_ENOMEM, "GPTQ: out of memory for the attention Hessians of '%s'", s->names[0]);
     }
-    int r = tools_calib_run(g->m, g->ids, g->n_tok, g->n_ctx, g->threads, observe, g, progress, user, 0, 1, e);
+    int r;
+    if (g->mq) {
+        tools_calib_pair pp = {.threads = g->threads, .window = pair_window, .on_float = observe_float,
+                               .on_quant = observe_quant, .user = g, .progress = progress, .puser = user, .span = 1,
+                               .what = "asym calibration"};
+        r = tools_calib_pair_run(g->m, g->mq, g->ids, g->n_tok, g->n_ctx, &pp, e);
+    } else {
+        r = tools_calib_run(g->m, g->ids, g->n_tok, g->n_ctx, g->threads, observe, g, progress, user, 0, 1, e);
+    }
     if (r)
         return r;
     for (size_t i = 0; i < g->n; i++) {
@@ -991,8 +1105,36 @@ static int load_group(eng_gptq *g, uint32_t grp, void (*progress)(void *, double
         }
         for (uint32_t r = 0; s->hr && r < 2 * s->rows; r++)
             tools_mirror_lower(s->hr + (size_t)r * s->cols * s->cols, s->cols);
+        if (s->c) {
+            /* C into the target map, blended: (1 - a) I + a T */
+            double *T = malloc((size_t)s->cols * s->cols * sizeof *T);
+            if (!T)
+                return eng_errf(e, ENG_ENOMEM, "GPTQ: out of memory for the target of '%s'", s->names[0]);
+            int rt = eng_gptq_asym_target(s->cols, s->h, s->c, g->asym_damp, T);
+            if (rt < 0) {
+                free(T);
+                return eng_errf(e, rt, "GPTQ: out of memory for the target of '%s'", s->names[0]);
+            }
+            if (rt)
+                for (size_t k = 0; k < (size_t)s->cols * s->cols; k++) /* no solve: the target stays W */
+                    T[k] = k % (s->cols + 1) == 0;
+            for (size_t i = 0; i < s->cols; i++)
+                for (size_t j = 0; j < s->cols; j++)
+                    s->c[i * s->cols + j] = g->asym_blend * T[i * s->cols + j] + (i == j ? 1 - g->asym_blend : 0);
+            free(T);
+        }
     }
     g->loaded = grp;
+    return 0;
+}
+
+/* --asym: the pair runs whole windows only */
+static int asym_tokens(eng_gptq *g, eng_err *e)
+{
+    if (g->n_tok < g->n_ctx)
+        return eng_errf(e, ENG_EINVAL, "GPTQ: --asym needs a calibration window of %u tokens; the text has %u",
+                        g->n_ctx, g->n_tok);
+    g->n_tok -= g->n_tok % g->n_ctx;
     return 0;
 }
 
@@ -1008,6 +1150,23 @@ int eng_gptq_collect(const char *model_path, const eng_gptq_opts *o, eng_gptq **
         n_ctx = eng_model_get_info(g->m)->ctx_train;
     g->n_ctx = n_ctx;
     g->threads = o->threads;
+    if (o->asym_path) {
+        if ((r = eng_model_open(o->asym_path, &g->mq, e)))
+            goto done;
+        const eng_model_info *a = eng_model_get_info(g->m), *b = eng_model_get_info(g->mq);
+        if (a->n_layers != b->n_layers || a->dim != b->dim) {
+            r = eng_errf(e, ENG_EINVAL, "GPTQ: %s is not %s quantized (its shape differs)", o->asym_path, model_path);
+            goto done;
+        }
+        g->asym_damp = o->asym_damp > 0 ? o->asym_damp : 0.01;
+        g->asym_seq = o->asym_seq;
+        if (!(g->asym_path = malloc(strlen(o->asym_path) + 1))) {
+            r = eng_errf(e, ENG_ENOMEM, "out of memory");
+            goto done;
+        }
+        strcpy(g->asym_path, o->asym_path);
+        g->asym_blend = o->asym_blend > 0 ? o->asym_blend : 1;
+    }
     g->ffn_rows = o->ffn_rows;
     g->attn_rows = o->attn_rows;
     if (o->threads > 1 && !(g->pool = eng_pool_new(o->threads))) {
@@ -1016,6 +1175,7 @@ int eng_gptq_collect(const char *model_path, const eng_gptq_opts *o, eng_gptq **
     }
     if ((r = tools_calib_tokens(g->m, o->calib_text ? NULL : o->calib_path, o->calib_text, o->calib_len, 16,
                                 max_tok, "GPTQ", &g->ids, &g->n_tok, e)) ||
+        (g->mq && (r = asym_tokens(g, e))) ||
         (r = make_sites(g, g->m, o->max_bytes ? o->max_bytes : ENG_GPTQ_MAX_BYTES, e)) ||
         (r = load_group(g, 0, o->progress, o->user, e)))
         goto done;
@@ -1087,6 +1247,55 @@ int eng_gptq_row_hessians(eng_gptq *g, const char *name, const double **Hr, uint
     return 0;
 }
 
+int eng_gptq_target(eng_gptq *g, const char *name, const double **T, eng_err *e)
+{
+    *T = NULL;
+    const double *H;
+    uint32_t cols;
+    int r = eng_gptq_hessian(g, name, &H, &cols, e);
+    for (size_t i = 0; !r && H && i < g->n; i++)
+        if (g->s[i].h == H)
+            *T = g->s[i].c;
+    return r;
+}
+
+const char *eng_gptq_asym_pending(const eng_gptq *g, const char *name)
+{
+    for (size_t i = 0; g && g->asym_seq && g->asym_path && i < g->n; i++)
+        for (int k = 0; k < g->s[i].n_names; k++)
+            if (!strcmp(g->s[i].names[k], name))
+                return g->group_of[g->s[i].layer] != g->loaded ? g->asym_path : NULL;
+    return NULL;
+}
+
+void eng_gptq_asym_close(eng_gptq *g)
+{
+    if (!g)
+        return;
+    eng_model_close(g->mq);
+    g->mq = NULL;
+}
+
+int eng_gptq_asym_open(eng_gptq *g, eng_err *e)
+{
+    if (!g || !g->asym_path || g->mq)
+        return 0;
+    int r = eng_model_open(g->asym_path, &g->mq, e);
+    if (r)
+        return r;
+    const eng_model_info *a = eng_model_get_info(g->m), *b = eng_model_get_info(g->mq);
+    if (a->n_layers != b->n_layers || a->dim != b->dim)
+        return eng_errf(e, ENG_EINVAL, "GPTQ: %s changed shape", g->asym_path);
+    for (size_t i = 0; i < g->n; i++) {
+        site *s = &g->s[i];
+        const eng_layer *L = eng_model_layer(g->m, s->layer);
+        s->keyq = quant_key(g->mq, s->layer, s->role, s->key == &L->w_gate);
+        if (s->keyq->cols != s->cols)
+            return eng_errf(e, ENG_EINVAL, "GPTQ: %s changed shape", g->asym_path);
+    }
+    return 0;
+}
+
 uint32_t eng_gptq_tokens(const eng_gptq *g) { return g ? g->n_tok : 0; }
 
 uint32_t eng_gptq_attn_layers(const eng_gptq *g, uint32_t *off, double *err)
@@ -1103,7 +1312,8 @@ void eng_gptq_free(eng_gptq *g)
     if (!g)
         return;
     for (size_t i = 0; i < g->n; i++) {
-        free(g->s[i].h); free(g->s[i].hr); free(g->s[i].wgf); free(g->s[i].wuf);
+        free(g->s[i].h); free(g->s[i].hr); free(g->s[i].wgf); free(g->s[i].wuf); free(g->s[i].c);
+        free(g->s[i].xf);
         tools_attn_free(g->s[i].at);
     }
     free(g->rw);
@@ -1112,134 +1322,7 @@ void eng_gptq_free(eng_gptq *g)
     free(g->ids);
     eng_pool_free(g->pool);
     eng_model_close(g->m);
+    eng_model_close(g->mq);
+    free(g->asym_path);
     free(g);
-}
-
-/* ---- norm gains fitted to the quantized matrices ---- */
-
-/* sum_r over m's rows, for row r with Hessian Hr (H / (c c^T) when the
- * matrix meets inputs divided by c) and d = diag(wq_r):
- *   A += wt d Hr d,  b += wt d Hr w_r,  c += wt w_r^T Hr w_r
- * so that sum_r wt ||(w_r - wq_r o s)^T z||^2 = s^T A s - 2 b^T s + c. */
-static void gain_sums(const eng_gain_mat *m, uint32_t n, double wt, double *A, double *b, double *c, double *hw)
-{
-    for (uint32_t r = 0; r < m->rows; r++) {
-        const double *H = m->row_h ? m->row_h + (size_t)r * n * n : m->H;
-        const double *C = m->cross ? m->cross : H, *F = m->cross ? m->h_fp : H;
-        const float *w = m->w + (size_t)r * n, *q = m->wq + (size_t)r * n;
-        for (uint32_t i = 0; i < n; i++) {
-            const double *h = H + (size_t)i * n, *x = C + (size_t)i * n, *f = F + (size_t)i * n;
-            double ci = m->col ? m->col[i] : 1, s = 0, sf = 0;
-            for (uint32_t j = 0; j < n; j++) {
-                double sc = m->col ? 1 / (ci * m->col[j]) : 1;
-                s += x[j] * sc * w[j];
-                sf += f[j] * sc * w[j];
-                A[(size_t)i * n + j] += wt * q[i] * h[j] * sc * q[j];
-            }
-            hw[i] = s;
-            *c += wt * w[i] * sf;
-        }
-        for (uint32_t i = 0; i < n; i++)
-            b[i] += wt * q[i] * hw[i];
-    }
-}
-
-/* s^T A s - 2 b^T s + c */
-static double gain_loss(const double *A, const double *b, double c, const double *s, uint32_t n)
-{
-    double l = c;
-    for (uint32_t i = 0; i < n; i++) {
-        double t = 0;
-        for (uint32_t j = 0; j < n; j++)
-            t += A[(size_t)i * n + j] * s[j];
-        l += s[i] * t - 2 * b[i] * s[i];
-    }
-    return l;
-}
-
-int eng_gptq_fit_gain(uint32_t n, const eng_gain_mat *m, uint32_t n_mats, const eng_gain_opts *o, double *s,
-                      double *loss0, double *loss1)
-{
-    static const eng_gain_opts none;
-    const eng_gain_opts *op = o ? o : &none;
-    for (uint32_t i = 0; i < n; i++)
-        s[i] = 1;
-    if (!n)
-        return 0;
-    size_t n2 = (size_t)n * n;
-    double *A = calloc(n2, sizeof *A), *L = malloc(n2 * sizeof *L), *b = calloc(n, sizeof *b);
-    double *hw = malloc(n * sizeof *hw), *y = malloc(n * sizeof *y);
-    int r = 0;
-    if (!A || !L || !b || !hw || !y) {
-        r = ENG_ENOMEM;
-        goto done;
-    }
-    double c = 0;
-    for (uint32_t k = 0; k < n_mats; k++) {
-        double wt = 1;
-        if (op->per_matrix) {
-            /* each matrix's loss relative to its own output energy
-             * sum_r w_r^T Hr w_r: q, k and v (or gate and up) count alike */
-            double e = 0;
-            for (uint32_t rr = 0; rr < m[k].rows; rr++) {
-                const double *H = m[k].cross ? m[k].h_fp : m[k].row_h ? m[k].row_h + (size_t)rr * n2 : m[k].H;
-                const float *w = m[k].w + (size_t)rr * n;
-                for (uint32_t i = 0; i < n; i++) {
-                    double ci = m[k].col ? m[k].col[i] : 1, t = 0;
-                    for (uint32_t j = 0; j < n; j++)
-                        t += (m[k].col ? H[(size_t)i * n + j] / (ci * m[k].col[j]) : H[(size_t)i * n + j]) * w[j];
-                    e += w[i] * t;
-                }
-            }
-            wt = e > 0 ? 1 / e : 0;
-        }
-        gain_sums(&m[k], n, wt, A, b, &c, hw);
-    }
-    double l0 = gain_loss(A, b, c, s, n);
-    double mean = 0;
-    for (uint32_t i = 0; i < n; i++)
-        mean += A[(size_t)i * n + i];
-    mean = mean > 0 ? mean / n : 1;
-    /* the ridge pulls s toward 1: lam ||s - 1||^2, lam a share of A's mean diagonal;
-     * raised tenfold (from 1e-6 at least) while A + lam is not positive definite */
-    double lam = op->ridge > 0 ? op->ridge : 0;
-    int ok = 0;
-    for (int tries = 0; tries < 8 && !ok; tries++) {
-        memcpy(L, A, n2 * sizeof *L);
-        for (uint32_t i = 0; i < n; i++)
-            L[(size_t)i * n + i] += lam * mean;
-        ok = !chol_lower(L, n);
-        if (!ok)
-            lam = lam > 0 ? lam * 10 : 1e-6;
-    }
-    if (!ok) {
-        r = ENG_EFORMAT;
-        goto done;
-    }
-    /* (A + lam) s = b + lam: forward, then back substitution */
-    for (uint32_t i = 0; i < n; i++) {
-        double t = b[i] + lam * mean;
-        for (uint32_t k = 0; k < i; k++)
-            t -= L[(size_t)i * n + k] * y[k];
-        y[i] = t / L[(size_t)i * n + i];
-    }
-    for (uint32_t i = n; i-- > 0;) {
-        double t = y[i];
-        for (uint32_t k = i + 1; k < n; k++)
-            t -= L[(size_t)k * n + i] * s[k];
-        s[i] = t / L[(size_t)i * n + i];
-    }
-    double l1 = gain_loss(A, b, c, s, n);
-    if (!(l1 <= l0)) { /* never worse than leaving the gain alone (numerics) */
-        for (uint32_t i = 0; i < n; i++)
-            s[i] = 1;
-        l1 = l0;
-    }
-    if (loss0)
-        *loss0 = l0;
-    if (loss1)
-        *loss1 = l1;
-done:
-    free(A); free(L); free(b); free(hw); free(y);
-    return r;
 }

@@ -23,7 +23,6 @@ typedef struct {
     float *z;                /* [site][n_ctx][dim]: the float model's inputs this window */
     uint32_t *pos[2];        /* [site]: tokens of the window seen, per model */
     double *Hq, *C, *Hf;     /* [site][dim][dim] */
-    int phase;               /* 0: the float model runs, 1: the quantized one */
 } round_sums;
 
 /* the weight keying layer l's FFN input (gate, or up without one) */
@@ -41,35 +40,39 @@ static int site_of(const round_sums *f, const eng_model *m, const eng_weight *w,
     return 0;
 }
 
-static void observe(void *user, const eng_weight *w, const float *x, uint32_t nt, uint32_t cols)
+/* phase 0 (the float model): keep the input; phase 1: the sums */
+static void observe(round_sums *f, int phase, const eng_weight *w, const float *x, uint32_t nt, uint32_t cols)
 {
-    round_sums *f = user;
     uint32_t k;
-    if (cols != f->dim || !site_of(f, f->phase ? f->mq : f->mf, w, &k))
+    if (cols != f->dim || !site_of(f, phase ? f->mq : f->mf, w, &k))
         return;
     size_t d = f->dim, d2 = d * d;
-    uint32_t p0 = f->pos[f->phase][k];
+    uint32_t p0 = f->pos[phase][k];
     if (p0 + nt > f->n_ctx)
         return;
-    f->pos[f->phase][k] += nt;
+    f->pos[phase][k] += nt;
     float *z = f->z + ((size_t)k * f->n_ctx + p0) * d;
-    if (!f->phase) {
+    if (!phase)
         memcpy(z, x, (size_t)nt * d * sizeof *x);
-        return;
-    }
-    double *Hq = f->Hq + k * d2, *C = f->C + k * d2, *Hf = f->Hf + k * d2;
-    for (uint32_t t = 0; t < nt; t++) {
-        const float *q = x + (size_t)t * d, *zt = z + (size_t)t * d;
-        for (size_t i = 0; i < d; i++) {
-            double qi = q[i], zi = zt[i];
-            double *hq = Hq + i * d, *c = C + i * d, *hf = Hf + i * d;
-            for (size_t j = 0; j < d; j++) {
-                hq[j] += qi * q[j];
-                c[j] += qi * zt[j];
-                hf[j] += zi * zt[j];
-            }
-        }
-    }
+    else
+        tools_pair_sums(f->Hq + k * d2, f->C + k * d2, f->Hf + k * d2, x, z, nt, f->dim, 0, f->dim);
+}
+
+static void on_float(void *user, const eng_weight *w, const float *x, uint32_t nt, uint32_t cols)
+{
+    observe(user, 0, w, x, nt, cols);
+}
+
+static void on_quant(void *user, const eng_weight *w, const float *x, uint32_t nt, uint32_t cols)
+{
+    observe(user, 1, w, x, nt, cols);
+}
+
+static void on_window(void *user)
+{
+    round_sums *f = user;
+    memset(f->pos[0], 0, 2 * (f->l1 - f->l0) * sizeof *f->pos[0]);
+    memset(f->pos[1], 0, 2 * (f->l1 - f->l0) * sizeof *f->pos[1]);
 }
 
 static float *dequant(const eng_weight *w)
@@ -134,7 +137,7 @@ static int fit_site(const round_sums *f, uint32_t k, float *out, double *ratio, 
     double l0 = 0, l1 = 0;
     eng_gain_opts go = {.per_matrix = 1};
     if (!r)
-        r = eng_gptq_fit_gain(dim, m, (uint32_t)n, &go, s, &l0, &l1);
+        r = eng_normfit_gain(dim, m, (uint32_t)n, &go, s, &l0, &l1);
     const float *g0 = k % 2 ? Lq->ffn_norm : Lq->attn_norm;
     for (uint32_t c = 0; !r && c < dim; c++)
         out[c] = (float)(g0[c] * s[c]);
@@ -209,16 +212,13 @@ int eng_normfit_run(const char *float_path, const char *quant_path, const eng_no
         memset(f.Hq, 0, ns * d2 * sizeof *f.Hq);
         memset(f.C, 0, ns * d2 * sizeof *f.C);
         memset(f.Hf, 0, ns * d2 * sizeof *f.Hf);
-        for (uint32_t w0 = 0; w0 + n_ctx <= n_tok && !r; w0 += n_ctx) {
-            memset(f.pos[0], 0, ns * sizeof *f.pos[0]);
-            memset(f.pos[1], 0, ns * sizeof *f.pos[1]);
-            f.phase = 0;
-            r = tools_calib_run(mf, ids + w0, n_ctx, n_ctx, o->threads, observe, &f, NULL, NULL, 0, 1, e);
-            f.phase = 1;
-            if (!r)
-                r = tools_calib_run(mq, ids + w0, n_ctx, n_ctx, o->threads, observe, &f, NULL, NULL, 0, 1, e);
-            if (o->progress)
-                o->progress(o->user, ((double)l0 + (double)(w0 + n_ctx) / n_tok * (f.l1 - l0)) / nl, "fit norms");
+        tools_calib_pair pp = {.threads = o->threads, .window = on_window, .on_float = on_float,
+                               .on_quant = on_quant, .user = &f, .progress = o->progress, .puser = o->user,
+                               .p0 = (double)l0 / nl, .span = (double)(f.l1 - l0) / nl, .what = "fit norms"};
+        r = tools_calib_pair_run(mf, mq, ids, n_tok, n_ctx, &pp, e);
+        for (uint32_t k = 0; !r && k < ns; k++) {
+            tools_mirror_lower(f.Hq + k * d2, dim);
+            tools_mirror_lower(f.Hf + k * d2, dim);
         }
         if (r)
             goto done;
@@ -273,5 +273,134 @@ done:
     free(f.Hf);
     free(gains);
     free(offs);
+    return r;
+}
+
+/* ---- norm gains fitted to the quantized matrices ---- */
+
+/* sum_r over m's rows, for row r with Hessian Hr (H / (c c^T) when the
+ * matrix meets inputs divided by c) and d = diag(wq_r):
+ *   A += wt d Hr d,  b += wt d Hr w_r,  c += wt w_r^T Hr w_r
+ * so that sum_r wt ||(w_r - wq_r o s)^T z||^2 = s^T A s - 2 b^T s + c. */
+static void gain_sums(const eng_gain_mat *m, uint32_t n, double wt, double *A, double *b, double *c, double *hw)
+{
+    for (uint32_t r = 0; r < m->rows; r++) {
+        const double *H = m->row_h ? m->row_h + (size_t)r * n * n : m->H;
+        const double *C = m->cross ? m->cross : H, *F = m->cross ? m->h_fp : H;
+        const float *w = m->w + (size_t)r * n, *q = m->wq + (size_t)r * n;
+        for (uint32_t i = 0; i < n; i++) {
+            const double *h = H + (size_t)i * n, *x = C + (size_t)i * n, *f = F + (size_t)i * n;
+            double ci = m->col ? m->col[i] : 1, s = 0, sf = 0;
+            for (uint32_t j = 0; j < n; j++) {
+                double sc = m->col ? 1 / (ci * m->col[j]) : 1;
+                s += x[j] * sc * w[j];
+                sf += f[j] * sc * w[j];
+                A[(size_t)i * n + j] += wt * q[i] * h[j] * sc * q[j];
+            }
+            hw[i] = s;
+            *c += wt * w[i] * sf;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            b[i] += wt * q[i] * hw[i];
+    }
+}
+
+/* s^T A s - 2 b^T s + c */
+static double gain_loss(const double *A, const double *b, double c, const double *s, uint32_t n)
+{
+    double l = c;
+    for (uint32_t i = 0; i < n; i++) {
+        double t = 0;
+        for (uint32_t j = 0; j < n; j++)
+            t += A[(size_t)i * n + j] * s[j];
+        l += s[i] * t - 2 * b[i] * s[i];
+    }
+    return l;
+}
+
+int eng_normfit_gain(uint32_t n, const eng_gain_mat *m, uint32_t n_mats, const eng_gain_opts *o, double *s,
+                      double *loss0, double *loss1)
+{
+    static const eng_gain_opts none;
+    const eng_gain_opts *op = o ? o : &none;
+    for (uint32_t i = 0; i < n; i++)
+        s[i] = 1;
+    if (!n)
+        return 0;
+    size_t n2 = (size_t)n * n;
+    double *A = calloc(n2, sizeof *A), *L = malloc(n2 * sizeof *L), *b = calloc(n, sizeof *b);
+    double *hw = malloc(n * sizeof *hw), *y = malloc(n * sizeof *y);
+    int r = 0;
+    if (!A || !L || !b || !hw || !y) {
+        r = ENG_ENOMEM;
+        goto done;
+    }
+    double c = 0;
+    for (uint32_t k = 0; k < n_mats; k++) {
+        double wt = 1;
+        if (op->per_matrix) {
+            /* each matrix's loss relative to its own output energy
+             * sum_r w_r^T Hr w_r: q, k and v (or gate and up) count alike */
+            double e = 0;
+            for (uint32_t rr = 0; rr < m[k].rows; rr++) {
+                const double *H = m[k].cross ? m[k].h_fp : m[k].row_h ? m[k].row_h + (size_t)rr * n2 : m[k].H;
+                const float *w = m[k].w + (size_t)rr * n;
+                for (uint32_t i = 0; i < n; i++) {
+                    double ci = m[k].col ? m[k].col[i] : 1, t = 0;
+                    for (uint32_t j = 0; j < n; j++)
+                        t += (m[k].col ? H[(size_t)i * n + j] / (ci * m[k].col[j]) : H[(size_t)i * n + j]) * w[j];
+                    e += w[i] * t;
+                }
+            }
+            wt = e > 0 ? 1 / e : 0;
+        }
+        gain_sums(&m[k], n, wt, A, b, &c, hw);
+    }
+    double l0 = gain_loss(A, b, c, s, n);
+    double mean = 0;
+    for (uint32_t i = 0; i < n; i++)
+        mean += A[(size_t)i * n + i];
+    mean = mean > 0 ? mean / n : 1;
+    /* the ridge pulls s toward 1: lam ||s - 1||^2, lam a share of A's mean diagonal;
+     * raised tenfold (from 1e-6 at least) while A + lam is not positive definite */
+    double lam = op->ridge > 0 ? op->ridge : 0;
+    int ok = 0;
+    for (int tries = 0; tries < 8 && !ok; tries++) {
+        memcpy(L, A, n2 * sizeof *L);
+        for (uint32_t i = 0; i < n; i++)
+            L[(size_t)i * n + i] += lam * mean;
+        ok = !tools_chol_lower(L, n);
+        if (!ok)
+            lam = lam > 0 ? lam * 10 : 1e-6;
+    }
+    if (!ok) {
+        r = ENG_EFORMAT;
+        goto done;
+    }
+    /* (A + lam) s = b + lam: forward, then back substitution */
+    for (uint32_t i = 0; i < n; i++) {
+        double t = b[i] + lam * mean;
+        for (uint32_t k = 0; k < i; k++)
+            t -= L[(size_t)i * n + k] * y[k];
+        y[i] = t / L[(size_t)i * n + i];
+    }
+    for (uint32_t i = n; i-- > 0;) {
+        double t = y[i];
+        for (uint32_t k = i + 1; k < n; k++)
+            t -= L[(size_t)k * n + i] * s[k];
+        s[i] = t / L[(size_t)i * n + i];
+    }
+    double l1 = gain_loss(A, b, c, s, n);
+    if (!(l1 <= l0)) { /* never worse than leaving the gain alone (numerics) */
+        for (uint32_t i = 0; i < n; i++)
+            s[i] = 1;
+        l1 = l0;
+    }
+    if (loss0)
+        *loss0 = l0;
+    if (loss1)
+        *loss1 = l1;
+done:
+    free(A); free(L); free(b); free(hw); free(y);
     return r;
 }

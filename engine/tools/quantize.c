@@ -44,6 +44,7 @@
 #include "quantize.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -333,21 +334,36 @@ static void clip_row(const eng_tensor_edit *ed, uint64_t r, float *x, uint64_t n
  * nearest instead), or a negative code. */
 static int convert_gptq(const eng_quant_opts *o, const eng_gguf_tensor *t, int type, const eng_tensor_edit *ed,
                         const eng_imatrix_entry *ix, const double *H, const double *Hr, uint32_t hr_per,
-                        char *out, eng_quant_report *rep)
+                        const double *T, char *out, eng_quant_report *rep)
 {
     const simd_traits *src = simd_type_traits(t->type), *dt = simd_type_traits(type);
     uint64_t cols = t->ne[0], rows = t->ne[1];
     size_t srb = simd_row_bytes(t->type, cols);
     float *W = malloc((size_t)(rows * cols) * sizeof *W + 1);
     float *imp = ix && dt->quant_imp ? malloc((size_t)cols * sizeof *imp) : NULL;
-    if (!W || (ix && dt->quant_imp && !imp)) {
+    double *wd = T ? malloc((size_t)cols * sizeof *wd) : NULL;
+    if (!W || (ix && dt->quant_imp && !imp) || (T && !wd)) {
         free(W);
         free(imp);
+        free(wd);
         return ENG_ENOMEM;
     }
     for (uint64_t r = 0; r < rows; r++) {
         float *w = W + r * cols;
         src->dequant((const char *)t->data + r * srb, w, (size_t)cols);
+        if (T) {
+            /* --asym: the moved target T w (before any AWQ factors: T maps
+             * the float model's columns) */
+            for (uint64_t i = 0; i < cols; i++) {
+                const double *ti = T + i * cols;
+                double a = 0;
+                for (uint64_t j = 0; j < cols; j++)
+                    a += ti[j] * w[j];
+                wd[i] = a;
+            }
+            for (uint64_t i = 0; i < cols; i++)
+                w[i] = (float)wd[i];
+        }
         if (ed)
             for (uint64_t c = 0; c < cols; c++)
                 w[c] *= (ed->col ? ed->col[c] : 1.0f) * (ed->row ? ed->row[r] : 1.0f);
@@ -363,6 +379,7 @@ static int convert_gptq(const eng_quant_opts *o, const eng_gguf_tensor *t, int t
     int r = eng_gptq_quant_matrix(type, W, (uint32_t)rows, (uint32_t)cols, H, &p, out, &st);
     free(W);
     free(imp);
+    free(wd);
     if (r == ENG_EFORMAT) {
         notef(o, "%s: its Hessian is not positive definite even with damping: rounded to nearest", t->name);
         return 1;
@@ -372,6 +389,41 @@ static int convert_gptq(const eng_quant_opts *o, const eng_gguf_tensor *t, int t
         rep->n_gptq++;
     }
     return r;
+}
+
+/* --asym layer by layer: the tensors [from, upto) of in converted so far
+ * (bufs, sizes) written over their bytes in the quantized file at path
+ * (the first pass's file: the same types, so the same sizes and
+ * offsets), the collection's model of it closed meanwhile, so that the
+ * next layer's sums see the earlier layers as they will be written. */
+static int asym_refresh(eng_gptq *gq, const char *path, const eng_gguf *in, void *const *bufs, const size_t *sizes,
+                        uint64_t from, uint64_t upto, eng_err *e)
+{
+    eng_gptq_asym_close(gq);
+    eng_gguf *q = NULL;
+    uint64_t *offs = calloc(upto + 1, sizeof *offs);
+    int r = offs ? eng_gguf_open(path, &q, e) : eng_errf(e, ENG_ENOMEM, "out of memory");
+    if (r) {
+        free(offs);
+        return r;
+    }
+    /* where each finished tensor lies in the file (0: leave it), the file closed before writing */
+    for (uint64_t j = from; j < upto; j++) {
+        const eng_gguf_tensor *t = bufs[j] ? eng_gguf_tensor_find(q, eng_gguf_tensor_at(in, j)->name) : NULL;
+        offs[j] = t && t->size == sizes[j] ? eng_gguf_data_offset(q) + t->offset : 0;
+    }
+    eng_gguf_close(q);
+    FILE *fp = fopen(path, "r+b");
+    for (uint64_t j = from; fp && j < upto; j++)
+        if (offs[j] && (offs[j] > LONG_MAX || fseek(fp, (long)offs[j], SEEK_SET) ||
+                        fwrite(bufs[j], 1, sizes[j], fp) != sizes[j])) {
+            fclose(fp);
+            fp = NULL;
+        }
+    free(offs);
+    if (!fp || fclose(fp))
+        return eng_errf(e, ENG_EIO, "cannot write the finished layers into %s", path);
+    return eng_gptq_asym_open(gq, e);
 }
 
 /* The rows of a matrix converted without GPTQ, a slice of SLICE_ROWS at
@@ -441,7 +493,8 @@ static void convert_part(void *arg, int ith, int nth)
  * the GPTQ pass) into a new buffer, on pool's threads (NULL: this one). */
 static void *convert(const eng_quant_opts *o, eng_pool *pool, const eng_gguf_tensor *t, int type,
                      const eng_tensor_edit *ed, int fake_bits, const eng_imatrix_entry *ix, const double *H,
-                     const double *Hr, uint32_t hr_per, eng_quant_report *rep, size_t *out_bytes, eng_err *e)
+                     const double *Hr, uint32_t hr_per, const double *T, eng_quant_report *rep, size_t *out_bytes,
+                     eng_err *e)
 {
     const simd_traits *src = simd_type_traits(t->type), *dt = simd_type_traits(type);
     uint64_t cols = t->ne[0], rows = t->ne[1] * t->ne[2] * t->ne[3];
@@ -456,7 +509,7 @@ static void *convert(const eng_quant_opts *o, eng_pool *pool, const eng_gguf_ten
         return NULL;
     }
     if (H) {
-        int r = convert_gptq(o, t, type, ed, ix, H, Hr, hr_per, out, rep);
+        int r = convert_gptq(o, t, type, ed, ix, H, Hr, hr_per, T, out, rep);
         if (r < 0) {
             free(out);
             eng_errf(e, r, "tensor '%s': %s", t->name, r == ENG_ENOMEM ? "out of memory for the GPTQ pass" :
@@ -523,8 +576,10 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
     uint64_t nt = eng_gguf_n_tensors(g);
     eng_gguf_writer *w = eng_gguf_writer_new();
     void **bufs = calloc(nt + 1, sizeof *bufs);
+    size_t *bsz = calloc(nt + 1, sizeof *bsz);
+    uint64_t patched = 0; /* --asym-layers: tensors [0, patched) written into the first file */
     eng_pool *pool = o->threads > 1 ? eng_pool_new(o->threads) : NULL;
-    if (!w || !bufs || (o->threads > 1 && !pool)) {
+    if (!w || !bufs || !bsz || (o->threads > 1 && !pool)) {
         r = eng_errf(e, ENG_ENOMEM, "out of memory");
         goto done;
     }
@@ -586,7 +641,8 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
         (r = eng_gguf_writer_str(w, "nibble.quantize.type", o->target->name)) ||
         (r = eng_gguf_writer_str(w, "nibble.quantize.method", o->method ? o->method : o->target->fake_bits ? "uniform-fake" : "rtn")) ||
         (o->calib && (r = eng_gguf_writer_str(w, "nibble.quantize.calibration", o->calib))) ||
-        (o->fit_norms && (r = eng_gguf_writer_u32(w, "nibble.quantize.fit_norms", 1))))
+        (o->fit_norms && (r = eng_gguf_writer_u32(w, "nibble.quantize.fit_norms", 1))) ||
+        (o->asym > 0 && (r = eng_gguf_writer_f32(w, "nibble.quantize.asym", o->asym))))
         goto oom;
     if (o->imatrix) {
         size_t nds;
@@ -639,10 +695,15 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
             else
                 rep->n_unweighted++;
         }
-        const double *H = NULL, *Hr = NULL;
+        const double *H = NULL, *Hr = NULL, *T = NULL;
         uint32_t hrows = 0, hper = 0;
         if (o->gptq && t->n_dims == 2 && !fake && type != t->type && eng_gptq_supports(type)) {
             uint32_t hc;
+            const char *qp = eng_gptq_asym_pending(o->gptq, t->name);
+            if (qp && (r = asym_refresh(o->gptq, qp, g, bufs, bsz, patched, i, e)))
+                goto done;
+            if (qp)
+                patched = i;
             if ((r = eng_gptq_hessian(o->gptq, t->name, &H, &hc, e)))
                 goto done;
             if (H && hc != t->ne[0]) {
@@ -654,14 +715,17 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
                 goto done;
             if (Hr && (hrows != t->ne[1] || !hper || hrows % hper))
                 Hr = NULL;
+            if (H && (r = eng_gptq_target(o->gptq, t->name, &T, e)))
+                goto done;
         }
         if (type != t->type || ed || fake) {
-            bufs[i] = convert(o, pool, t, type, ed, fake, ix, H, Hr, hper, rep, &bytes, e);
+            bufs[i] = convert(o, pool, t, type, ed, fake, ix, H, Hr, hper, T, rep, &bytes, e);
             if (!bufs[i]) {
                 r = ENG_ENOMEM;
                 goto done;
             }
             data = bufs[i];
+            bsz[i] = bytes;
         }
         if ((r = eng_gguf_writer_tensor(w, t->name, type, t->n_dims, t->ne, data)))
             goto oom;
@@ -706,6 +770,7 @@ done:
     for (uint64_t i = 0; bufs && i < nt; i++)
         free(bufs[i]);
     free(bufs);
+    free(bsz);
     eng_gguf_close(g);
     return r;
 }

@@ -1,4 +1,4 @@
-/* Norm gains fitted to the quantized matrices (eng_gptq_fit_gain,
+/* Norm gains fitted to the quantized matrices (eng_normfit_gain,
  * eng_quant_opts.fit_norms, `nibble quantize --fit-norms`):
  *  - the algebra: a quantized copy that is the float matrix with its
  *    columns divided by c is repaired exactly (s = c); on random q4_0
@@ -39,15 +39,9 @@ static const char *tmp(const char *name) { return tu_path(dir, name); }
 
 static uint64_t rng = 0x2545f4914f6cdd1du;
 
-static double uniform(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return ((rng >> 11) + 0.5) / 9007199254740992.0;
-}
+static double uniform(void) { return tu_uniform(&rng); }
 
-static double gauss(void) { return sqrt(-2 * log(uniform())) * cos(6.283185307179586 * uniform()); }
+static double gauss(void) { return tu_gauss(&rng); }
 
 enum { COLS = 64, ROWS = 48, N = 500, MATS = 3 };
 
@@ -100,7 +94,7 @@ static void test_algebra(void)
         Q[i] = (float)(W[i] / c[i % COLS]);
     double l0 = 0, l1 = 0, worst = 0;
     eng_gain_opts plain = {0};
-    CHECK(eng_gptq_fit_gain(COLS, m, MATS, &plain, s, &l0, &l1) == 0);
+    CHECK(eng_normfit_gain(COLS, m, MATS, &plain, s, &l0, &l1) == 0);
     for (int i = 0; i < COLS; i++)
         worst = fmax(worst, fabs(s[i] - c[i]) / c[i]);
     CHECKF(worst < 1e-5 && l1 < 1e-8 * l0, "scaled copy: s off by %g, loss %g -> %g", worst, l0, l1);
@@ -111,7 +105,7 @@ static void test_algebra(void)
     }
     for (int pm = 0; pm < 2; pm++) {
         eng_gain_opts o = {.per_matrix = pm};
-        CHECK(eng_gptq_fit_gain(COLS, m, MATS, &o, s, &l0, &l1) == 0);
+        CHECK(eng_normfit_gain(COLS, m, MATS, &o, s, &l0, &l1) == 0);
         double e0 = out_err(X, W, Q, NULL), e1 = out_err(X, W, Q, s);
         printf("q4_0, %s: output error %.6g -> %.6g (%.1f%%)\n", pm ? "per matrix" : "alike", e0, e1, 100 * e1 / e0);
         CHECKF(e1 < 0.995 * e0, "the fit did not lower the error: %g -> %g", e0, e1);
@@ -125,12 +119,12 @@ static void test_algebra(void)
     eng_gain_mat mc[MATS];
     for (int k = 0; k < MATS; k++)
         mc[k] = m[k], mc[k].cross = H, mc[k].h_fp = H;
-    CHECK(eng_gptq_fit_gain(COLS, m, MATS, &plain, s, &l0, &l1) == 0 &&
-          eng_gptq_fit_gain(COLS, mc, MATS, &plain, s2, &l2, &l3) == 0 && !memcmp(s, s2, sizeof s) && l0 == l2 &&
+    CHECK(eng_normfit_gain(COLS, m, MATS, &plain, s, &l0, &l1) == 0 &&
+          eng_normfit_gain(COLS, mc, MATS, &plain, s2, &l2, &l3) == 0 && !memcmp(s, s2, sizeof s) && l0 == l2 &&
           l1 == l3);
     /* a large ridge holds s at 1 */
     eng_gain_opts stiff = {.ridge = 1e4};
-    CHECK(eng_gptq_fit_gain(COLS, m, MATS, &stiff, s, &l0, &l1) == 0);
+    CHECK(eng_normfit_gain(COLS, m, MATS, &stiff, s, &l0, &l1) == 0);
     worst = 0;
     for (int i = 0; i < COLS; i++)
         worst = fmax(worst, fabs(s[i] - 1));
@@ -303,11 +297,8 @@ static void test_cli(const char *model)
 int main(void)
 {
     simd_init();
-    snprintf(dir, sizeof dir, "test_fit_norms.XXXXXX");
-    if (!tu_mkdtemp(dir)) {
-        fprintf(stderr, "cannot make a scratch directory\n");
+    if (!tu_scratch(dir, sizeof dir, "test_fit_norms"))
         return 1;
-    }
     char buf[4096];
     const char *model = tu_asset("stories260K.gguf", buf);
     test_algebra();

@@ -26,7 +26,15 @@
  *    attn_q, attn_k, attn_output, none without the option), the embedded
  *    model's q4_0 KL falls below --ffn-rows' alone, and two threads with
  *    the layers collected one at a time give the same bytes;
- *  - the command line's --method and --refine errors. */
+ *  - --asym (eng_gptq_opts.asym_path): the target map T = Hq^-1 C gives
+ *    W' A = W exactly when the quantized inputs are A x (A invertible),
+ *    keeps I's row for an input never seen, is damped when singular; on
+ *    the embedded model (a first GPTQ file, then the sums side by side)
+ *    the map is near I but not I, the q4_0 KL does not rise, and two
+ *    threads with a layer at a time give one thread's bytes;
+ *  - the command line's --method, --refine and --asym errors; --asym on a
+ *    text shorter than a window leaves no file; a good run records its
+ *    blend and leaves no first file. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -43,6 +51,11 @@ static char dir[256];
 
 /* --attn-rows' KL on 12 windows must be below this share of --ffn-rows' alone */
 #define ATTN_BOUND 0.99
+/* --asym's KL on 12 windows (layer by layer, at the command line's
+ * default blend) must be below this share of the plain pass's (0.993
+ * measured) */
+#define ASYM_BOUND 1.0
+#define ASYM_BLEND 0.5
 
 static const char *tmp(const char *name)
 {
@@ -51,15 +64,7 @@ static const char *tmp(const char *name)
 
 static uint64_t rng = 0x9e3779b97f4a7c15u;
 
-static double uniform(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return ((rng >> 11) + 0.5) / 9007199254740992.0;
-}
-
-static double gauss(void) { return sqrt(-2 * log(uniform())) * cos(6.283185307179586 * uniform()); }
+static double gauss(void) { return tu_gauss(&rng); }
 
 /* n inputs of cols values, neighbouring channels correlated and every
  * seventh channel three times louder (the outliers real activations
@@ -353,6 +358,128 @@ done:
         eng_gptq_free(g[k]);
 }
 
+/* --asym's target map: when the quantized model's inputs are an
+ * invertible linear map of the float model's, xq = A x, the moved target
+ * reproduces the float outputs from them exactly: W' A = W, i.e.
+ * T = Hq^-1 C = A^-T; an input never seen keeps T's row of I; a singular
+ * Hq with no damping is damped, not refused. */
+static void test_asym_algebra(void)
+{
+    enum { D = 24, NT = 400 };
+    float *X = malloc(sizeof(float) * NT * D), *Xq = malloc(sizeof(float) * NT * D);
+    double *H = malloc(sizeof(double) * D * D), *A = malloc(sizeof(double) * D * D);
+    double *Hq = calloc(D * D, sizeof(double)), *C = calloc(D * D, sizeof(double)), *T = malloc(sizeof(double) * D * D);
+    if (!X || !Xq || !H || !A || !Hq || !C || !T) {
+        CHECK(0);
+        goto done;
+    }
+    make_inputs(X, H, NT, D);
+    for (int i = 0; i < D; i++) /* A: near I, well conditioned but far from diagonal */
+        for (int j = 0; j < D; j++)
+            A[i * D + j] = (i == j) + 0.3 * gauss() / sqrt(D);
+    for (int t = 0; t < NT; t++)
+        for (int i = 0; i < D; i++) {
+            double s = 0;
+            for (int j = 0; j < D; j++)
+                s += A[i * D + j] * X[t * D + j];
+            Xq[t * D + i] = (float)s;
+        }
+    for (int t = 0; t < NT; t++)
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) {
+                Hq[i * D + j] += (double)Xq[t * D + i] * Xq[t * D + j];
+                C[i * D + j] += (double)Xq[t * D + i] * X[t * D + j];
+            }
+    CHECK(eng_gptq_asym_target(D, Hq, C, 0, T) == 0);
+    /* (T^T A)_ij = sum_k T[k][i] A[k][j] must be I (the floats of Xq leave ~1e-6) */
+    double worst = 0;
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++) {
+            double s = 0;
+            for (int k = 0; k < D; k++)
+                s += T[k * D + i] * A[k * D + j];
+            worst = fmax(worst, fabs(s - (i == j)));
+        }
+    CHECKF(worst < 1e-4, "T^T A differs from I by %g", worst);
+    /* damped, the map moves toward I but stays near it */
+    CHECK(eng_gptq_asym_target(D, Hq, C, 0.01, T) == 0);
+    /* input 5 never seen: its row of Hq and C is zero */
+    for (int k = 0; k < D; k++)
+        Hq[5 * D + k] = Hq[k * D + 5] = C[5 * D + k] = 0;
+    CHECK(eng_gptq_asym_target(D, Hq, C, 0, T) == 0);
+    int row_i = 1;
+    for (int k = 0; k < D; k++)
+        row_i &= T[5 * D + k] == (k == 5);
+    CHECK(row_i);
+    /* rank one: definite only once damped */
+    memset(Hq, 0, sizeof(double) * D * D);
+    for (int i = 0; i < D; i++)
+        for (int j = 0; j < D; j++)
+            Hq[i * D + j] = (1.0 + i) * (1.0 + j);
+    CHECK(eng_gptq_asym_target(D, Hq, C, 0, T) == 0);
+    int finite = 1;
+    for (int k = 0; k < D * D; k++)
+        finite &= isfinite(T[k]);
+    CHECK(finite);
+done:
+    free(X); free(Xq); free(H); free(A); free(Hq); free(C); free(T);
+}
+
+/* --asym (layer by layer) on the embedded model: the targets and Hessians
+ * from a first GPTQ file's inputs, side by side with the float model,
+ * layer by layer (each collection patches its own copy of the first
+ * file); the KL must fall below ASYM_BOUND of the plain pass's, two
+ * threads give one thread's bytes. */
+static void test_asym(const char *model)
+{
+    char pv[4096], pt[4096];
+    const char *valid = tu_shared("text/wiki.valid.raw", pv), *test = tu_shared("text/wiki.test.raw", pt);
+    if (!valid || !test)
+        return;
+    eng_err e;
+    eng_gptq *g[3] = {NULL, NULL, NULL};
+    eng_gptq_opts go = {.calib_path = valid, .max_tokens = 2048, .threads = 1};
+    CHECKF(eng_gptq_collect(model, &go, &g[0], &e) == 0, "%s", e.msg);
+    eng_quant_opts o = {.target = eng_qtarget_find("q4_0"), .method = "gptq", .gptq = g[0]};
+    o.gptq_params.clip = 1, o.gptq_params.refine = 4, o.gptq_params.threads = 1;
+    eng_quant_report rep;
+    CHECKF(g[0] && eng_quantize_file(model, tmp("asym0.gguf"), &o, &rep, &e) == 0, "%s", e.msg);
+    size_t nf = 0;
+    char *first = tu_read(tmp("asym0.gguf"), &nf);
+    for (int k = 1; k < 3; k++) {
+        FILE *f = fopen(tmp(k == 1 ? "asym1.gguf" : "asym2.gguf"), "wb");
+        CHECK(first && f && fwrite(first, 1, nf, f) == nf);
+        if (f)
+            fclose(f);
+    }
+    free(first);
+    for (int k = 1; k < 3; k++) {
+        eng_gptq_opts ga = {.calib_path = valid, .max_tokens = 2048, .threads = k, .asym_seq = 1,
+                            .asym_blend = ASYM_BLEND, .asym_path = tmp(k == 1 ? "asym1.gguf" : "asym2.gguf")};
+        CHECKF(eng_gptq_collect(model, &ga, &g[k], &e) == 0, "%s", e.msg);
+    }
+    if (!g[0] || !g[1] || !g[2])
+        goto done;
+    const double *T = NULL, *T0 = NULL, *H = NULL;
+    uint32_t cols = 0;
+    CHECK(eng_gptq_target(g[1], "blk.2.attn_output.weight", &T, &e) == 0 && T &&
+          eng_gptq_hessian(g[1], "blk.2.attn_output.weight", &H, &cols, &e) == 0 && H && cols == 64 &&
+          eng_gptq_target(g[0], "blk.2.attn_output.weight", &T0, &e) == 0 && !T0);
+    /* the map is near I (the first file is close) but not I */
+    double off = 0, diag = 0;
+    for (uint32_t i = 0; T && i < 64; i++)
+        for (uint32_t j = 0; j < 64; j++)
+            i == j ? (diag += fabs(T[i * 64 + j] - 1)) : (off += fabs(T[i * 64 + j]));
+    CHECKF(T && diag / 64 < 0.5 && off / (64 * 63) < 0.1 && diag + off > 1e-3, "T: |diag - 1| %g, |off| %g",
+           diag / 64, off / (64 * 63));
+    double kl[2];
+    q4_0_kl(model, test, g, "", "--asym", kl);
+    CHECKF(kl[1] > 0 && kl[1] < ASYM_BOUND * kl[0], "--asym %g, without %g", kl[1], kl[0]);
+done:
+    for (int k = 0; k < 3; k++)
+        eng_gptq_free(g[k]);
+}
+
 /* The per-row attention Hessians of --attn-rows on the embedded model. */
 static void test_attn_rows(const char *model)
 {
@@ -408,6 +535,14 @@ done:
 #define run(bin, args) tu_run(bin, args, tmp("err.txt"))
 #define err_has(what) tu_file_has(tmp("err.txt"), what)
 
+static int exists(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f)
+        fclose(f);
+    return f != NULL;
+}
+
 static void test_cli(const char *model)
 {
     const char *bin = getenv("NIBBLE_BIN");
@@ -446,6 +581,48 @@ static void test_cli(const char *model)
     CHECK(run(bin, a) == 2 && err_has("--attn-rows") && err_has("is for --method gptq or awq+gptq"));
     snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method gptq --calib %s", model, tmp("o.gguf"), tmp("none.txt"));
     CHECK(run(bin, a) == 1 && err_has("calibration text"));
+    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method awq --calib %s --asym", model, tmp("o.gguf"), cal);
+    CHECK(run(bin, a) == 2 && err_has("--asym") && err_has("is for --method gptq or awq+gptq"));
+    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method gptq --calib %s --asym-blend 0.25", model, tmp("o.gguf"),
+             cal);
+    CHECK(run(bin, a) == 2 && err_has("is for --asym"));
+    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method gptq --calib %s --asym-once", model, tmp("o.gguf"), cal);
+    CHECK(run(bin, a) == 2 && err_has("--asym-once") && err_has("is for --asym"));
+    /* --asym on a text shorter than a window: the first pass runs, the
+     * side-by-side one cannot; neither OUT nor the first file is left */
+    FILE *fs = fopen(tmp("short.txt"), "w");
+    if (fs)
+        fputs("Once upon a time, a little girl named Lily found a red ball in the park. She was very happy.", fs),
+            fclose(fs);
+    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method gptq --calib %s --asym", model, tmp("o3.gguf"),
+             tmp("short.txt"));
+    CHECK(run(bin, a) == 1 && err_has("--asym needs a calibration window"));
+    CHECK(!exists(tmp("o3.gguf")) && !exists(tmp("o3.gguf.asym-first")));
+    /* a good one records its blend and leaves only OUT */
+    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method gptq --calib %s --asym --asym-once --asym-blend 0.25 -t 2",
+             model, tmp("o3.gguf"), cal);
+    CHECK(run(bin, a) == 0 && exists(tmp("o3.gguf")) && !exists(tmp("o3.gguf.asym-first")));
+    eng_gguf *ga = NULL;
+    eng_err ea;
+    float blend = 0;
+    CHECK(eng_gguf_open(tmp("o3.gguf"), &ga, &ea) == 0 && eng_gguf_get_f32(ga, "nibble.quantize.asym", &blend, NULL) == 0 &&
+          blend == 0.25f);
+    eng_gguf_close(ga);
+    /* layer by layer (the first file patched as layers finish; the
+     * default): one thread's bytes on two, the default blend recorded */
+    for (int k = 1; k <= 2; k++) {
+        snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method gptq --calib %s --asym -t %d", model,
+                 tmp(k == 1 ? "l1.gguf" : "l2.gguf"), cal, k);
+        CHECK(run(bin, a) == 0 && err_has("(5 calibration passes)"));
+    }
+    size_t nl1 = 0, nl2 = 0;
+    char *l1 = tu_read(tmp("l1.gguf"), &nl1), *l2 = tu_read(tmp("l2.gguf"), &nl2);
+    CHECK(l1 && l2 && nl1 == nl2 && !memcmp(l1, l2, nl1));
+    free(l1);
+    free(l2);
+    CHECK(eng_gguf_open(tmp("l2.gguf"), &ga, &ea) == 0 && eng_gguf_get_f32(ga, "nibble.quantize.asym", &blend, NULL) == 0 &&
+          blend == 0.5f);
+    eng_gguf_close(ga);
     /* a good run: the method and the calibration recorded */
     snprintf(a, sizeof a, "quantize %s %s q5_1 -q --method awq+gptq --calib %s", model, tmp("o.gguf"), cal);
     CHECK(run(bin, a) == 0 && err_has("gptq: 30 matrices"));
@@ -467,14 +644,12 @@ static void test_cli(const char *model)
 int main(void)
 {
     simd_init();
-    snprintf(dir, sizeof dir, "test_gptq.XXXXXX");
-    if (!tu_mkdtemp(dir)) {
-        fprintf(stderr, "cannot make a scratch directory\n");
+    if (!tu_scratch(dir, sizeof dir, "test_gptq"))
         return 1;
-    }
     char buf[4096];
     const char *model = tu_asset("stories260K.gguf", buf);
     test_matrix();
+    test_asym_algebra();
     if (model) {
 #ifndef _WIN32
         test_cli(model);
@@ -482,6 +657,7 @@ int main(void)
         test_model(model);
         test_ffn_rows(model);
         test_attn_rows(model);
+        test_asym(model);
     }
     tu_rmtree(dir);
     return tu_result("test_gptq");

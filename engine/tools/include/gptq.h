@@ -42,6 +42,21 @@ typedef struct eng_gptq_opts {
     int attn_rows;           /* also Hessians for attn_v's rows from the attention's
                               * probabilities (eng_gptq_row_hessians):
                               * n_kv_heads * dim^2 doubles a layer */
+    /* --asym: a file quantized from this model (a first GPTQ pass). The
+     * float model and it then run each calibration window side by side:
+     * each input's H becomes the quantized model's Hq = sum xq xq^T, and
+     * with C = sum xq x^T (x the float model's input) each matrix's target
+     * moves from W to W' = W C^T Hq^-1 (eng_gptq_target), the Q minimising
+     * sum ||W x - Q xq||^2 = (Q - W') Hq (Q - W')^T + const. Per-row
+     * Hessians (ffn_rows, attn_rows) stay the float model's. Costs the
+     * sums C (one more cols^2 doubles an input) and a window of float
+     * inputs; whole windows only. */
+    const char *asym_path;
+    double asym_damp;        /* the solve's damping, a share of Hq's mean diagonal (0: 0.01) */
+    double asym_blend;       /* a: the target W + a (W' - W) (0: 1) */
+    int asym_seq;            /* layer by layer: a layer's sums are taken when quantizing
+                              * reaches it, against asym_path as refreshed by then
+                              * (eng_gptq_asym_pending): its earlier layers the final ones */
     void (*progress)(void *user, double frac, const char *what);
     void *user;
 } eng_gptq_opts;
@@ -80,6 +95,25 @@ int eng_gptq_hessian(eng_gptq *g, const char *name, const double **H, uint32_t *
  * Errors: eng_gptq_hessian's. */
 int eng_gptq_row_hessians(eng_gptq *g, const char *name, const double **Hr, uint32_t *rows, uint32_t *per,
                           eng_err *e);
+/* With asym_path: into *T the target map of the tensor called name (cols
+ * x cols doubles, valid as eng_gptq_hessian's), each row w of the tensor
+ * to be quantized as T w (T = (1 - a) I + a Hq^-1 C), else NULL. Errors:
+ * eng_gptq_hessian's. */
+int eng_gptq_target(eng_gptq *g, const char *name, const double **T, eng_err *e);
+/* T = (Hq + damp * mean(diag Hq) I)^-1 C (n x n each, row-major; the
+ * damping raised tenfold, from 1e-6 when 0, while not positive definite;
+ * an input Hq never saw keeps T's row of I). Returns 0, 1 when no damping
+ * up to 10^4 x makes it definite (T untouched), or ENG_ENOMEM. */
+int eng_gptq_asym_target(uint32_t n, const double *Hq, const double *C, double damp, double *T);
+/* With asym_seq: when the tensor called name needs its layer's sums
+ * taken (the next eng_gptq_hessian of it runs the pair), the path of the
+ * quantized file they are taken against, else NULL. The caller may then
+ * close it (eng_gptq_asym_close), write the layers it has finished into
+ * it in place (same types and sizes) and reopen it (eng_gptq_asym_open;
+ * errors: the file cannot be opened or changed shape). */
+const char *eng_gptq_asym_pending(const eng_gptq *g, const char *name);
+void eng_gptq_asym_close(eng_gptq *g);
+int eng_gptq_asym_open(eng_gptq *g, eng_err *e);
 /* Tokens the Hessians were summed over. */
 uint32_t eng_gptq_tokens(const eng_gptq *g);
 /* With attn_rows: the layers collected so far whose attention Hessians
@@ -133,40 +167,5 @@ typedef struct eng_gptq_stats {
  * untouched); ENG_ENOMEM. */
 int eng_gptq_quant_matrix(int type, float *W, uint32_t rows, uint32_t cols, const double *H,
                           const eng_gptq_params *p, void *dst, eng_gptq_stats *stats);
-
-/* Norm gains fitted to quantized matrices ("norm tweaking", closed form).
- * An RMSNorm's gain g0 feeds matrices W_1..W_m through z = g0 * xhat,
- * and stays f32 in the file, so after the matrices are quantized it can
- * be refitted: with g = g0 * s the quantized layer computes Wq diag(s) z,
- * and sum_k wt_k sum_r ||(w_r - wq_r o s)^T z||^2 over the calibration
- * tokens is s^T A s - 2 b^T s + c with A = sum wt_k (Wq_k^T Wq_k) o H_k
- * and b = diag(sum wt_k Wq_k^T W_k H_k): least squares in s alone. */
-typedef struct eng_gain_mat {
-    const float *w;        /* rows x cols: the float matrix (the target) */
-    const float *wq;       /* rows x cols: its quantized values */
-    uint32_t rows;
-    const double *H;       /* cols x cols: the Hessian of its input z */
-    const double *row_h;   /* NULL or rows x cols x cols, one per row (replacing H) */
-    const float *col;      /* NULL or cols factors the matrix's columns were scaled
-                            * by (AWQ): it meets z / col, its Hessian is H / (col col^T) */
-    const double *cross;   /* NULL, or the quantized model's own inputs: H is then
-                            * sum zq zq^T, cross sum zq z^T and h_fp sum z z^T */
-    const double *h_fp;
-} eng_gain_mat;
-
-typedef struct eng_gain_opts {
-    double ridge;          /* + ridge * mean(diag A) * ||s - 1||^2 (0: none; raised
-                            * from 1e-6 tenfold while A is not positive definite) */
-    int per_matrix;        /* weigh each matrix by 1 / its float output energy
-                            * sum_r w_r^T H w_r (else each alike) */
-} eng_gain_opts;
-
-/* Into s (cols values) the factors minimising the loss above over the
- * n_mats matrices (all cols wide); *loss0 / *loss1 (may be NULL) get the
- * loss at s = 1 and at the solution (never above loss0: s stays 1 where
- * the solve would not lower it). Returns 0; ENG_EFORMAT when no ridge up
- * to 10 makes A definite (s is then 1); ENG_ENOMEM. */
-int eng_gptq_fit_gain(uint32_t cols, const eng_gain_mat *m, uint32_t n_mats, const eng_gain_opts *o, double *s,
-                      double *loss0, double *loss1);
 
 #endif

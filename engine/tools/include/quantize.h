@@ -95,6 +95,9 @@ typedef struct eng_quant_opts {
     /* the caller refits the norm gains after (eng_normfit_run, normfit.h):
      * recorded as nibble.quantize.fit_norms = 1 */
     int fit_norms;
+    /* the targets moved to the quantized inputs (eng_gptq_opts.asym_path):
+     * the blend, recorded as nibble.quantize.asym (0: none) */
+    float asym;
     /* rows quantized at once outside the GPTQ pass (0 or 1: on the
      * caller's thread); the bytes written are the same at any count */
     int threads;
