@@ -97,7 +97,7 @@ static const char usage[] =
     "                        inputs there, Hq = sum xq xq^T, aimed at the float\n"
     "                        layer's outputs: target W' = W C^T Hq^-1, C = sum xq x^T\n"
     "                        (per-row Hessians stay the float model's). A\n"
-    "                        calibration pass per layer; about 3x GPTQ's time\n"
+    "                        calibration pass per layer; about twice GPTQ's CPU\n"
     "  --asym-blend A        --asym's target W + A (W' - W) (default 0.5, chosen on\n"
     "                        held-out text; 0 < A <= 2)\n"
     "  --asym-once           --asym with every layer's sums taken at once against\n"

@@ -880,7 +880,7 @@ int eng_gptq_asym_target(uint32_t n, const double *Hq, const double *C, double d
     }
     if (!ok) {
         free(L);
-        return 1;
+        return ENG_EFORMAT;
     }
     /* T = (Hq + damp)^-1 C, a column of C at a time: L y = c, L^T t = y */
     for (uint32_t j = 0; j < n; j++) {
@@ -1111,7 +1111,7 @@ static int load_group(eng_gptq *g, uint32_t grp, void (*progress)(void *, double
             if (!T)
                 return eng_errf(e, ENG_ENOMEM, "GPTQ: out of memory for the target of '%s'", s->names[0]);
             int rt = eng_gptq_asym_target(s->cols, s->h, s->c, g->asym_damp, T);
-            if (rt < 0) {
+            if (rt && rt != ENG_EFORMAT) {
                 free(T);
                 return eng_errf(e, rt, "GPTQ: out of memory for the target of '%s'", s->names[0]);
             }

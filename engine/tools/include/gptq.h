@@ -48,7 +48,8 @@ typedef struct eng_gptq_opts {
      * with C = sum xq x^T (x the float model's input) each matrix's target
      * moves from W to W' = W C^T Hq^-1 (eng_gptq_target), the Q minimising
      * sum ||W x - Q xq||^2 = (Q - W') Hq (Q - W')^T + const. Per-row
-     * Hessians (ffn_rows, attn_rows) stay the float model's. Costs the
+     * Hessians (ffn_rows, attn_rows) stay the float model's. The file
+     * stays open until eng_gptq_free (asym_seq: it is also written). Costs the
      * sums C (one more cols^2 doubles an input) and a window of float
      * inputs; whole windows only. */
     const char *asym_path;
@@ -102,8 +103,8 @@ int eng_gptq_row_hessians(eng_gptq *g, const char *name, const double **Hr, uint
 int eng_gptq_target(eng_gptq *g, const char *name, const double **T, eng_err *e);
 /* T = (Hq + damp * mean(diag Hq) I)^-1 C (n x n each, row-major; the
  * damping raised tenfold, from 1e-6 when 0, while not positive definite;
- * an input Hq never saw keeps T's row of I). Returns 0, 1 when no damping
- * up to 10^4 x makes it definite (T untouched), or ENG_ENOMEM. */
+ * an input Hq never saw keeps T's row of I). Returns 0, ENG_EFORMAT when no
+ * damping up to 10^4 x makes it definite (T untouched), or ENG_ENOMEM. */
 int eng_gptq_asym_target(uint32_t n, const double *Hq, const double *C, double damp, double *T);
 /* With asym_seq: when the tensor called name needs its layer's sums
  * taken (the next eng_gptq_hessian of it runs the pair), the path of the
