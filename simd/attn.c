@@ -1,13 +1,25 @@
-/* Attention in plain C: the chunk reference and the merge of chunks
- * every kernel set reproduces bit for bit (the order is the one
- * documented at simd_attn_chunk in simd.h), and the choice of each set's
- * form. */
+/* Attention in plain C: the chunk reference, the tile reference and the
+ * merge of chunks every kernel set reproduces bit for bit (the orders are
+ * the ones documented at simd_attn_chunk and simd_attn_tile in simd.h),
+ * and the choice of each set's form. */
 #include "attn.h"
 #include "attn_q.h"
 
 #include <math.h>
 
 float simd_attn_exp(float x) { return attn_exp(x); }
+
+/* o[d] = the sum over positions in order of s[p] * v_p[d] (both references') */
+static void ref_vsum(const simd_attn_args *a, const float *s, float *o)
+{
+    for (size_t d = 0; d < a->hd; d++)
+        o[d] = 0.0f;
+    for (size_t p = 0; p < a->n; p++) {
+        const simd_f16 *v = a->v + p * a->kvstride;
+        for (size_t d = 0; d < a->hd; d++)
+            o[d] += s[p] * simd_f16_to_f32(v[d]);
+    }
+}
 
 void simd_attn_ref(const simd_attn_args *a)
 {
@@ -23,14 +35,28 @@ void simd_attn_ref(const simd_attn_args *a)
             s[p] = simd_reduce8(acc) * a->scale;
         }
         attn_ref_softmax(s, n, a->softcap, row);
-        for (size_t d = 0; d < hd; d++)
-            o[d] = 0.0f;
-        for (size_t p = 0; p < n; p++) {
-            const simd_f16 *v = a->v + p * a->kvstride;
-            for (size_t d = 0; d < hd; d++)
-                o[d] += s[p] * simd_f16_to_f32(v[d]);
-        }
+        ref_vsum(a, s, o);
     }
+}
+
+void simd_attn_tile_ref(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride, float *kvbuf)
+{
+    size_t hd = a->hd, n = a->n;
+    for (size_t t = 0; t < nt; t++)
+        for (size_t h = 0; h < a->nq; h++) {
+            const float *q = a->q + t * qtstride + h * a->qstride;
+            float *s = a->scratch + h * n, *row = a->part + t * ptstride + h * a->pstride;
+            for (size_t p = 0; p < n; p++) {
+                const simd_f16 *k = a->k + p * a->kvstride;
+                float acc = 0.0f; /* one sum, d in order: positions fill the lanes */
+                for (size_t i = 0; i < hd; i++)
+                    acc += q[i] * simd_f16_to_f32(k[i]);
+                s[p] = acc * a->scale;
+            }
+            attn_ref_softmax(s, n, a->softcap, row);
+            ref_vsum(a, s, row + 2);
+        }
+    (void)kvbuf;
 }
 
 void simd_attn_merge_ref(size_t hd, size_t nchunks, const float *part, size_t cstride, const float *sink,
@@ -56,21 +82,10 @@ void simd_attn_merge_ref(size_t hd, size_t nchunks, const float *part, size_t cs
         out[d] = out[d] * inv;
 }
 
-void simd_attn_tile_chunks(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride, float *kvbuf)
-{
-    simd_attn_args b = *a;
-    for (size_t i = 0; i < nt; i++) {
-        b.q = a->q + i * qtstride;
-        b.part = a->part + i * ptstride;
-        simd_attn_chunk(&b);
-    }
-    (void)kvbuf;
-}
-
 void simd_set_attn(enum simd_kernel k, simd_kernel_set *s)
 {
     s->attn = simd_attn_ref;
-    s->attn_tile = simd_attn_tile_chunks;
+    s->attn_tile = simd_attn_tile_ref;
     s->attn_merge = simd_attn_merge_ref;
     s->attn_q = simd_attn_q_ref;
 #if defined(NIBBLE_X86_SETS)
@@ -87,6 +102,7 @@ void simd_set_attn(enum simd_kernel k, simd_kernel_set *s)
 #if defined(NIBBLE_NEON_SET)
     if (k == SIMD_K_NEON || k == SIMD_K_NEON_DOTPROD) {
         s->attn = simd_attn_neon;
+        s->attn_tile = simd_attn_tile_neon;
         s->attn_q = simd_attn_q_neon;
     }
 #endif

@@ -1,4 +1,4 @@
-/* Private to simd/: the pieces of attention (simd_attn_chunk in simd.h) that
+/* Private to simd/: the pieces of attention (simd_attn_chunk, simd_attn_tile in simd.h) that
  * every kernel set shares, so they compute it with the same operations.
  *
  * The exp is defined here, not taken from libm, because every set must
@@ -80,12 +80,15 @@ void simd_attn_avx2(const simd_attn_args *a);
 void simd_attn_avx512(const simd_attn_args *a); /* the avx512vnni set's: a 512-bit V sum */
 void simd_attn_neon(const simd_attn_args *a);
 
-/* The tile (simd_attn_tile) as the installed set's chunk once per token:
- * the form of the sets without their own. */
-void simd_attn_tile_chunks(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride, float *kvbuf);
-/* The tile forms: AVX2 for the x86 sets, AVX-512 for avx512vnni. */
+/* The tile (simd_attn_tile) in plain C: its order (simd.h), every set's
+ * reference; it reads the cache where it lies (kvbuf unused) and takes
+ * a->scratch for a row's scores. */
+void simd_attn_tile_ref(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride, float *kvbuf);
+/* The tile forms (attn_tile_driver.h): AVX2 for the x86 sets, AVX-512 for
+ * avx512vnni, NEON for both Arm sets. */
 void simd_attn_tile_avx2(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride, float *kvbuf);
 void simd_attn_tile_avx512(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride, float *kvbuf);
+void simd_attn_tile_neon(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride, float *kvbuf);
 
 /* Put set k's attention into s (the reference for scalar). */
 void simd_set_attn(enum simd_kernel k, simd_kernel_set *s);

@@ -1,119 +1,89 @@
 /* Attention with AVX2 (built with -mavx2 -mfma -mf16c; used by every x86
- * set, since all of them have AVX2): the chunk (attn_chunk_x86.h's form)
- * and the tile below, bit-identical to simd_attn_ref. */
+ * set, since all of them have AVX2): the chunk (attn_chunk_x86.h's form),
+ * bit-identical to simd_attn_ref, and the tile below, bit-identical to
+ * simd_attn_tile_ref. */
 #define ATTN_ENTRY simd_attn_avx2
 #include "attn_chunk_x86.h"
 
-/* ---- the tile (simd_attn_tile): K and V converted to float once, in
- * kvbuf as rows of hd floats, then every token's heads over them with
- * the operations above (a float load gives the same values as ldh of the
- * half it came from) ---- */
+/* ---- the tile (simd_attn_tile): attn_tile_driver.h's loops over blocks
+ * of query rows, with 16 positions a pass in two vectors (six rows: 12
+ * accumulators, the pass's two K vectors and a broadcast fill the 16
+ * registers) ---- */
 
-/* simd_attn_tile's K and V rows as floats: K at kf, V at kf + n*hd. */
-static void tile_convert(const simd_attn_args *a, float *kf)
+#define TILE_ROWS 6
+
+/* Scores of nr rows for positions p < n16: acc[p] += q[d] * kT[d][p],
+ * d in order, then * scale. */
+AI void tile_scores(const float *kt, size_t hd, size_t n16, float scale, const float *const *q, int nr,
+                    float (*s)[SIMD_ATTN_CHUNK])
 {
-    size_t hd = a->hd, n = a->n;
-    float *vf = kf + n * hd;
-    for (size_t p = 0; p < n; p++)
-        for (size_t d = 0; d < hd; d += 8) {
-            _mm256_storeu_ps(kf + p * hd + d, ldh(a->k + p * a->kvstride + d));
-            _mm256_storeu_ps(vf + p * hd + d, ldh(a->v + p * a->kvstride + d));
+    for (size_t p0 = 0; p0 < n16; p0 += 16) {
+        __m256 acc[TILE_ROWS][2];
+        for (int i = 0; i < nr; i++)
+            acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+        const float *k = kt + p0;
+        for (size_t d = 0; d < hd; d++, k += SIMD_ATTN_CHUNK) {
+            __m256 k0 = _mm256_loadu_ps(k), k1 = _mm256_loadu_ps(k + 8);
+            ATTN_KEEP(k0);
+            ATTN_KEEP(k1);
+            for (int i = 0; i < nr; i++) {
+                __m256 qb = _mm256_broadcast_ss(q[i] + d);
+                acc[i][0] = madd(acc[i][0], qb, k0);
+                acc[i][1] = madd(acc[i][1], qb, k1);
+            }
         }
-}
-
-/* Scores of head q for positions p..p+m-1 (m <= 8) from float rows. */
-AI void tile_scores(const float *kf, size_t hd, float scale, const float *q, size_t p, int m, float *s)
-{
-    __m256 acc[8];
-    const float *k = kf + p * hd;
-    for (int j = 0; j < 8; j++)
-        acc[j] = _mm256_setzero_ps();
-    for (size_t d = 0; d < hd; d += 8) {
-        __m256 qv = _mm256_loadu_ps(q + d);
-        for (int j = 0; j < 8; j++)
-            if (j < m)
-                acc[j] = madd(acc[j], qv, _mm256_loadu_ps(k + j * hd + d));
-    }
-    __m256 sv = _mm256_mul_ps(x86_reduce8x8(acc), set1(scale));
-    if (m == 8) {
-        _mm256_storeu_ps(s + p, sv);
-    } else {
-        float tmp[8];
-        _mm256_storeu_ps(tmp, sv);
-        memcpy(s + p, tmp, (size_t)m * sizeof(float));
+        for (int i = 0; i < nr; i++) {
+            _mm256_storeu_ps(s[i] + p0, _mm256_mul_ps(acc[i][0], set1(scale)));
+            _mm256_storeu_ps(s[i] + p0 + 8, _mm256_mul_ps(acc[i][1], set1(scale)));
+        }
     }
 }
 
-/* The V sum of nh heads for columns [d0, d0 + 8*nv), every position in
- * order, from float rows; o[h] starts at 0. */
-AI void tile_vsum(const float *vf, size_t hd, size_t n, const float *const *e, int nh, int nv, size_t d0,
-                  float *const *o)
+/* The V sum of nr rows for columns [d0, d0 + 8*nv), positions in order. */
+AI void tile_vcols(const float *vf, size_t hd, size_t n, const float *const *e, int nr, int nv, size_t d0,
+                   float *const *o)
 {
-    __m256 acc[ATTN_HB][2];
-    for (int i = 0; i < nh; i++)
+    __m256 acc[TILE_ROWS][2];
+    for (int i = 0; i < nr; i++)
         for (int c = 0; c < nv; c++)
             acc[i][c] = _mm256_setzero_ps();
     const float *v = vf + d0;
     for (size_t p = 0; p < n; p++, v += hd) {
         __m256 v0 = _mm256_loadu_ps(v), v1 = nv > 1 ? _mm256_loadu_ps(v + 8) : v0;
-        for (int i = 0; i < nh; i++) {
+        ATTN_KEEP(v0);
+        ATTN_KEEP(v1);
+        for (int i = 0; i < nr; i++) {
             __m256 w = _mm256_broadcast_ss(e[i] + p);
             acc[i][0] = madd(acc[i][0], w, v0);
             if (nv > 1)
                 acc[i][1] = madd(acc[i][1], w, v1);
         }
     }
-    for (int i = 0; i < nh; i++)
+    for (int i = 0; i < nr; i++)
         for (int c = 0; c < nv; c++)
             _mm256_storeu_ps(o[i] + d0 + 8 * c, acc[i][c]);
 }
 
-/* nh heads from h0 of one token (queries q, rows part) over float rows. */
-AI void tile_heads(const simd_attn_args *a, const float *kf, const float *q, float *part, size_t h0, int nh)
+AI void tile_vsum(const float *vf, size_t hd, size_t n, const float *const *e, int nr, float *const *o)
 {
-    size_t hd = a->hd, n = a->n;
-    const float *vf = kf + n * hd, *e[ATTN_HB];
-    float *o[ATTN_HB];
-    for (int i = 0; i < nh; i++) {
-        float *s = a->scratch + (h0 + i) * n;
-        const float *qi = q + (h0 + i) * a->qstride;
-        for (size_t p = 0; p < n; p += 8)
-            tile_scores(kf, hd, a->scale, qi, p, n - p < 8 ? (int)(n - p) : 8, s);
-        if (a->softcap > 0)
-            attn_softcap(s, n, a->softcap);
-        o[i] = part + (h0 + i) * a->pstride + 2;
-        o[i][-2] = attn_max(s, n);
-        o[i][-1] = attn_exp_sum(s, n, o[i][-2]);
-        e[i] = s;
-    }
     size_t d = 0;
     for (; d + 16 <= hd; d += 16)
-        tile_vsum(vf, hd, n, e, nh, 2, d, o);
-    if (d < hd)
-        tile_vsum(vf, hd, n, e, nh, 1, d, o);
+        tile_vcols(vf, hd, n, e, nr, 2, d, o);
+    if (d + 8 <= hd) {
+        tile_vcols(vf, hd, n, e, nr, 1, d, o);
+        d += 8;
+    }
+    for (; d < hd; d++) /* the last hd mod 8 columns one at a time, in the same order */
+        for (int i = 0; i < nr; i++) {
+            float acc = 0.0f;
+            for (size_t p = 0; p < n; p++)
+                acc += e[i][p] * vf[p * hd + d];
+            o[i][d] = acc;
+        }
 }
 
-void simd_attn_tile_avx2(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride, float *kvbuf)
-{
-    if (a->hd % 8) {
-        simd_attn_tile_chunks(a, nt, qtstride, ptstride, kvbuf);
-        return;
-    }
-    tile_convert(a, kvbuf);
-    for (size_t t = 0; t < nt; t++) {
-        const float *q = a->q + t * qtstride;
-        float *part = a->part + t * ptstride;
-        size_t h = 0;
-        for (; h + ATTN_HB <= a->nq; h += ATTN_HB)
-            tile_heads(a, kvbuf, q, part, h, ATTN_HB);
-        switch (a->nq - h) {
-        case 3: tile_heads(a, kvbuf, q, part, h, 3); break;
-        case 2: tile_heads(a, kvbuf, q, part, h, 2); break;
-        case 1: tile_heads(a, kvbuf, q, part, h, 1); break;
-        default: break;
-        }
-    }
-}
+#define TILE_ENTRY simd_attn_tile_avx2
+#include "attn_tile_driver.h"
 
 /* ---- the merge (simd_attn_merge): eight chunks' exps at a time with
  * exp8 (attn_exp's bits), then each column's terms added in chunk order

@@ -66,3 +66,99 @@ AI void attn_vsum(const simd_attn_args *a, const float *const *e, int nh, int wi
 #define ATTN_SB 4
 #define ATTN_ENTRY simd_attn_neon
 #include "attn_driver.h"
+
+/* ---- the tile (simd_attn_tile): attn_tile_driver.h's loops, sixteen
+ * positions a pass in four vectors, four rows a block (16 accumulators);
+ * each multiply is vmulq by a scalar lane, the same rounding as a
+ * multiply by its broadcast. Bit-identical to simd_attn_tile_ref. ---- */
+
+#define TILE_ROWS 4
+
+/* K transposed into kt (zeros from n to n16), V as rows of floats: the
+ * conversion is exact, so the values are the halves' wherever they go. */
+static void tile_convert(const simd_attn_args *a, float *kt, size_t n16)
+{
+    size_t hd = a->hd, n = a->n, d4 = hd & ~(size_t)3;
+    float *vf = kt + SIMD_ATTN_CHUNK * hd;
+    for (size_t p = 0; p < n16; p++) {
+        const simd_f16 *k = p < n ? a->k + p * a->kvstride : NULL;
+        for (size_t d = 0; d < hd; d++)
+            kt[d * SIMD_ATTN_CHUNK + p] = k ? simd_f16_to_f32(k[d]) : 0.0f;
+    }
+    for (size_t p = 0; p < n; p++) {
+        const simd_f16 *v = a->v + p * a->kvstride;
+        size_t d = 0;
+        for (; d < d4; d += 4)
+            vst1q_f32(vf + p * hd + d, ldh(v + d));
+        for (; d < hd; d++)
+            vf[p * hd + d] = simd_f16_to_f32(v[d]);
+    }
+}
+
+AI void tile_scores(const float *kt, size_t hd, size_t n16, float scale, const float *const *q, int nr,
+                    float (*s)[SIMD_ATTN_CHUNK])
+{
+    for (size_t p0 = 0; p0 < n16; p0 += 16) {
+        float32x4_t acc[TILE_ROWS][4];
+        for (int i = 0; i < nr; i++)
+            for (int j = 0; j < 4; j++)
+                acc[i][j] = vdupq_n_f32(0.0f);
+        const float *k = kt + p0;
+        for (size_t d = 0; d < hd; d++, k += SIMD_ATTN_CHUNK) {
+            float32x4_t kv[4];
+            for (int j = 0; j < 4; j++)
+                kv[j] = vld1q_f32(k + 4 * j);
+            for (int i = 0; i < nr; i++) {
+                float qd = q[i][d];
+                for (int j = 0; j < 4; j++)
+                    acc[i][j] = vaddq_f32(acc[i][j], vmulq_n_f32(kv[j], qd));
+            }
+        }
+        for (int i = 0; i < nr; i++)
+            for (int j = 0; j < 4; j++)
+                vst1q_f32(s[i] + p0 + 4 * j, vmulq_n_f32(acc[i][j], scale));
+    }
+}
+
+/* The V sum of nr rows for columns [d0, d0 + 4*nv), positions in order. */
+AI void tile_vcols(const float *vf, size_t hd, size_t n, const float *const *e, int nr, int nv, size_t d0,
+                   float *const *o)
+{
+    float32x4_t acc[TILE_ROWS][4];
+    for (int i = 0; i < nr; i++)
+        for (int c = 0; c < nv; c++)
+            acc[i][c] = vdupq_n_f32(0.0f);
+    const float *v = vf + d0;
+    for (size_t p = 0; p < n; p++, v += hd) {
+        float32x4_t vv[4];
+        for (int c = 0; c < nv; c++)
+            vv[c] = vld1q_f32(v + 4 * c);
+        for (int i = 0; i < nr; i++) {
+            float w = e[i][p];
+            for (int c = 0; c < nv; c++)
+                acc[i][c] = vaddq_f32(acc[i][c], vmulq_n_f32(vv[c], w));
+        }
+    }
+    for (int i = 0; i < nr; i++)
+        for (int c = 0; c < nv; c++)
+            vst1q_f32(o[i] + d0 + 4 * c, acc[i][c]);
+}
+
+AI void tile_vsum(const float *vf, size_t hd, size_t n, const float *const *e, int nr, float *const *o)
+{
+    size_t d = 0;
+    for (; d + 16 <= hd; d += 16)
+        tile_vcols(vf, hd, n, e, nr, 4, d, o);
+    for (; d + 4 <= hd; d += 4)
+        tile_vcols(vf, hd, n, e, nr, 1, d, o);
+    for (; d < hd; d++) /* the last hd mod 4 columns one at a time, in the same order */
+        for (int i = 0; i < nr; i++) {
+            float acc = 0.0f;
+            for (size_t p = 0; p < n; p++)
+                acc += e[i][p] * vf[p * hd + d];
+            o[i][d] = acc;
+        }
+}
+
+#define TILE_ENTRY simd_attn_tile_neon
+#include "attn_tile_driver.h"

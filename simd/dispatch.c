@@ -77,7 +77,7 @@ static void install(const simd_kernel_set *set)
     if (set->q8k_quant) s.q8k_quant = set->q8k_quant;
     if (set->dot_f32) s.dot_f32 = set->dot_f32;
     s.attn = set->attn ? set->attn : simd_attn_ref;
-    s.attn_tile = set->attn_tile ? set->attn_tile : simd_attn_tile_chunks;
+    s.attn_tile = set->attn_tile ? set->attn_tile : simd_attn_tile_ref;
     s.attn_q = set->attn_q ? set->attn_q : simd_attn_q_ref;
     s.attn_merge = set->attn_merge ? set->attn_merge : simd_attn_merge_ref;
     s.silu_mul = set->silu_mul ? set->silu_mul : simd_silu_mul_ref;

@@ -495,13 +495,20 @@ typedef struct simd_attn_args {
 typedef void (*simd_attn_fn)(const simd_attn_args *a);
 /* The active set's chunk (n >= 1, nq >= 1). */
 void simd_attn_chunk(const simd_attn_args *a);
-/* Many tokens over one chunk (prefill): simd_attn_chunk for nt tokens
- * whose queries see the same n positions, token i's nq query rows at
- * q + i*qtstride and its chunk rows at part + i*ptstride (scratch as for
- * one token). The K and V rows are converted to float once, into kvbuf
- * (SIMD_ATTN_TILE_BUF(hd) floats of the caller's, overwritten), and used
- * by every token there, with the widest float vectors the set has. The
- * rows are bit for bit those of nt calls of simd_attn_chunk. */
+/* Many tokens over one chunk (prefill): for nt tokens whose queries see
+ * the same n positions, token i's nq query rows at q + i*qtstride and its
+ * chunk rows at part + i*ptstride (scratch as for one token), the rows
+ * simd_attn_chunk would give but for the score, whose order is the tile's
+ * own (one rounding per multiply and per add, d in order):
+ *   s[p]   = (((0 + q[0]*k_p[0]) + q[1]*k_p[1]) + ... + q[hd-1]*k_p[hd-1]) * scale
+ * the rest (softcap, m, exp, sum, acc) as simd_attn_chunk. So a tile's
+ * rows are not bit for bit those of simd_attn_chunk (they differ by the
+ * float rounding of the dot), but are the same on every set, and a
+ * token's chunks may come from either (simd_attn_merge takes both). On
+ * SIMD this is positions in lanes with no reduction: K is converted to
+ * float once into kvbuf (SIMD_ATTN_TILE_BUF(hd) floats of the caller's,
+ * overwritten), transposed, and each K vector is read once for several
+ * query rows (tokens x heads). Any hd. */
 #define SIMD_ATTN_TILE_BUF(hd) (2 * (size_t)SIMD_ATTN_CHUNK * (hd))
 typedef void (*simd_attn_tile_fn)(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride,
                                   float *kvbuf);

@@ -18,7 +18,7 @@ typedef struct simd_kernel_set {
     simd_dot_batch_fn dot_batch[SIMD_TYPE_COUNT];
     simd_dot_rows_fn dot_rows[SIMD_TYPE_COUNT]; /* optional; else dot_batch per row */
     simd_attn_fn attn; /* optional; else the reference (attn.c) */
-    simd_attn_tile_fn attn_tile; /* optional; else attn once per token (attn.c) */
+    simd_attn_tile_fn attn_tile; /* optional; else the tile reference (attn.c) */
     simd_attn_q_fn attn_q;       /* optional; else the reference (attn_q.c) */
     simd_attn_merge_fn attn_merge; /* optional; else the reference (attn.c) */
     simd_dot_packed_fn dot_packed[SIMD_TYPE_COUNT]; /* optional; no fallback */

@@ -359,21 +359,23 @@ static void check_oai(void)
 }
 
 /* simd_attn_tile (prefill: many tokens over one chunk) on every set
- * against simd_attn_ref run once per token, bit for bit: head sizes
- * (odd ones take the per-token path), group sizes (GQA, heads in passes
- * of four and the rest), chunk lengths below and at SIMD_ATTN_CHUNK,
- * 1..5 tokens, strided caches with subnormal halves and underflowing
- * weights, soft-capped scores. Each token's row, merged (with a sink
- * too), is then held to a softmax in double: |out - exact| <= 1e-5 times
- * the weighted magnitude of V, the reference's bound in check_ref. */
+ * against simd_attn_tile_ref, bit for bit: head sizes (multiples of 16,
+ * of 8 only, odd ones; the AVX-512 V sum's 64-, 32- and masked passes),
+ * group sizes (GQA), chunk lengths below and at SIMD_ATTN_CHUNK, 1..13
+ * tokens (blocks of rows across tokens and heads, and their rests),
+ * strided caches with subnormal halves and underflowing weights,
+ * soft-capped scores. Each token's row, merged (with a sink too), is then
+ * held to a softmax in double: |out - exact| <= 1e-5 times the weighted
+ * magnitude of V, the chunk reference's bound in check_ref. The tile's
+ * order is not the chunk's: on these inputs some rows must differ from
+ * simd_attn_ref's (else this test would not see which order a set took). */
 static void check_tile(void)
 {
-    /* 96: the AVX-512 V sum's 64- and 32-column passes */
-    const size_t hds[] = {8, 24, 64, 72, 96, 128, 6};
+    const size_t hds[] = {8, 24, 64, 72, 80, 96, 128, 6, 13, 1};
     const size_t nqs[] = {1, 3, 4, 5, 7};
-    const size_t ns[] = {1, 7, 8, 9, 33, 63, 64};
-    const size_t nts[] = {1, 2, 5};
-    enum { MAXHD = 128, MAXNQ = 7, MAXT = 5, N = SIMD_ATTN_CHUNK, EXTRA = 24 };
+    const size_t ns[] = {1, 7, 8, 9, 17, 33, 63, 64};
+    const size_t nts[] = {1, 2, 5, 13};
+    enum { MAXHD = 128, MAXNQ = 7, MAXT = 13, N = SIMD_ATTN_CHUNK, EXTRA = 24 };
     size_t row = MAXHD + 2, kvs = 3 * MAXHD + EXTRA;
     float *q = malloc(MAXT * (MAXNQ * MAXHD + 5) * sizeof *q), *sc = malloc(MAXNQ * N * sizeof *sc);
     float *want = malloc(MAXT * (MAXNQ * row + 3) * sizeof *want);
@@ -386,6 +388,7 @@ static void check_tile(void)
         return;
     }
     double worst = 0;
+    long differ = 0; /* rows of the tile reference not those of simd_attn_ref */
     for (int kset = 0; kset < SIMD_K_COUNT; kset++) {
         const char *name = simd_kernel_name((enum simd_kernel)kset);
         if (!simd_kernel_supported((enum simd_kernel)kset, NULL))
@@ -409,10 +412,16 @@ static void check_tile(void)
                             simd_attn_args a = {hd, nq, n, q, hd, kk, vv, kvstride, 1.0f / sqrtf((float)hd), want,
                                                 row, sc, softcap_now};
                             memset(want, 0xff, nt * pts * sizeof *want);
-                            for (size_t t = 0; t < nt; t++) {
-                                a.q = q + t * qts;
-                                a.part = want + t * pts;
-                                simd_attn_ref(&a);
+                            simd_attn_tile_ref(&a, nt, qts, pts, NULL);
+                            if (kset == 0) { /* the chunk's order, token by token */
+                                for (size_t t = 0; t < nt; t++) {
+                                    a.q = q + t * qts;
+                                    a.part = got + t * pts;
+                                    simd_attn_ref(&a);
+                                    for (size_t h = 0; h < nq; h++)
+                                        differ += memcmp(got + t * pts + h * row, want + t * pts + h * row,
+                                                         (hd + 2) * sizeof *got) != 0;
+                                }
                             }
                             memset(got, 0xff, nt * pts * sizeof *got);
                             a.q = q;
@@ -479,7 +488,9 @@ static void check_tile(void)
                cases);
     }
     softcap_now = 0;
-    printf("attention tile vs double: worst error %.2g of the weighted |V|\n", worst);
+    printf("attention tile vs double: worst error %.2g of the weighted |V|; %ld rows not the chunk's\n", worst,
+           differ);
+    CHECKF(differ > 0, "the tile reference gave the chunk reference's bits on every row");
     simd_init();
     free(q); free(sc); free(want); free(got); free(kvbuf); free(k); free(v); free(w);
 }

@@ -1,0 +1,80 @@
+/* Private to simd/: the loops of the SIMD tile forms (simd_attn_tile in
+ * simd.h; attn_avx2.c, attn_avx512.c, attn_neon.c) over blocks of query
+ * rows, written once; each form brings the vector primitives, which keep
+ * simd_attn_tile_ref's order of float operations lane by lane.
+ *
+ * The tile's score is one sum per position, d in order, so a vector holds
+ * positions, not columns: kvbuf holds the chunk's K transposed (column d
+ * of every position in one row of SIMD_ATTN_CHUNK floats) and a query row
+ * adds broadcast(q[d]) * kT[d][p..p+15] into its accumulators for each d,
+ * with no reduction at the end. The rows of a block are any of the
+ * tile's tokens x heads (row r: token r / nq, head r % nq), so that each
+ * K vector loaded serves TILE_ROWS of them; rows are independent, so the
+ * blocking changes no bits.
+ *
+ * The including file defines, before including it:
+ *   TILE_ROWS                       query rows per block (4..6)
+ *   TILE_ENTRY                      the name of the simd_attn_tile_* it defines
+ *   tile_convert(a, kt, n16)        kvbuf: kt[d*SIMD_ATTN_CHUNK + p] = k_p[d]
+ *                                   for p < n16 (zeros from n on), and V as
+ *                                   n rows of hd floats at kt + SIMD_ATTN_CHUNK*hd
+ *   tile_scores(kt, hd, n16, scale, q, nr, s)
+ *                                   s[i][p] for the nr rows q[i], p < n16
+ *   tile_vsum(vf, hd, n, e, nr, o)  o[i][d] = the sum over p < n in order of
+ *                                   e[i][p] * vf[p*hd + d], every d
+ * and the set's attn_max and attn_exp_sum (attn_x86.h, attn_neon.h). */
+#ifndef NIBBLE_ATTN_TILE_DRIVER_H
+#define NIBBLE_ATTN_TILE_DRIVER_H
+
+/* nr rows: scores, then the chunk step of simd_attn_chunk for each, then
+ * their V sums together (each V row read once for the block). */
+static inline __attribute__((always_inline)) void tile_rows(const simd_attn_args *a, const float *kt, size_t n16,
+                                                            const float *const *q, float *const *o, int nr)
+{
+    float s[TILE_ROWS][SIMD_ATTN_CHUNK] __attribute__((aligned(64)));
+    const float *e[TILE_ROWS];
+    size_t n = a->n;
+    tile_scores(kt, a->hd, n16, a->scale, q, nr, s);
+    for (int i = 0; i < nr; i++) {
+        if (a->softcap > 0)
+            attn_softcap(s[i], n, a->softcap);
+        o[i][-2] = attn_max(s[i], n);
+        o[i][-1] = attn_exp_sum(s[i], n, o[i][-2]);
+        e[i] = s[i];
+    }
+    tile_vsum(kt + SIMD_ATTN_CHUNK * a->hd, a->hd, n, e, nr, o);
+}
+
+void TILE_ENTRY(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride, float *kvbuf)
+{
+    size_t n16 = (a->n + 15) & ~(size_t)15, rows = nt * a->nq;
+    tile_convert(a, kvbuf, n16);
+    for (size_t r0 = 0; r0 < rows; r0 += TILE_ROWS) {
+        int nr = rows - r0 < TILE_ROWS ? (int)(rows - r0) : TILE_ROWS;
+        const float *q[TILE_ROWS];
+        float *o[TILE_ROWS];
+        for (int i = 0; i < nr; i++) {
+            size_t t = (r0 + (size_t)i) / a->nq, h = (r0 + (size_t)i) % a->nq;
+            q[i] = a->q + t * qtstride + h * a->qstride;
+            o[i] = a->part + t * ptstride + h * a->pstride + 2;
+        }
+        /* a constant row count, so each form is unrolled */
+        if (nr == TILE_ROWS) {
+            tile_rows(a, kvbuf, n16, q, o, TILE_ROWS);
+            continue;
+        }
+        switch (nr) {
+#if TILE_ROWS > 5
+        case 5: tile_rows(a, kvbuf, n16, q, o, 5); break;
+#endif
+#if TILE_ROWS > 4
+        case 4: tile_rows(a, kvbuf, n16, q, o, 4); break;
+#endif
+        case 3: tile_rows(a, kvbuf, n16, q, o, 3); break;
+        case 2: tile_rows(a, kvbuf, n16, q, o, 2); break;
+        default: tile_rows(a, kvbuf, n16, q, o, 1); break;
+        }
+    }
+}
+
+#endif
