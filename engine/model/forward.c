@@ -354,8 +354,11 @@ static void rope(float *v, uint32_t nh, uint32_t hd, uint32_t rd, int neox, cons
  * memory once per tile and from L1 for the tile's other tokens (one token
  * at a time, they came from memory once per token: at depth 2048 a batch
  * of 32 read each layer's cache 32 times). Each token keeps its chunk
- * rows until its last chunk and is merged then: the bits are those of
- * running the tokens one by one. A tile holds as many tokens as their
+ * rows until its last chunk and is merged then. The chunks a token sees
+ * whole go through simd_attn_tile, whose scores have their own order
+ * (simd.h), so a batch's bits are not those of running the tokens one by
+ * one (simd_attn_chunk's order), but they do not depend on how the batch
+ * is cut into tiles or threads. A tile holds as many tokens as their
  * chunk rows fit in the thread's buffer (ATT_TILE_BYTES). */
 
 /* ---- the cache's rows ----
@@ -590,7 +593,9 @@ static size_t att_tile_chunks(const eng_layer *L, size_t pos, uint32_t nt, size_
 /* Tokens [t0, t1) of a batch for kv head g, chunk by chunk (above): the
  * tokens that see the whole chunk go to simd_attn_tile together, the
  * others (the chunk holds their own position, or their window starts
- * inside it) one by one. Token t's rows sit at rows + (t - t0)*tokstride,
+ * inside it) one by one through simd_attn_chunk (which of the two a
+ * token's chunk takes depends only on its position and window, never on
+ * the tile). Token t's rows sit at rows + (t - t0)*tokstride,
  * one per chunk of the tile's span, so that their stride is the same for
  * every token. */
 static void att_tile(const att_job *j, float *scratch, uint32_t g, uint32_t t0, uint32_t t1)

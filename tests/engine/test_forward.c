@@ -768,9 +768,12 @@ static void run_case(const mcase *mc, int ti, const int32_t *toks, const char *d
 /* ---- a long context: attention in many chunks, split over threads ----
  * The MQA case over N_LONG tokens, f32 weights: the one-call run against
  * the reference at every position, every other kernel set's one-call run
- * bit for bit equal to it, and the last tokens run one by one on two
- * threads (one token over a cache this long splits each kv head's chunks
- * between the threads, then merges them) bit for bit equal too. */
+ * bit for bit equal to it, the same batch on two threads bit for bit
+ * equal too, and the last tokens run one by one on two threads (one
+ * token over a cache this long splits each kv head's chunks between the
+ * threads, then merges them) bit for bit equal to one thread, and within
+ * SAME_BOUND of the batch (whose full chunks take simd_attn_tile's order
+ * of the scores, a token alone simd_attn_chunk's). */
 #define N_LONG 1600 /* the split needs (pos+1) * kv floats * 8 bytes >= 192 KiB: pos >= 1536 here */
 #define N_LONG_TAIL 8
 
@@ -818,13 +821,27 @@ static void test_long_context(const char *dir, enum simd_kernel best)
         }
         simd_kernel_select(best);
     }
-    if (m && eng_ctx_new(m, N_LONG, 2, &c, &e) == 0) {
-        CHECK(eval_steps(c, toks, 0, N_LONG - N_LONG_TAIL, N_LONG - N_LONG_TAIL, lb, &e) == 0);
-        CHECK(eval_steps(c, toks, N_LONG - N_LONG_TAIL, N_LONG, 1, lb, &e) == 0);
-        CHECKF(memcmp(la, lb, nl * sizeof *la) == 0, "long: two threads, last %d tokens one by one, differ",
-               N_LONG_TAIL);
+    /* the tail one by one: its scores in the chunk's order, not the
+     * tile's, so against the batch within SAME_BOUND; on two threads
+     * (split chunks) against one thread bit for bit */
+    size_t nh = (size_t)(N_LONG - N_LONG_TAIL) * N_VOCAB;
+    float *lt = xmalloc(nl * sizeof *lt);
+    if (m && eng_ctx_new(m, N_LONG, 1, &c, &e) == 0) {
+        CHECK(eval_steps(c, toks, 0, N_LONG - N_LONG_TAIL, N_LONG - N_LONG_TAIL, lt, &e) == 0);
+        CHECK(eval_steps(c, toks, N_LONG - N_LONG_TAIL, N_LONG, 1, lt, &e) == 0);
         eng_ctx_free(c);
     }
+    if (m && eng_ctx_new(m, N_LONG, 2, &c, &e) == 0) {
+        CHECK(eval_steps(c, toks, 0, N_LONG - N_LONG_TAIL, N_LONG - N_LONG_TAIL, lb, &e) == 0);
+        CHECKF(memcmp(la, lb, nh * sizeof *la) == 0, "long: two threads, first %d tokens in one batch, differ",
+               N_LONG - N_LONG_TAIL);
+        CHECK(eval_steps(c, toks, N_LONG - N_LONG_TAIL, N_LONG, 1, lb, &e) == 0);
+        CHECKF(memcmp(lt + nh, lb + nh, (nl - nh) * sizeof *la) == 0,
+               "long: last %d tokens one by one, two threads differ from one", N_LONG_TAIL);
+        vs_batch("long", "last tokens one by one", lb, la, N_LONG - N_LONG_TAIL, N_LONG, SAME_BOUND);
+        eng_ctx_free(c);
+    }
+    free(lt);
     eng_model_close(m);
     tm_free(&tm.ts);
     free(toks);
