@@ -10,7 +10,9 @@
  *  - exp and the sum: positions 8b..8b+7 fill the two halves in order;
  *  - the V sum runs over d in vectors, positions in order.
  * Every product and sum is a separate vmulq / vaddq: no fused forms. The
- * loops around these (heads, tiles) are attn_driver.h's. */
+ * loops around these (heads, tiles) are attn_driver.h's. The prefill tile
+ * (simd_attn_tile_neon, bit-identical to simd_attn_tile_ref) is at the
+ * end. */
 #include "attn_neon.h"
 
 /* Scores of head q for positions p..p+m-1 (m <= 4) into s[p..]. */

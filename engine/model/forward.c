@@ -512,12 +512,17 @@ static void kv_prefetch(const eng_ctx *c, uint32_t l, uint32_t g, size_t p0, siz
     size_t hd = c->m->info.head_dim, slots = c->kv_slots[l], rb, off;
     for (int w = 0; w < 2; w++) {
         size_t len = kv_row_bytes(c->kv_type[w], hd);
-        for (size_t p = p0; p < p1; p++) {
+        /* one kv_row for each run of slots up to the ring's end: the
+         * slots of a run are rb bytes apart */
+        for (size_t p = p0; p < p1;) {
+            size_t s = p % slots, run = slots - s < p1 - p ? slots - s : p1 - p;
             /* off is kv_row's output: read it only after the call */
-            const unsigned char *r = kv_row(c, w, l, g, p % slots, &rb, &off);
+            const unsigned char *r = kv_row(c, w, l, g, s, &rb, &off);
             r += off / hd * len;
-            for (size_t b = 0; b < len; b += 64)
-                __builtin_prefetch(r + b, 0, 2);
+            for (size_t i = 0; i < run; i++)
+                for (size_t b = 0; b < len; b += 64)
+                    __builtin_prefetch(r + i * rb + b, 0, 2);
+            p += run;
         }
     }
 }
