@@ -1151,21 +1151,16 @@ int eng_gptq_collect(const char *model_path, const eng_gptq_opts *o, eng_gptq **
     g->n_ctx = n_ctx;
     g->threads = o->threads;
     if (o->asym_path) {
-        if ((r = eng_model_open(o->asym_path, &g->mq, e)))
-            goto done;
-        const eng_model_info *a = eng_model_get_info(g->m), *b = eng_model_get_info(g->mq);
-        if (a->n_layers != b->n_layers || a->dim != b->dim) {
-            r = eng_errf(e, ENG_EINVAL, "GPTQ: %s is not %s quantized (its shape differs)", o->asym_path, model_path);
-            goto done;
-        }
         g->asym_damp = o->asym_damp > 0 ? o->asym_damp : 0.01;
         g->asym_seq = o->asym_seq;
+        g->asym_blend = o->asym_blend > 0 ? o->asym_blend : 1;
         if (!(g->asym_path = malloc(strlen(o->asym_path) + 1))) {
             r = eng_errf(e, ENG_ENOMEM, "out of memory");
             goto done;
         }
         strcpy(g->asym_path, o->asym_path);
-        g->asym_blend = o->asym_blend > 0 ? o->asym_blend : 1;
+        if ((r = eng_gptq_asym_open(g, e))) /* no sites yet: the open and the shape check */
+            goto done;
     }
     g->ffn_rows = o->ffn_rows;
     g->attn_rows = o->attn_rows;
@@ -1284,14 +1279,15 @@ int eng_gptq_asym_open(eng_gptq *g, eng_err *e)
     if (r)
         return r;
     const eng_model_info *a = eng_model_get_info(g->m), *b = eng_model_get_info(g->mq);
+    const char *why = "GPTQ: %s does not have the float model's shape (not the same model quantized)";
     if (a->n_layers != b->n_layers || a->dim != b->dim)
-        return eng_errf(e, ENG_EINVAL, "GPTQ: %s changed shape", g->asym_path);
+        return eng_errf(e, ENG_EINVAL, why, g->asym_path);
     for (size_t i = 0; i < g->n; i++) {
         site *s = &g->s[i];
         const eng_layer *L = eng_model_layer(g->m, s->layer);
         s->keyq = quant_key(g->mq, s->layer, s->role, s->key == &L->w_gate);
         if (s->keyq->cols != s->cols)
-            return eng_errf(e, ENG_EINVAL, "GPTQ: %s changed shape", g->asym_path);
+            return eng_errf(e, ENG_EINVAL, why, g->asym_path);
     }
     return 0;
 }
