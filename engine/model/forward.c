@@ -40,6 +40,7 @@ struct eng_ctx {
     uint32_t n_ctx, pos;
     eng_pool *pool;
     int pool_borrowed;     /* pool is another context's (eng_ctx_share_pool): not freed here */
+    uint32_t split_floats; /* a batch's per-token pieces go to the pool from this many floats (tok_run) */
     /* per layer l: K in kv_type[0] at kc + kv_off[0][l] bytes, V in
      * kv_type[1] at vc + kv_off[1][l]; with kv_heads: for each kv head
      * [kv_slots[l]] rows of head_dim values, else [kv_slots[l]] rows of
@@ -312,16 +313,51 @@ static void layernorm(float *out, const float *x, const float *g, const float *b
         out[i] = (x[i] - mean) * s * g[i] + (b ? b[i] : 0.0f);
 }
 
-/* nt rows of dim: the model's norm kind, with weight g and bias b */
-static void norm_rows(const eng_model *m, float *out, const float *x, uint32_t nt, const float *g, const float *b)
+/* ---- a batch's per-token work over the pool ----
+ *
+ * The pieces between the matrix products (norms, biases, rope and the
+ * cache stores, the FFN's activation, the residual adds) were one thread's
+ * while the others waited: on smol135 pp512 at one thread they took about
+ * 11% of the time. Each runs per token, split by tokens over the pool when
+ * the batch is large enough to pay for waking the workers. Every token's
+ * values are computed as they were alone, so the split changes no bit. */
+
+/* Below this many floats (c->split_floats, eng_ctx_opts) a batch's
+ * piece runs on the calling thread: waking the workers costs a few
+ * microseconds, as much as 64 KiB of floats take. */
+#define TOK_PAR_FLOATS 16384u
+
+static void tok_run(eng_ctx *c, uint32_t nt, size_t per_token, eng_pool_range_fn fn, void *arg)
 {
-    uint32_t dim = m->info.dim;
-    for (uint32_t t = 0; t < nt; t++) {
-        if (m->norm == ENG_NORM_LAYER)
-            layernorm(out + (size_t)t * dim, x + (size_t)t * dim, g, b, dim, m->info.norm_eps);
+    if (nt < 2 || (uint64_t)nt * per_token < c->split_floats || eng_pool_threads(c->pool) < 2)
+        fn(arg, 0, nt);
+    else
+        eng_pool_run_range(c->pool, fn, arg, nt, 1);
+}
+
+typedef struct norm_job {
+    const eng_model *m;
+    float *out;
+    const float *x, *g, *b;
+} norm_job;
+
+static void norm_range(void *arg, uint32_t t0, uint32_t t1)
+{
+    const norm_job *j = arg;
+    uint32_t dim = j->m->info.dim;
+    for (uint32_t t = t0; t < t1; t++) {
+        if (j->m->norm == ENG_NORM_LAYER)
+            layernorm(j->out + (size_t)t * dim, j->x + (size_t)t * dim, j->g, j->b, dim, j->m->info.norm_eps);
         else
-            rmsnorm(out + (size_t)t * dim, x + (size_t)t * dim, g, dim, m->info.norm_eps);
+            rmsnorm(j->out + (size_t)t * dim, j->x + (size_t)t * dim, j->g, dim, j->m->info.norm_eps);
     }
+}
+
+/* nt rows of dim: the model's norm kind, with weight g and bias b */
+static void norm_rows(eng_ctx *c, float *out, const float *x, uint32_t nt, const float *g, const float *b)
+{
+    norm_job j = {c->m, out, x, g, b};
+    tok_run(c, nt, c->m->info.dim, norm_range, &j);
 }
 
 /* Rotate the first rope_dims dims of each of nh heads of size hd. */
@@ -813,40 +849,89 @@ static void post_norm(const eng_model *m, float *y, uint32_t nt, const float *g)
         rmsnorm(y + (size_t)t * dim, y + (size_t)t * dim, g, dim, m->info.norm_eps);
 }
 
+/* After q/k/v's product, per token: the biases, the head norms, rope,
+ * the cache stores and (kv_int8) the query blocks. The slots of one batch
+ * are distinct (a windowed layer's ring holds window + BATCH - 1), so
+ * tokens may store side by side. */
+typedef struct qkv_job {
+    eng_ctx *c;
+    uint32_t l;
+    size_t tab; /* the rope table: 0, or the second (rope_local) */
+} qkv_job;
+
+static void qkv_range(void *arg, uint32_t t0, uint32_t t1)
+{
+    const qkv_job *j = arg;
+    eng_ctx *c = j->c;
+    const eng_model *m = c->m;
+    const eng_model_info *in = &m->info;
+    const eng_layer *L = &m->layers[j->l];
+    uint32_t hd = in->head_dim, nq = L->n_heads * hd, nkvd = L->n_kv_heads * hd, half = in->rope_dims / 2;
+    for (uint32_t t = t0; t < t1; t++) {
+        float *q = c->q + (size_t)t * nq, *k = c->k + (size_t)t * nkvd, *v = c->v + (size_t)t * nkvd;
+        add_bias(q, L->bq, 1, nq);
+        add_bias(k, L->bk, 1, nkvd);
+        add_bias(v, L->bv, 1, nkvd);
+        head_norm(q, 1, L->n_heads, hd, L->q_norm, in->norm_eps);
+        head_norm(k, 1, L->n_kv_heads, hd, L->k_norm, in->norm_eps);
+        if (half) {
+            const float *cs = c->rcos + j->tab + t * half, *sn = c->rsin + j->tab + t * half;
+            rope(q, L->n_heads, hd, in->rope_dims, in->rope_neox, cs, sn);
+            rope(k, L->n_kv_heads, hd, in->rope_dims, in->rope_neox, cs, sn);
+        }
+        size_t slot = (size_t)((c->pos + t) % c->kv_slots[j->l]);
+        /* the cache holds halves by default, as llama.cpp's does: half
+         * the bytes for attention to read, and within f16's range and
+         * precision for keys and values; q8_0/q4_0 when asked */
+        kv_store(c, 0, j->l, slot, k, nkvd);
+        kv_store(c, 1, j->l, slot, v, nkvd);
+        /* the queries as int8 blocks, once for every chunk and thread
+         * (a token's blocks do not cross into the next: nq is whole blocks) */
+        if (c->kv_int8)
+            simd_act_quant(SIMD_ACT_Q8, q, c->qq + (size_t)t * (nq / SIMD_QK), nq);
+    }
+}
+
+/* A block's output rows y (nt of dim) joining the residual x, per token:
+ * the bias b, the post norm g (gemma3), then the add. */
+typedef struct resid_job {
+    const eng_model *m;
+    float *x, *y;
+    const float *b, *g;
+} resid_job;
+
+static void resid_range(void *arg, uint32_t t0, uint32_t t1)
+{
+    const resid_job *j = arg;
+    uint32_t dim = j->m->info.dim;
+    for (uint32_t t = t0; t < t1; t++) {
+        float *y = j->y + (size_t)t * dim;
+        add_bias(y, j->b, 1, dim);
+        post_norm(j->m, y, 1, j->g);
+        add_rows(j->x + (size_t)t * dim, y, dim);
+    }
+}
+
+static void residual(eng_ctx *c, float *y, uint32_t nt, const float *b, const float *g)
+{
+    resid_job j = {c->m, c->x, y, b, g};
+    tok_run(c, nt, c->m->info.dim, resid_range, &j);
+}
+
 static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
 {
     const eng_model *m = c->m;
     const eng_model_info *in = &m->info;
     const eng_layer *L = &m->layers[l];
-    uint32_t dim = in->dim, hd = in->head_dim, nq = L->n_heads * hd, nkvd = L->n_kv_heads * hd;
+    uint32_t hd = in->head_dim, nq = L->n_heads * hd, nkvd = L->n_kv_heads * hd;
     uint32_t half = in->rope_dims / 2;
-    norm_rows(m, c->xb, c->x, nt, L->attn_norm, L->attn_norm_b);
+    norm_rows(c, c->xb, c->x, nt, L->attn_norm, L->attn_norm_b);
     const eng_weight *qkv[3] = {&L->wq, &L->wk, &L->wv};
     float *qkv_out[3] = {c->q, c->k, c->v};
     matmul(c, c->xb, nt, 3, qkv, qkv_out);
-    add_bias(c->q, L->bq, nt, nq);
-    add_bias(c->k, L->bk, nt, nkvd);
-    add_bias(c->v, L->bv, nt, nkvd);
-    head_norm(c->q, nt, L->n_heads, hd, L->q_norm, in->norm_eps);
-    head_norm(c->k, nt, L->n_kv_heads, hd, L->k_norm, in->norm_eps);
     /* windowed layers of a rope_local family take the second table */
-    size_t tab = m->rope_local && L->window ? (size_t)BATCH * half : 0;
-    for (uint32_t t = 0; t < nt; t++) {
-        if (half) {
-            const float *cs = c->rcos + tab + t * half, *sn = c->rsin + tab + t * half;
-            rope(c->q + (size_t)t * nq, L->n_heads, hd, in->rope_dims, in->rope_neox, cs, sn);
-            rope(c->k + (size_t)t * nkvd, L->n_kv_heads, hd, in->rope_dims, in->rope_neox, cs, sn);
-        }
-        size_t slot = (size_t)((c->pos + t) % c->kv_slots[l]);
-        /* the cache holds halves by default, as llama.cpp's does: half
-         * the bytes for attention to read, and within f16's range and
-         * precision for keys and values; q8_0/q4_0 when asked */
-        kv_store(c, 0, l, slot, c->k + (size_t)t * nkvd, nkvd);
-        kv_store(c, 1, l, slot, c->v + (size_t)t * nkvd, nkvd);
-    }
-    /* the queries as int8 blocks, once for every chunk and thread */
-    if (c->kv_int8)
-        simd_act_quant(SIMD_ACT_Q8, c->q, c->qq, (size_t)nt * nq);
+    qkv_job qj = {c, l, m->rope_local && L->window ? (size_t)BATCH * half : 0};
+    tok_run(c, nt, nq + 2 * nkvd, qkv_range, &qj);
     att_job aj = {c, l, nt, c->pos, 1, 0};
     if (nt > 1)
         aj.tile = att_tile_fit(c, L, c->pos, nt);
@@ -876,39 +961,61 @@ static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
                 att_merge(L, h, hd, nch, c->apart + (size_t)h * c->nch_max * (hd + 2), hd + 2, c->att + (size_t)h * hd);
     }
     matmul1(c, c->att, nt, &L->wo, c->xb2);
-    add_bias(c->xb2, L->bo, nt, dim);
-    post_norm(m, c->xb2, nt, L->attn_post_norm);
-    add_rows(c->x, c->xb2, (size_t)nt * dim);
+    residual(c, c->xb2, nt, L->bo, L->attn_post_norm);
+}
+
+/* The FFN's activation, per row of n: the up bias b on u (or on g when
+ * there is no u: GELU), then the family's gate. */
+typedef struct glu_job {
+    int kind; /* enum eng_ffn_kind */
+    float *g, *u;
+    const float *b;
+    uint32_t n;
+} glu_job;
+
+static void glu_range(void *arg, uint32_t t0, uint32_t t1)
+{
+    const glu_job *j = arg;
+    for (uint32_t t = t0; t < t1; t++) {
+        float *g = j->g + (size_t)t * j->n, *u = j->u ? j->u + (size_t)t * j->n : NULL;
+        add_bias(u ? u : g, j->b, 1, j->n);
+        if (j->kind == ENG_FFN_GELU) {
+            simd_gelu(g, j->n);
+        } else if (j->kind == ENG_FFN_GEGLU) {
+            simd_gelu(g, j->n);
+            for (uint32_t i = 0; i < j->n; i++)
+                g[i] *= u[i];
+        } else if (j->kind == ENG_FFN_SWIGLU_OAI) {
+            simd_swiglu_oai(g, u, j->n, 1.702f, 7.0f);
+        } else {
+            simd_silu_mul(g, u, j->n);
+        }
+    }
+}
+
+static void glu_rows(eng_ctx *c, int kind, float *g, float *u, const float *b, uint32_t rows, uint32_t n)
+{
+    glu_job j = {kind, g, u, b, n};
+    tok_run(c, rows, n, glu_range, &j);
 }
 
 static void ffn_block(eng_ctx *c, uint32_t l, uint32_t nt)
 {
     const eng_model *m = c->m;
     const eng_layer *L = &m->layers[l];
-    uint32_t dim = m->info.dim, ffn = L->ffn;
-    size_t n = (size_t)nt * ffn;
-    norm_rows(m, c->xb, c->x, nt, L->ffn_norm, L->ffn_norm_b);
+    uint32_t ffn = L->ffn;
+    norm_rows(c, c->xb, c->x, nt, L->ffn_norm, L->ffn_norm_b);
     if (m->ffn_kind == ENG_FFN_GELU) {
         matmul1(c, c->xb, nt, &L->w_up, c->hb);
-        add_bias(c->hb, L->b_up, nt, ffn);
-        simd_gelu(c->hb, n);
+        glu_rows(c, m->ffn_kind, c->hb, NULL, L->b_up, nt, ffn);
     } else {
         const eng_weight *gu[2] = {&L->w_gate, &L->w_up};
         float *gu_out[2] = {c->hb, c->hb2};
         matmul(c, c->xb, nt, 2, gu, gu_out);
-        add_bias(c->hb2, L->b_up, nt, ffn);
-        if (m->ffn_kind == ENG_FFN_GEGLU) {
-            simd_gelu(c->hb, n);
-            for (size_t i = 0; i < n; i++)
-                c->hb[i] *= c->hb2[i];
-        } else {
-            simd_silu_mul(c->hb, c->hb2, n);
-        }
+        glu_rows(c, m->ffn_kind, c->hb, c->hb2, L->b_up, nt, ffn);
     }
     matmul1(c, c->hb, nt, &L->w_down, c->xb2);
-    add_bias(c->xb2, L->b_down, nt, dim);
-    post_norm(m, c->xb2, nt, L->ffn_post_norm);
-    add_rows(c->x, c->xb2, (size_t)nt * dim);
+    residual(c, c->xb2, nt, L->b_down, L->ffn_post_norm);
 }
 
 /* ---- mixture of experts ---- */
@@ -1042,7 +1149,7 @@ static void moe_block(eng_ctx *c, uint32_t l, uint32_t nt)
     const eng_layer *L = &m->layers[l];
     const eng_experts *x = &L->moe;
     uint32_t dim = m->info.dim, k = x->used, ff = x->ffn, ne = x->n, rows = nt * k;
-    norm_rows(m, c->xb, c->x, nt, L->ffn_norm, NULL);
+    norm_rows(c, c->xb, c->x, nt, L->ffn_norm, NULL);
     matmul1(c, c->xb, nt, &x->router, c->rlog);
     add_bias(c->rlog, x->router_b, nt, ne);
     for (uint32_t t = 0; t < nt; t++)
@@ -1087,10 +1194,7 @@ static void moe_block(eng_ctx *c, uint32_t l, uint32_t nt)
         if (x->b_up)
             add_rows(hu, x->b_up + (size_t)c->gexp[g] * ff, ff);
     }
-    if (m->ffn_kind == ENG_FFN_SWIGLU_OAI)
-        simd_swiglu_oai(c->he, c->he2, (size_t)rows * ff, 1.702f, 7.0f);
-    else
-        simd_silu_mul(c->he, c->he2, (size_t)rows * ff);
+    glu_rows(c, m->ffn_kind == ENG_FFN_SWIGLU_OAI ? ENG_FFN_SWIGLU_OAI : ENG_FFN_SWIGLU, c->he, c->he2, NULL, rows, ff);
     const eng_weight *dn = &x->down;
     for (uint32_t e = 0; c->eobs && e < ne; e++)
         if (c->ecount[e])
@@ -1186,7 +1290,7 @@ static void forward_batch(eng_ctx *c, const int32_t *tok, uint32_t nt)
 static void logits_rows(eng_ctx *c, uint32_t first, uint32_t count, float *out)
 {
     const eng_model *m = c->m;
-    norm_rows(m, c->xb, c->x + (size_t)first * m->info.dim, count, m->out_norm, m->out_norm_b);
+    norm_rows(c, c->xb, c->x + (size_t)first * m->info.dim, count, m->out_norm, m->out_norm_b);
     matmul1(c, c->xb, count, &m->output, out);
     if (m->logit_softcap > 0) {
         float cap = m->logit_softcap;
@@ -1422,6 +1526,7 @@ int eng_ctx_new_opts(eng_model *m, const eng_ctx_opts *o, eng_ctx **out, eng_err
         return eng_errf(e, ENG_ENOMEM, "out of memory");
     c->m = m;
     c->n_ctx = n_ctx;
+    c->split_floats = o->split_floats ? o->split_floats : TOK_PAR_FLOATS;
     c->kv_type[0] = o->type_k;
     c->kv_type[1] = o->type_v;
     if (o->type_k != ENG_KV_F16 || o->type_v != ENG_KV_F16)

@@ -714,6 +714,23 @@ static void eval_check(eng_model *m, const expect *x, int threads, int one_by_on
                                                              N_SEQ, Q_BOUND));
     }
     eng_ctx_free(ctx);
+    /* the per-token pieces between the products split over the threads
+     * (at DIM 64 a batch is below the engine's size for that; split_floats
+     * 1 takes it): the same bits as on one thread */
+    if (rc == 0 && threads > 1 && !one_by_one) {
+        eng_ctx_opts o = {.n_ctx = N_CTX, .n_threads = threads, .split_floats = 1};
+        float *split = xmalloc(sizeof(float) * N_SEQ * N_VOCAB);
+        if (eng_ctx_new_opts(m, &o, &ctx, &e) != 0) {
+            CHECKF(0, "%s: ctx: %s", x->tag, e.msg);
+        } else {
+            rc = eng_ctx_eval(ctx, x->tokens, N_SEQ, split, 1, &e);
+            CHECKF(rc == 0, "%s: %s, per-token pieces split: eval: %s", x->tag, what, e.msg);
+            CHECKF(rc != 0 || memcmp(split, x->got, sizeof(float) * N_SEQ * N_VOCAB) == 0,
+                   "%s: %s: the per-token pieces split over the threads change the logits", x->tag, what);
+            eng_ctx_free(ctx);
+        }
+        free(split);
+    }
 }
 
 /* One case in one weight type: reference, file, two engine runs. */

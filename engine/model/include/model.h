@@ -112,6 +112,12 @@ typedef struct eng_ctx_opts {
     uint32_t n_ctx;
     int n_threads;
     int type_k, type_v; /* enum eng_kv_type */
+    /* A batch's per-token pieces between the matrix products (norms, rope
+     * and the cache stores, the FFN's activation, the residual adds) are
+     * split over the threads from this many floats of a piece on (0: the
+     * engine's choice, 16384). The split changes no bit; tests set 1 to
+     * take it on their small models. */
+    uint32_t split_floats;
 } eng_ctx_opts;
 /* eng_ctx_new with options. A quantized type where a layer's K/V row
  * (n_kv heads x head_dim) is not a multiple of 32 values, or a type out
