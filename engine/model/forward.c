@@ -26,7 +26,13 @@
 #include "pool.h"
 #include "sys.h"
 
-#define BATCH 32u
+/* The most tokens one forward pass takes at once (eng_ctx_opts.n_batch,
+ * the default): every weight row is read once per batch, and each piece
+ * between the products is one pool job per batch. 32 left a prompt's time
+ * to streaming the weights on the larger shapes (qwen05 q8_0 pp512 at one
+ * thread: 400 tok/s at 32, 520 at 128); 512 took llama1b past the bench's
+ * memory budget for about 60 MB of scratch. */
+#define BATCH 128u
 /* Below this many weight bytes (times tokens) a matmul runs on the calling
  * thread alone: waking and joining the workers costs a few microseconds. */
 #define SMALL_MATMUL_BYTES (192u * 1024u)
@@ -41,6 +47,7 @@ struct eng_ctx {
     eng_pool *pool;
     int pool_borrowed;     /* pool is another context's (eng_ctx_share_pool): not freed here */
     uint32_t split_floats; /* a batch's per-token pieces go to the pool from this many floats (tok_run) */
+    uint32_t batch;        /* tokens a forward pass takes at once, <= BATCH (the scratch below is for that many) */
     /* per layer l: K in kv_type[0] at kc + kv_off[0][l] bytes, V in
      * kv_type[1] at vc + kv_off[1][l]; with kv_heads: for each kv head
      * [kv_slots[l]] rows of head_dim values, else [kv_slots[l]] rows of
@@ -54,21 +61,21 @@ struct eng_ctx {
                             * (or, with kv_int8, simd_attn_q_tile's buffer) */
     int kv_int8;           /* K and V both q8_0/q4_0 and the head size a multiple of 32:
                             * attention reads the blocks (simd_attn_q_tile) */
-    simd_block_q8a *qq;    /* with kv_int8: [BATCH][n_heads*hd/32] the queries quantized */
+    simd_block_q8a *qq;    /* with kv_int8: [batch][n_heads*hd/32] the queries quantized */
     uint32_t *kv_slots;    /* [n_layers]: n_ctx, or the ring of a windowed layer */
     uint32_t high;         /* highest position written + 1 since the cache was last emptied */
-    float *x, *xb, *xb2;   /* [BATCH][dim] */
-    float *q, *k, *v;      /* [BATCH][n_heads*hd], [BATCH][n_kv*hd] x2 */
-    float *att;            /* [BATCH][n_heads*hd] attention output */
-    float *hb, *hb2;       /* [BATCH][ffn] */
+    float *x, *xb, *xb2;   /* [batch][dim] */
+    float *q, *k, *v;      /* [batch][n_heads*hd], [BATCH][n_kv*hd] x2 */
+    float *att;            /* [batch][n_heads*hd] attention output */
+    float *hb, *hb2;       /* [batch][ffn] */
     float *scores;         /* [threads][scores_per_thread]: scratch and chunk rows of a task */
     size_t scores_per_thread;
     uint32_t grp_max;      /* most query heads sharing a kv head, over layers */
     size_t nch_max;        /* attention chunks in n_ctx positions */
     float *apart;          /* [n_heads][nch_max][head_dim+2]: chunk rows of one token, split over threads */
     int scores_threads;
-    void *act;             /* [BATCH] activation rows, q8 format */
-    void *act_k;           /* [BATCH] activation rows, q8k format (K-quant weights) */
+    void *act;             /* [batch] activation rows, q8 format */
+    void *act_k;           /* [batch] activation rows, q8k format (K-quant weights) */
     eng_mm_observer obs;   /* optional: sees every matmul's input (AWQ statistics) */
     eng_expert_observer eobs; /* optional: sees each expert's input rows (importance matrices) */
     void *eobs_user;
@@ -76,20 +83,20 @@ struct eng_ctx {
     double *inv_freq;      /* [2][rope_dims/2] angle per position: global layers (scaling
                             * included), then windowed ones (rope_local: own base, unscaled) */
     float rope_mscale;     /* the global table's cos and sin are multiplied by it (YaRN) */
-    float *rcos, *rsin;    /* [2][BATCH][rope_dims/2], the same two */
+    float *rcos, *rsin;    /* [2][batch][rope_dims/2], the same two */
     void *embrow;          /* one embedding row, taken out of a packed output matrix */
     /* mixture of experts (NULL for dense models); k = experts a token
      * runs, rows g = 0 .. nt*k-1 are the batch's (token, expert) pairs
      * grouped by expert */
-    float *rlog;           /* [BATCH][n_expert] router logits */
-    int32_t *sel;          /* [BATCH][k] experts of each token */
-    float *selw;           /* [BATCH][k] their weights */
-    uint32_t *gidx;        /* [BATCH][k] row g of each (token, slot) */
-    uint32_t *gtok, *gexp; /* [BATCH*k] token and expert of row g */
+    float *rlog;           /* [batch][n_expert] router logits */
+    int32_t *sel;          /* [batch][k] experts of each token */
+    float *selw;           /* [batch][k] their weights */
+    uint32_t *gidx;        /* [batch][k] row g of each (token, slot) */
+    uint32_t *gtok, *gexp; /* [batch*k] token and expert of row g */
     uint32_t *ecount, *estart; /* [n_expert] rows of each expert, first row */
-    float *xe, *ye;        /* [BATCH*k][dim] expert inputs and outputs */
-    float *he, *he2;       /* [BATCH*k][expert_ffn] gate and up */
-    void *eact, *eact_k;   /* [BATCH*k] activation rows, q8 and q8k formats */
+    float *xe, *ye;        /* [batch*k][dim] expert inputs and outputs */
+    float *he, *he2;       /* [batch*k][expert_ffn] gate and up */
+    void *eact, *eact_k;   /* [batch*k] activation rows, q8 and q8k formats */
     mm_part *eparts;       /* [2*n_expert] */
     eng_weight *eview;     /* [2*n_expert] one expert's rows of a layer's expert matrices */
 };
@@ -930,7 +937,7 @@ static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
     float *qkv_out[3] = {c->q, c->k, c->v};
     matmul(c, c->xb, nt, 3, qkv, qkv_out);
     /* windowed layers of a rope_local family take the second table */
-    qkv_job qj = {c, l, m->rope_local && L->window ? (size_t)BATCH * half : 0};
+    qkv_job qj = {c, l, m->rope_local && L->window ? (size_t)c->batch * half : 0};
     tok_run(c, nt, nq + 2 * nkvd, qkv_range, &qj);
     att_job aj = {c, l, nt, c->pos, 1, 0};
     if (nt > 1)
@@ -1268,7 +1275,7 @@ static void forward_batch(eng_ctx *c, const int32_t *tok, uint32_t nt)
     for (int set = 0; set < 1 + m->rope_local; set++) {
         float ms = set ? 1.0f : c->rope_mscale;
         const double *f = c->inv_freq + (size_t)set * half;
-        float *cs = c->rcos + (size_t)set * BATCH * half, *sn = c->rsin + (size_t)set * BATCH * half;
+        float *cs = c->rcos + (size_t)set * c->batch * half, *sn = c->rsin + (size_t)set * c->batch * half;
         for (uint32_t t = 0; t < nt; t++)
             for (uint32_t i = 0; i < half; i++) {
                 double th = (double)(c->pos + t) * f[i];
@@ -1311,7 +1318,7 @@ int eng_ctx_eval(eng_ctx *c, const int32_t *tokens, uint32_t n, float *logits, i
         if (tokens[i] < 0 || (uint32_t)tokens[i] >= in->n_vocab)
             return eng_errf(e, ENG_EINVAL, "token id %d is outside the vocabulary (0..%u)", tokens[i], in->n_vocab - 1);
     for (uint32_t done = 0; done < n;) {
-        uint32_t nt = n - done < BATCH ? n - done : BATCH;
+        uint32_t nt = n - done < c->batch ? n - done : c->batch;
         forward_batch(c, tokens + done, nt);
         c->pos += nt;
         if (c->pos > c->high)
@@ -1427,9 +1434,9 @@ int eng_ctx_kv_type(const eng_ctx *c, int v) { return c->kv_type[v ? 1 : 0]; }
 static int moe_alloc(eng_ctx *c)
 {
     const eng_model_info *in = &c->m->info;
-    size_t ne = in->n_expert, rows = (size_t)BATCH * in->n_expert_used, ff = in->expert_ffn, dim = in->dim;
+    size_t ne = in->n_expert, rows = (size_t)c->batch * in->n_expert_used, ff = in->expert_ffn, dim = in->dim;
     size_t w = ff > dim ? ff : dim;
-    c->rlog = malloc(BATCH * ne * sizeof *c->rlog);
+    c->rlog = malloc(c->batch * ne * sizeof *c->rlog);
     c->sel = malloc(rows * sizeof *c->sel);
     c->selw = malloc(rows * sizeof *c->selw);
     c->gidx = malloc(rows * sizeof *c->gidx);
@@ -1521,12 +1528,15 @@ int eng_ctx_new_opts(eng_model *m, const eng_ctx_opts *o, eng_ctx **out, eng_err
                         in->ctx_train);
     if (n_ctx == 0 || n_ctx > (1u << 20))
         return eng_errf(e, ENG_EINVAL, "context size %u is outside 1..%u", n_ctx, 1u << 20);
+    if (o->n_batch > BATCH)
+        return eng_errf(e, ENG_EINVAL, "batch size %u is outside 1..%u", o->n_batch, BATCH);
     eng_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return eng_errf(e, ENG_ENOMEM, "out of memory");
     c->m = m;
     c->n_ctx = n_ctx;
     c->split_floats = o->split_floats ? o->split_floats : TOK_PAR_FLOATS;
+    c->batch = o->n_batch ? o->n_batch : BATCH;
     c->kv_type[0] = o->type_k;
     c->kv_type[1] = o->type_v;
     if (o->type_k != ENG_KV_F16 || o->type_v != ENG_KV_F16)
@@ -1565,23 +1575,23 @@ int eng_ctx_new_opts(eng_model *m, const eng_ctx_opts *o, eng_ctx **out, eng_err
     }
     c->kc = malloc(kvb[0] + 1);
     c->vc = malloc(kvb[1] + 1);
-    c->x = malloc(BATCH * dim * sizeof(float));
-    c->xb = malloc(BATCH * maxc * sizeof(float));
-    c->xb2 = malloc(BATCH * dim * sizeof(float));
-    c->q = malloc(BATCH * nq * sizeof(float));
-    c->k = malloc(BATCH * nkvd * sizeof(float));
-    c->v = malloc(BATCH * nkvd * sizeof(float));
-    c->att = malloc(BATCH * nq * sizeof(float));
-    c->hb = malloc(BATCH * ffn * sizeof(float));
-    c->hb2 = malloc(BATCH * ffn * sizeof(float));
-    c->act = malloc(BATCH * simd_act_row_bytes(SIMD_ACT_Q8, (maxc + SIMD_QK - 1) / SIMD_QK * SIMD_QK) + 64);
-    c->act_k = malloc(BATCH * simd_act_row_bytes(SIMD_ACT_Q8K, (maxc + SIMD_QKK - 1) / SIMD_QKK * SIMD_QKK) + 64);
+    c->x = malloc((size_t)c->batch * dim * sizeof(float));
+    c->xb = malloc((size_t)c->batch * maxc * sizeof(float));
+    c->xb2 = malloc((size_t)c->batch * dim * sizeof(float));
+    c->q = malloc((size_t)c->batch * nq * sizeof(float));
+    c->k = malloc((size_t)c->batch * nkvd * sizeof(float));
+    c->v = malloc((size_t)c->batch * nkvd * sizeof(float));
+    c->att = malloc((size_t)c->batch * nq * sizeof(float));
+    c->hb = malloc((size_t)c->batch * ffn * sizeof(float));
+    c->hb2 = malloc((size_t)c->batch * ffn * sizeof(float));
+    c->act = malloc((size_t)c->batch * simd_act_row_bytes(SIMD_ACT_Q8, (maxc + SIMD_QK - 1) / SIMD_QK * SIMD_QK) + 64);
+    c->act_k = malloc((size_t)c->batch * simd_act_row_bytes(SIMD_ACT_Q8K, (maxc + SIMD_QKK - 1) / SIMD_QKK * SIMD_QKK) + 64);
     c->inv_freq = malloc(2 * (in->rope_dims / 2 + 1) * sizeof(double));
-    c->rcos = malloc(2 * BATCH * (in->rope_dims / 2 + 1) * sizeof(float));
-    c->rsin = malloc(2 * BATCH * (in->rope_dims / 2 + 1) * sizeof(float));
+    c->rcos = malloc(2 * (size_t)c->batch * (in->rope_dims / 2 + 1) * sizeof(float));
+    c->rsin = malloc(2 * (size_t)c->batch * (in->rope_dims / 2 + 1) * sizeof(float));
     c->embrow = malloc(m->tok_embd.row_bytes + 64);
     if (c->kv_int8)
-        c->qq = malloc(BATCH * nq / SIMD_QK * sizeof *c->qq + 1);
+        c->qq = malloc((size_t)c->batch * nq / SIMD_QK * sizeof *c->qq + 1);
     if (!c->embrow || !c->kc || !c->vc || !c->x || !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->att || !c->hb || !c->hb2 ||
         !c->act || !c->act_k || !c->inv_freq || !c->rcos || !c->rsin || !c->kv_off[0] || !c->kv_off[1] ||
         !c->kv_slots || !c->apart || (c->kv_int8 && !c->qq)) {

@@ -83,7 +83,7 @@
 #define N_WORDS 40
 #define N_VOCAB (3 + 256 + N_WORDS)
 #define CTX_TRAIN 64 /* also gpt2's learned positions */
-#define N_SEQ 40     /* > the engine's batch of 32 */
+#define N_SEQ 40     /* > the tests' batch of TM_BATCH (32) */
 #define N_CTX 48
 #define NORM_EPS 1e-5f
 
@@ -695,7 +695,7 @@ static void eval_check(eng_model *m, const expect *x, int threads, int one_by_on
     char what[96];
     snprintf(what, sizeof what, "%s, %d thread(s), kernel set %s", one_by_one ? "token by token" : "one call",
              threads, simd_kernel_name(simd_kernel_current()));
-    if (eng_ctx_new(m, N_CTX, threads, &ctx, &e) != 0) {
+    if (tm_ctx_new(m, N_CTX, threads, &ctx, &e) != 0) {
         CHECKF(0, "%s: ctx: %s", x->tag, e.msg);
         return;
     }
@@ -718,7 +718,7 @@ static void eval_check(eng_model *m, const expect *x, int threads, int one_by_on
      * (at DIM 64 a batch is below the engine's size for that; split_floats
      * 1 takes it): the same bits as on one thread */
     if (rc == 0 && threads > 1 && !one_by_one) {
-        eng_ctx_opts o = {.n_ctx = N_CTX, .n_threads = threads, .split_floats = 1};
+        eng_ctx_opts o = {.n_ctx = N_CTX, .n_threads = threads, .split_floats = 1, .n_batch = TM_BATCH};
         float *split = xmalloc(sizeof(float) * N_SEQ * N_VOCAB);
         if (eng_ctx_new_opts(m, &o, &ctx, &e) != 0) {
             CHECKF(0, "%s: ctx: %s", x->tag, e.msg);
@@ -730,6 +730,22 @@ static void eval_check(eng_model *m, const expect *x, int threads, int one_by_on
             eng_ctx_free(ctx);
         }
         free(split);
+    }
+    /* the engine's own batch (all N_SEQ tokens in one): against the
+     * reference as the other paths */
+    if (rc == 0 && threads > 1 && !one_by_one) {
+        if (eng_ctx_new(m, N_CTX, threads, &ctx, &e) != 0) {
+            CHECKF(0, "%s: ctx: %s", x->tag, e.msg);
+            return;
+        }
+        snprintf(what, sizeof what, "one call in the default batch, %d thread(s), kernel set %s", threads,
+                 simd_kernel_name(simd_kernel_current()));
+        rc = eng_ctx_eval(ctx, x->tokens, N_SEQ, x->got, 1, &e);
+        CHECKF(rc == 0, "%s: %s: eval: %s", x->tag, what, e.msg);
+        if (rc == 0)
+            x->cs->ref_err[x->ti] =
+                fmax(x->cs->ref_err[x->ti], vs_ref(x->tag, what, x->got, x->ref, x->n_tight, x->bound));
+        eng_ctx_free(ctx);
     }
 }
 
@@ -860,15 +876,16 @@ static void test_refusals(void)
     expect_refused(find_case("llama-ffn-bias"), &s6, "blk.0.ffn_gate.bias");
 }
 
-/* Sliding windows past the ring: 150 positions through a context of 256,
- * where a window-8 layer keeps a ring of 64 slots (it wraps twice).
+/* Sliding windows past the ring: 450 positions through a context of 512,
+ * where a window-8 layer keeps a ring of 192 slots (window + the largest
+ * batch, 128, in whole chunks of 64: it wraps twice), in batches of 32.
  * F32 and Q8_0 weights: every kernel set gives the same bits as the
  * best one (one call, 1 thread, against 2 threads); F32 agrees with the
  * reference at every position. Then truncation: back 10 positions keeps
- * the ring (and the same logits again), back 90 cannot (keys the window
+ * the ring (and the same logits again), back 250 cannot (keys the window
  * needs were overwritten) and starts over at 0. */
-#define RING_SEQ 150
-#define RING_CTX 256
+#define RING_SEQ 450
+#define RING_CTX 512
 static void test_window_ring(void)
 {
     int32_t toks[RING_SEQ];
@@ -892,12 +909,12 @@ static void test_window_ring(void)
             unlink(path);
         }
         eng_ctx *ctx = NULL;
-        if (m && eng_ctx_new(m, RING_CTX, 2, &ctx, &e) == 0) {
+        if (m && tm_ctx_new(m, RING_CTX, 2, &ctx, &e) == 0) {
             CHECK(eng_ctx_kv_bytes(ctx) < eng_model_kv_bytes(m, RING_CTX, 1));
             CHECK(eng_ctx_eval(ctx, toks, RING_SEQ, best, 1, &e) == 0);
             if (types[ti] == SIMD_F32) {
                 CHECK(ref_llama_forward(&tm.cfg, &tm.w, toks, RING_SEQ, ref) == 0);
-                vs_ref("ring/f32", "150 positions, ring of 64", best, ref, RING_SEQ, F_BOUND);
+                vs_ref("ring/f32", "450 positions, ring of 192", best, ref, RING_SEQ, F_BOUND);
             }
             /* truncation within reach of the ring: the same logits again */
             CHECK(eng_ctx_truncate(ctx, RING_SEQ - 10) == RING_SEQ - 10);
@@ -907,14 +924,14 @@ static void test_window_ring(void)
                 d = fmax(d, fabs(got[i] - best[(size_t)(RING_SEQ - 10) * N_VOCAB + i]));
             CHECKF(d < 1e-4, "ring: logits after truncating 10 back differ by %g", d);
             /* too far back: starts over */
-            CHECK(eng_ctx_truncate(ctx, RING_SEQ - 90) == 0 && eng_ctx_pos(ctx) == 0);
+            CHECK(eng_ctx_truncate(ctx, RING_SEQ - 250) == 0 && eng_ctx_pos(ctx) == 0);
             eng_ctx_free(ctx);
             enum simd_kernel k0 = simd_kernel_current();
             for (int k = 0; k < SIMD_K_COUNT; k++) {
                 if (!simd_kernel_supported((enum simd_kernel)k, NULL))
                     continue;
                 CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
-                if (eng_ctx_new(m, RING_CTX, 1, &ctx, &e) == 0) {
+                if (tm_ctx_new(m, RING_CTX, 1, &ctx, &e) == 0) {
                     CHECK(eng_ctx_eval(ctx, toks, RING_SEQ, got, 1, &e) == 0);
                     CHECKF(memcmp(got, best, sizeof(float) * nl) == 0, "ring/%s: kernel set %s differs from %s",
                            simd_type_name(types[ti]), simd_kernel_name((enum simd_kernel)k), simd_kernel_name(k0));
@@ -966,7 +983,7 @@ static void test_prefill_tiles(void)
     }
     enum simd_kernel k0 = simd_kernel_current();
     eng_ctx *ctx = NULL;
-    if (m && eng_ctx_new(m, TILE_CTX, 1, &ctx, &e) == 0) {
+    if (m && tm_ctx_new(m, TILE_CTX, 1, &ctx, &e) == 0) {
         int rc = 0;
         for (int t = 0; t < TILE_SEQ && rc == 0; t++)
             rc = eng_ctx_eval(ctx, toks + t, 1, one + (size_t)t * N_VOCAB, 0, &e);
@@ -975,7 +992,7 @@ static void test_prefill_tiles(void)
         CHECK(ref_llama_forward(&tm.cfg, &tm.w, toks, TILE_SEQ, ref) == 0);
         vs_ref("tiles/f32", "300 positions, window 80", one, ref, TILE_SEQ, F_BOUND);
         float *batch = xmalloc(sizeof(float) * nl);
-        if (eng_ctx_new(m, TILE_CTX, 2, &ctx, &e) == 0) {
+        if (tm_ctx_new(m, TILE_CTX, 2, &ctx, &e) == 0) {
             CHECK(eng_ctx_eval(ctx, toks, TILE_SEQ, batch, 1, &e) == 0);
             eng_ctx_free(ctx);
         }
@@ -988,7 +1005,7 @@ static void test_prefill_tiles(void)
             if (!simd_kernel_supported((enum simd_kernel)k, NULL))
                 continue;
             CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
-            if (eng_ctx_new(m, TILE_CTX, 2, &ctx, &e) == 0) {
+            if (tm_ctx_new(m, TILE_CTX, 2, &ctx, &e) == 0) {
                 CHECK(eng_ctx_eval(ctx, toks, TILE_SEQ, got, 1, &e) == 0);
                 CHECKF(memcmp(got, batch, sizeof(float) * nl) == 0,
                        "tiles: one call on kernel set %s differs from one call on %s",
@@ -1046,7 +1063,7 @@ static void kvq_case(const char *name, int window, double loose, const int32_t *
     }
     eng_ctx *ctx = NULL;
     enum simd_kernel k0 = simd_kernel_current();
-    if (m && eng_ctx_new(m, KVQ_CTX, 1, &ctx, &e) == 0) {
+    if (m && tm_ctx_new(m, KVQ_CTX, 1, &ctx, &e) == 0) {
         CHECK(eng_ctx_eval(ctx, toks, KVQ_SEQ, base, 1, &e) == 0);
         CHECK(eng_ctx_kv_type(ctx, 0) == ENG_KV_F16 && eng_ctx_kv_type(ctx, 1) == ENG_KV_F16);
         eng_ctx_free(ctx);
@@ -1056,7 +1073,7 @@ static void kvq_case(const char *name, int window, double loose, const int32_t *
     for (size_t ti = 0; m && ti < sizeof kt / sizeof kt[0]; ti++) {
         char what[96];
         snprintf(what, sizeof what, "%s, K %s, V %s", name, eng_kv_type_name(kt[ti].k), eng_kv_type_name(kt[ti].v));
-        eng_ctx_opts o = {.n_ctx = KVQ_CTX, .n_threads = 1, .type_k = kt[ti].k, .type_v = kt[ti].v};
+        eng_ctx_opts o = {.n_ctx = KVQ_CTX, .n_threads = 1, .type_k = kt[ti].k, .type_v = kt[ti].v, .n_batch = TM_BATCH};
         if (eng_ctx_new_opts(m, &o, &ctx, &e)) {
             CHECKF(0, "kv cache %s: %s", what, e.msg);
             continue;
@@ -1169,6 +1186,10 @@ static void test_kv_quant(void)
         o.type_v = ENG_KV_F16;
         CHECK(eng_ctx_new_opts(m, &o, &ctx, &e) == 0);
         eng_ctx_free(ctx);
+        o.n_batch = 129; /* above the engine's largest batch */
+        ctx = NULL;
+        CHECK(eng_ctx_new_opts(m, &o, &ctx, &e) == ENG_EINVAL && !ctx);
+        CHECKF(strstr(e.msg, "batch size 129 is outside 1..128"), "batch refusal: %s", e.msg);
     }
     CHECK(eng_kv_type_parse("q4_0") == ENG_KV_Q4_0 && eng_kv_type_parse("f16") == ENG_KV_F16);
     CHECK(eng_kv_type_parse("q5_0") == -1 && eng_kv_type_parse(NULL) == -1);

@@ -433,7 +433,7 @@ static void test_invariances(void)
 
 /* ---- the engine against the reference ---- */
 
-/* 40 tokens: more than one internal batch of the engine (32 today) */
+/* 40 tokens: more than one batch of TM_BATCH (32) tokens */
 #define N_SEQ 40
 #define N_CTX 64
 #define SPLIT 35  /* first chunk of the two-chunk run (last logits only) */
@@ -606,7 +606,7 @@ static void run_paths(eng_model *m, int nt, const char *tag, const int32_t *toks
     /* token by token, asking only for the last logits each time. With
      * workers, each token costs a dozen hand-offs to the pool, slow on a
      * busy machine, so only the first N_TOK2 tokens there. */
-    if (eng_ctx_new(m, N_CTX, nt, &c2, &e) == 0) {
+    if (tm_ctx_new(m, N_CTX, nt, &c2, &e) == 0) {
         int rc = 0, n_tok = nt == 1 ? N_SEQ : N_TOK2;
         for (int t = 0; t < n_tok && rc == 0; t++) {
             rc = eng_ctx_eval(c2, toks + t, 1, lo + (size_t)t * N_VOCAB, 0, &e);
@@ -619,7 +619,7 @@ static void run_paths(eng_model *m, int nt, const char *tag, const int32_t *toks
 
     /* two chunks: the first (longer than one internal batch) asks only for
      * its last logits, the second for all */
-    if (eng_ctx_new(m, N_CTX, nt, &c2, &e) == 0) {
+    if (tm_ctx_new(m, N_CTX, nt, &c2, &e) == 0) {
         memset(lo, 0, sizeof(float) * nl);
         int rc = eng_ctx_eval(c2, toks, SPLIT, lo + (size_t)(SPLIT - 1) * N_VOCAB, 0, &e);
         CHECKF(rc == 0, "%s: chunk 1: %s", tag, e.msg);
@@ -690,7 +690,7 @@ static void run_engine(const char *path, const tmodel *tm, const refs *R, const 
         snprintf(tag, sizeof tag, "%s/%s/%s/threads=%d", mc->name, simd_type_name(wtype),
                  simd_kernel_name(simd_kernel_current()), nt);
         eng_ctx *ctx = NULL;
-        rc = eng_ctx_new(m, N_CTX, nt, &ctx, &e);
+        rc = tm_ctx_new(m, N_CTX, nt, &ctx, &e);
         CHECKF(rc == 0, "%s: ctx: %s", tag, e.msg);
         if (rc)
             continue;
@@ -804,7 +804,7 @@ static void test_long_context(const char *dir, enum simd_kernel best)
         unlink(path);
     }
     eng_ctx *c = NULL;
-    if (m && eng_ctx_new(m, N_LONG, 1, &c, &e) == 0) {
+    if (m && tm_ctx_new(m, N_LONG, 1, &c, &e) == 0) {
         CHECK(eval_steps(c, toks, 0, N_LONG, N_LONG, la, &e) == 0);
         vs_ref("long/f32/threads=1", "reference", la, ref, 0, N_LONG, F_BOUND);
         eng_ctx_free(c);
@@ -812,7 +812,7 @@ static void test_long_context(const char *dir, enum simd_kernel best)
             if (k == (int)best || !simd_kernel_supported((enum simd_kernel)k, NULL))
                 continue;
             CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
-            if (eng_ctx_new(m, N_LONG, 1, &c, &e) == 0) {
+            if (tm_ctx_new(m, N_LONG, 1, &c, &e) == 0) {
                 CHECK(eval_steps(c, toks, 0, N_LONG, N_LONG, lb, &e) == 0);
                 CHECKF(memcmp(la, lb, nl * sizeof *la) == 0, "long: %s differs from %s",
                        simd_kernel_name((enum simd_kernel)k), simd_kernel_name(best));
@@ -826,12 +826,12 @@ static void test_long_context(const char *dir, enum simd_kernel best)
      * (split chunks) against one thread bit for bit */
     size_t nh = (size_t)(N_LONG - N_LONG_TAIL) * N_VOCAB;
     float *lt = xmalloc(nl * sizeof *lt);
-    if (m && eng_ctx_new(m, N_LONG, 1, &c, &e) == 0) {
+    if (m && tm_ctx_new(m, N_LONG, 1, &c, &e) == 0) {
         CHECK(eval_steps(c, toks, 0, N_LONG - N_LONG_TAIL, N_LONG - N_LONG_TAIL, lt, &e) == 0);
         CHECK(eval_steps(c, toks, N_LONG - N_LONG_TAIL, N_LONG, 1, lt, &e) == 0);
         eng_ctx_free(c);
     }
-    if (m && eng_ctx_new(m, N_LONG, 2, &c, &e) == 0) {
+    if (m && tm_ctx_new(m, N_LONG, 2, &c, &e) == 0) {
         CHECK(eval_steps(c, toks, 0, N_LONG - N_LONG_TAIL, N_LONG - N_LONG_TAIL, lb, &e) == 0);
         CHECKF(memcmp(la, lb, nh * sizeof *la) == 0, "long: two threads, first %d tokens in one batch, differ",
                N_LONG - N_LONG_TAIL);

@@ -21,7 +21,7 @@
 #include "synth.h"
 #include "testutil.h"
 
-#define N_PROMPT 40 /* more than one internal batch of 32 */
+#define N_PROMPT 40 /* more than one batch of 32 (run's n_batch) */
 #define N_STEP 6    /* then token by token */
 #define N_CTX 64
 
@@ -64,7 +64,8 @@ static int run(eng_model *m, int threads, const int32_t *toks, float *logits, si
 {
     eng_err e = {{0}};
     eng_ctx *c = NULL;
-    int rc = eng_ctx_new(m, N_CTX, threads, &c, &e);
+    eng_ctx_opts o = {.n_ctx = N_CTX, .n_threads = threads, .n_batch = 32}; /* N_PROMPT crosses a batch */
+    int rc = eng_ctx_new_opts(m, &o, &c, &e);
     CHECKF(rc == 0, "ctx: %s", e.msg);
     if (rc)
         return rc;

@@ -4,7 +4,8 @@
  * SentencePiece vocabulary every test model carries, and the distance
  * between a run's logits and the reference's.
  *
- * Include after testutil.h, engine/gguf/include/gguf.h and simd/simd.h. */
+ * Include after testutil.h, engine/gguf/include/gguf.h, model.h and
+ * simd/simd.h. */
 #ifndef NIBBLE_TESTMODEL_H
 #define NIBBLE_TESTMODEL_H
 
@@ -13,6 +14,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The tests' contexts take batches of TM_BATCH tokens (the engine's
+ * default is larger), so their 40-token sequences cross a batch boundary. */
+#define TM_BATCH 32
+static inline int tm_ctx_new(eng_model *m, uint32_t n_ctx, int threads, eng_ctx **c, eng_err *e)
+{
+    eng_ctx_opts o = {.n_ctx = n_ctx, .n_threads = threads, .n_batch = TM_BATCH};
+    return eng_ctx_new_opts(m, &o, c, e);
+}
 
 /* ---- a seeded PRNG (splitmix64), so every run sees the same models ---- */
 

@@ -118,6 +118,13 @@ typedef struct eng_ctx_opts {
      * engine's choice, 16384). The split changes no bit; tests set 1 to
      * take it on their small models. */
     uint32_t split_floats;
+    /* Tokens one forward pass takes at once, 1..128 (0: 128). Each weight
+     * row is read once per batch. Where the batches fall moves the logits
+     * by the attention tile's rounding only (a batch's fully seen chunks
+     * take the tile, the rest the chunk path: the same bounds as a batch
+     * against token by token). Tests set a small batch to cross batch
+     * boundaries with short sequences. */
+    uint32_t n_batch;
 } eng_ctx_opts;
 /* eng_ctx_new with options. A quantized type where a layer's K/V row
  * (n_kv heads x head_dim) is not a multiple of 32 values, or a type out
