@@ -32,7 +32,14 @@
 
 #define CMDQ_CAP 64
 #define EVQ_CAP 256
-#define CHUNK 32          /* prefill tokens between command checks (the forward batch) */
+/* Prefill tokens between command checks: whole multiples of CHUNK up to
+ * CHUNK_MAX (the forward pass's batch: each weight is read once per
+ * chunk), as many as take about CHUNK_MS at the rate of the chunk before,
+ * so Stop acts within about CHUNK_MS on a slow model and a fast one reads
+ * the prompt in full batches. */
+#define CHUNK 32
+#define CHUNK_MAX 128
+#define CHUNK_MS 200.0
 #define STATS_EVERY_MS 250
 
 struct eng_engine {
@@ -761,17 +768,20 @@ static int sync_kv(run *r, int progress, eng_err *e)
     size_t total = r->nbuf - common, done = 0;
     double t0 = now_ms(), last_prog = t0, t_chunk = t0;
     eng_eta fit = {0};
+    size_t chunk = CHUNK;
     while (common + done < r->nbuf) {
         if (poll_cmds(r, -1) == POLL_STOP) {
             r->last_prefill = (uint32_t)done;
             return eng_errf(e, ENG_ESTOPPED, "stopped");
         }
-        size_t n = r->nbuf - common - done < CHUNK ? r->nbuf - common - done : CHUNK;
+        size_t n = r->nbuf - common - done < chunk ? r->nbuf - common - done : chunk;
         int rc = eng_session_feed(s, r->buf + common + done, (uint32_t)n, e);
         if (rc)
             return rc;
         double t = now_ms();
         eng_eta_add(&fit, (double)(common + done) + n / 2.0, (t - t_chunk) / 1e3 / (double)n);
+        size_t next = t > t_chunk ? (size_t)(CHUNK_MS * (double)n / (t - t_chunk)) / CHUNK * CHUNK : CHUNK_MAX;
+        chunk = next < CHUNK ? CHUNK : next > CHUNK_MAX ? CHUNK_MAX : next;
         t_chunk = t;
         done += n;
         if (progress && total > CHUNK && (t - last_prog > 100 || done == total)) {
