@@ -155,7 +155,7 @@ const char *app_quant_method_name(int m, int imatrix);
 /* GPTQ's default rounds of the local search after the pass (--refine) */
 #define APP_GPTQ_REFINE 4
 /* --asym's default blend of the target, chosen on held-out text (docs/QUANTIZATION.md) */
-#define APP_ASYM_BLEND 0.5f
+#define APP_ASYM_BLEND 0.7f
 typedef struct app_quant_calib {
     const char *path;   /* calibration text */
     int tokens, threads, clip, quiet;
@@ -168,7 +168,8 @@ typedef struct app_quant_calib {
     float damp;
     const char *asym_path; /* GPTQ: the first pass's file, for --asym (NULL: none) */
     float asym_blend;      /* --asym's blend a (0: 1) */
-    int asym_seq;          /* --asym layer by layer (not --asym-once) */
+    int asym_seq;          /* --asym: 0 at once, 1 layer by layer, 2 stage by stage (eng_gptq_opts) */
+    int asym_rows;         /* --asym-rows: per-row sums on the quantized inputs (eng_gptq_opts) */
     const char *label_awq, *label_gptq; /* progress bar labels */
 } app_quant_calib;
 struct eng_awq;

@@ -26,7 +26,8 @@
 static const char usage[] =
     "usage: nibble quantize IN.gguf OUT.gguf TYPE [--method rtn|awq|gptq|awq+gptq --calib TEXT]\n"
     "                       [--awq TEXT] [--imatrix FILE] [--no-clip] [--damp R] [--refine N]\n"
-    "                       [--ffn-rows] [--attn-rows] [--asym [--asym-blend A] [--asym-once]]\n"
+    "                       [--ffn-rows] [--attn-rows]\n"
+    "                       [--asym [--asym-blend A] [--asym-layers | --asym-once] [--asym-rows N]]\n"
     "                       [--hessian-mb N] [--fit-norms]\n"
     "                       [--allow-requantize] [-t N]\n"
     "\n"
@@ -90,18 +91,25 @@ static const char usage[] =
     "                        row's error reaches the attention's output)\n"
     "                        (n_kv_heads * dim^2 doubles a layer, in the budget)\n"
     "  --asym                GPTQ on the quantized model's own inputs: a first GPTQ\n"
-    "                        file (beside OUT, removed after), then layer by layer\n"
-    "                        the float model and that file, its earlier layers\n"
-    "                        already the final ones, run the calibration text side\n"
-    "                        by side, and the pass runs again on each matrix's\n"
+    "                        file (beside OUT, removed after), then stage by stage\n"
+    "                        (each layer's q/k/v, attn_output, gate/up, down) the\n"
+    "                        float model and that file, every matrix before the\n"
+    "                        stage already the final one, run the calibration text\n"
+    "                        side by side, and the pass runs again on each matrix's\n"
     "                        inputs there, Hq = sum xq xq^T, aimed at the float\n"
     "                        layer's outputs: target W' = W C^T Hq^-1, C = sum xq x^T\n"
-    "                        (per-row Hessians stay the float model's). A\n"
-    "                        calibration pass per layer; about twice GPTQ's CPU\n"
-    "  --asym-blend A        --asym's target W + A (W' - W) (default 0.5, chosen on\n"
+    "                        (per-row Hessians stay the float model's). Four\n"
+    "                        calibration passes a layer; about twice GPTQ's CPU\n"
+    "  --asym-blend A        --asym's target W + A (W' - W) (default 0.7, chosen on\n"
     "                        held-out text; 0 < A <= 2)\n"
+    "  --asym-layers         --asym with a layer's sums taken once, when quantizing\n"
+    "                        reaches it (a pass a layer; its later inputs see the\n"
+    "                        first file's q/k/v...: worse on held-out text)\n"
     "  --asym-once           --asym with every layer's sums taken at once against\n"
     "                        the first file (one pass; worse: it overshoots)\n"
+    "  --asym-rows N         --asym with --ffn-rows: gate/up's per-row Hessians\n"
+    "                        summed on the quantized inputs, weighted as the float\n"
+    "                        ones (1), and each row its own target (2)\n"
     "  --fit-norms           after writing OUT, refit each layer's attn_norm and\n"
     "                        ffn_norm gains (f32 in the file) so that the quantized\n"
     "                        model's q/k/v and gate/up outputs, on its own inputs,\n"
@@ -220,7 +228,7 @@ int app_quant_prepare(const char *in, const eng_qtarget *t, int method, const ap
         eng_gptq_opts go = {.calib_path = c->path, .max_tokens = (uint32_t)c->tokens, .threads = c->threads,
                             .max_bytes = (uint64_t)c->hessian_mb << 20, .ffn_rows = c->ffn_rows,
                             .attn_rows = c->attn_rows, .asym_path = c->asym_path,
-                            .asym_blend = c->asym_blend, .asym_seq = c->asym_seq,
+                            .asym_blend = c->asym_blend, .asym_seq = c->asym_seq, .asym_rows = c->asym_rows,
                             .progress = app_awq_progress, .user = &gbar};
         if (eng_gptq_collect(in, &go, gptq, e)) {
             eng_awq_free(*awq);
@@ -244,7 +252,7 @@ int cmd_quantize(int argc, char **argv)
 {
     const char *pos[3] = {0}, *awq_text = NULL, *calib = NULL, *imx_path = NULL, *mname = NULL;
     int np = 0, allow = 0, quiet = 0, threads = 0, calib_tokens = 4096, no_clip = 0, refine = -1, hessian_mb = 0;
-    int ffn_rows = 0, attn_rows = 0, fit_norms = 0, asym = 0, asym_once = 0;
+    int ffn_rows = 0, attn_rows = 0, fit_norms = 0, asym = 0, asym_once = 0, asym_layers = 0, asym_rows = 0;
     float damp = 0.01f, asym_blend = APP_ASYM_BLEND;
     const app_flag own[] = {APP_FLAG("--awq", NULL, APP_STR, &awq_text),
                             APP_FLAG("--method", NULL, APP_STR, &mname),
@@ -259,6 +267,9 @@ int cmd_quantize(int argc, char **argv)
                             APP_FLAG("--asym", NULL, APP_ON, &asym),
                             APP_FLAG("--asym-blend", NULL, APP_FLOAT, &asym_blend),
                             APP_FLAG("--asym-once", NULL, APP_ON, &asym_once),
+                            APP_FLAG("--asym-layers", NULL, APP_ON, &asym_layers),
+                            APP_FLAG("--asym-rows", NULL, APP_INT, &asym_rows, .min = 1, .max = 2,
+                                     .why = "expected 1 (per-row Hessians) or 2 (and per-row targets)"),
                             APP_FLAG("--hessian-mb", NULL, APP_INT, &hessian_mb, .min = 1, .max = 1 << 20,
                                      .why = "expected megabytes in 1..1048576"),
                             APP_FLAG("--imatrix", NULL, APP_STR, &imx_path),
@@ -318,6 +329,12 @@ int cmd_quantize(int argc, char **argv)
         return app_usage_error("quantize", "--asym-blend", "", "is for --asym");
     if (asym_once && !asym)
         return app_usage_error("quantize", "--asym-once", "", "is for --asym");
+    if (asym_layers && !asym)
+        return app_usage_error("quantize", "--asym-layers", "", "is for --asym");
+    if (asym_rows && !(asym && ffn_rows))
+        return app_usage_error("quantize", "--asym-rows", "", "is for --asym with --ffn-rows");
+    if (asym_layers && asym_once)
+        return app_usage_error("quantize", "--asym-layers", "", "and --asym-once exclude each other");
     if (refine < 0)
         refine = APP_GPTQ_REFINE;
     if (hessian_mb && !(method & APP_QM_GPTQ) && !fit_norms) {
@@ -381,7 +398,8 @@ int cmd_quantize(int argc, char **argv)
         app_quant_calib q2 = qc;
         q2.asym_path = first;
         q2.asym_blend = asym_blend;
-        q2.asym_seq = !asym_once;
+        q2.asym_seq = asym_once ? 0 : asym_layers ? 1 : 2;
+        q2.asym_rows = asym_rows;
         q2.label_gptq = "asym    ";
         eng_quant_opts o2 = o;
         if (app_quant_prepare(pos[0], t, APP_QM_GPTQ, &q2, &none, &gptq, &o2, &e)) {

@@ -653,6 +653,8 @@ done:
 typedef struct site {
     const eng_weight *key;
     uint32_t cols, layer;
+    uint32_t group;   /* the collection group it is summed in (a layer's sites share one
+                       * unless asym_seq is 2: a group each) */
     double *h;   /* cols x cols while its group is loaded; the lower triangle while summing */
     int bad;
     /* --ffn-rows: a SwiGLU FFN's gate/up input also sums, per row i of
@@ -663,6 +665,12 @@ typedef struct site {
     uint32_t rows;
     float *wgf, *wuf;           /* their values, rows x cols each, while loaded */
     double *hr;                 /* [2][rows][cols][cols]: gate's rows, then up's */
+    /* --asym-rows (with --asym): hr sums the quantized model's inputs,
+     * xq xq^T, each token weighted by the float model's row weights of
+     * the window (rwf, [n_ctx][2][rows]); with asym_rows 2 also hc, each
+     * row's sum xq x^T so weighted, then its own target map */
+    float *rwf;
+    double *hc;
     /* --attn-rows: the q/k/v input's site of a layer that can have them
      * (attn: 1) holds attn_v's Hessians from the attention while loaded (at);
      * the attn_output input's site names it (attn_of: its index + 1) */
@@ -686,13 +694,14 @@ struct eng_gptq {
     site *s;
     size_t n, cap, last;
     uint32_t n_tok, n_ctx;
-    uint32_t *group_of;    /* per layer */
     uint32_t n_groups, loaded;   /* loaded: the group held (n_groups: none) */
     eng_model *m;
     eng_model *mq;         /* --asym: the quantized model (NULL: plain Hessians) */
     double asym_damp, asym_blend;
     char *asym_path;       /* the quantized model's file */
-    int asym_seq;          /* layer by layer: a group a layer, the file refreshed between */
+    int asym_rows;         /* 1: per-row Hessians on the quantized inputs; 2: and per-row targets */
+    int asym_seq;          /* 1 layer by layer: a group a layer, the file refreshed between;
+                            * 2 stage by stage: a group per input of a layer */
     int phase;             /* --asym: 0 while the float model runs a window, 1 the quantized one */
     int32_t *ids;
     int threads;
@@ -760,12 +769,43 @@ static void sum_row_hess(void *arg, uint32_t r0, uint32_t r1)
     }
 }
 
-/* The batch's row weights into g->rw (see site). Returns 0 or ENG_ENOMEM. */
-static int row_weights(eng_gptq *g, site *s, const float *x, uint32_t nt)
+/* Rows r0..r1 (as sum_row_hess) of the current site's per-row sums on
+ * the quantized model's inputs (--asym-rows): hr += wt xq xq^T (lower
+ * triangles) and, with hc, hc += wt xq x^T, wt the float model's row
+ * weights kept for the same tokens. */
+static void sum_row_pair(void *arg, uint32_t r0, uint32_t r1)
+{
+    eng_gptq *g = arg;
+    site *s = g->cur;
+    uint32_t cols = s->cols, rows = s->rows, p1 = s->pos[1];
+    for (uint32_t r = r0; r < r1; r++) {
+        double *h = s->hr + (size_t)r * cols * cols, *c = s->hc ? s->hc + (size_t)r * cols * cols : NULL;
+        for (uint32_t tk = 0; tk < g->nt; tk++) {
+            double wt = s->rwf[((size_t)(p1 + tk) * 2 + r / rows) * rows + r % rows];
+            if (wt == 0)
+                continue;
+            const float *x = g->x + (size_t)tk * cols, *z = s->xf + (size_t)(p1 + tk) * cols;
+            for (uint32_t i = 0; i < cols; i++) {
+                double xi = wt * x[i], *hi = h + (size_t)i * cols;
+                for (uint32_t j = 0; j <= i; j++)
+                    hi[j] += xi * x[j];
+                if (c) {
+                    double *ci = c + (size_t)i * cols;
+                    for (uint32_t j = 0; j < cols; j++)
+                        ci[j] += xi * z[j];
+                }
+            }
+        }
+    }
+}
+
+/* The batch's row weights (see site) into dst, or g->rw when NULL.
+ * Returns 0 or ENG_ENOMEM. */
+static int row_weights(eng_gptq *g, site *s, const float *x, uint32_t nt, float *dst)
 {
     uint32_t cols = s->cols, rows = s->rows;
     size_t need = (size_t)nt * 2 * rows;
-    if (need > g->rw_cap) {
+    if (!dst && need > g->rw_cap) {
         float *n = realloc(g->rw, need * sizeof *n);
         if (!n)
             return ENG_ENOMEM;
@@ -773,7 +813,7 @@ static int row_weights(eng_gptq *g, site *s, const float *x, uint32_t nt)
     }
     for (uint32_t tk = 0; tk < nt; tk++) {
         const float *xt = x + (size_t)tk * cols;
-        float *wg = g->rw + (size_t)tk * 2 * rows, *wu = wg + rows;
+        float *wg = (dst ? dst : g->rw) + (size_t)tk * 2 * rows, *wu = wg + rows;
         for (uint32_t i = 0; i < rows; i++) {
             const float *a = s->wgf + (size_t)i * cols, *b = s->wuf + (size_t)i * cols;
             double gi = 0, ui = 0;
@@ -796,8 +836,17 @@ static void observe(void *user, const eng_weight *w, const float *x, uint32_t nt
         if ((g->phase ? g->s[i].keyq : g->s[i].key) == w)
             s = &g->s[g->last = i];
     }
-    if (!s || !s->h || s->cols != cols)
+    if (!s || s->cols != cols)
         return;
+    if (!s->h) {
+        /* stage by stage: attn_output's site is summed in a group of its
+         * own, but the q/k/v group's attention still checks against its
+         * float inputs (the float model runs first, phase 0) */
+        site *q = s->attn_of ? &g->s[s->attn_of - 1] : NULL;
+        if (q && q->at && !q->bad && !g->phase && tools_attn_output(q->at, x, nt, g->pool))
+            q->bad = 2;
+        return;
+    }
     for (size_t i = 0; i < (size_t)nt * cols && !s->bad; i++)
         if (!isfinite(x[i]))
             s->bad = 1;
@@ -812,10 +861,16 @@ static void observe(void *user, const eng_weight *w, const float *x, uint32_t nt
                 eng_pool_run_range(g->pool, sum_pair, g, cols, 8);
             else
                 sum_pair(g, 0, cols);
+            if (s->rwf && g->pool)
+                eng_pool_run_range(g->pool, sum_row_pair, g, 2 * s->rows, 4);
+            else if (s->rwf)
+                sum_row_pair(g, 0, 2 * s->rows);
             s->pos[1] += nt;
             return;
         }
         memcpy(s->xf + (size_t)p0 * cols, x, (size_t)nt * cols * sizeof *x);
+        if (s->rwf) /* the float model's row weights kept: the sums wait for the quantized inputs */
+            row_weights(g, s, x, nt, s->rwf + (size_t)p0 * 2 * s->rows);
         s->pos[0] += nt;
     }
     if (s->at)
@@ -828,8 +883,8 @@ static void observe(void *user, const eng_weight *w, const float *x, uint32_t nt
         eng_pool_run_range(g->pool, sum_rows, g, cols, 8);
     else if (!g->mq)
         sum_rows(g, 0, cols);
-    if (s->hr && !s->bad) {
-        if (row_weights(g, s, x, nt)) {
+    if (s->hr && !s->rwf && !s->bad) {
+        if (row_weights(g, s, x, nt, NULL)) {
             s->bad = 2;
             return;
         }
@@ -945,8 +1000,6 @@ static int make_sites(eng_gptq *g, const eng_model *m, uint64_t max_bytes, eng_e
 {
     const eng_model_info *in = eng_model_get_info(m);
     uint64_t bytes = 0;
-    if (!(g->group_of = calloc(in->n_layers ? in->n_layers : 1, sizeof *g->group_of)))
-        return eng_errf(e, ENG_ENOMEM, "out of memory");
     for (uint32_t l = 0; l < in->n_layers; l++) {
         const eng_layer *L = eng_model_layer(m, l);
         const eng_weight *keys[4] = {NULL, NULL, NULL, NULL};
@@ -973,6 +1026,9 @@ static int make_sites(eng_gptq *g, const eng_model *m, uint64_t max_bytes, eng_e
                 lb += (uint64_t)keys[k]->cols * keys[k]->cols * sizeof(double);
         if (rows_h)
             lb += (uint64_t)2 * L->w_gate.rows * L->w_gate.cols * L->w_gate.cols * sizeof(double);
+        if (rows_h && g->mq && g->asym_rows) /* the window's row weights; with 2 the per-row C */
+            lb += (uint64_t)2 * L->w_gate.rows * (g->n_ctx * sizeof(float) +
+                                                  (g->asym_rows == 2 ? L->w_gate.cols * L->w_gate.cols * sizeof(double) : 0));
         const eng_weight *keysq[4] = {NULL, NULL, NULL, NULL};
         if (g->mq) {
             /* the same roles in the quantized model: the sums need both */
@@ -989,7 +1045,6 @@ static int make_sites(eng_gptq *g, const eng_model *m, uint64_t max_bytes, eng_e
         if (bytes && (bytes + lb > max_bytes || g->asym_seq))
             g->n_groups++, bytes = 0;
         bytes += lb;
-        g->group_of[l] = g->n_groups;
         size_t q_site = g->n;
         for (int k = 0; k < 4; k++) {
             if (!keys[k] || !keys[k]->cols)
@@ -997,6 +1052,9 @@ static int make_sites(eng_gptq *g, const eng_model *m, uint64_t max_bytes, eng_e
             site *s = add_site(g, keys[k], l);
             if (!s)
                 return eng_errf(e, ENG_ENOMEM, "out of memory");
+            if (g->asym_seq == 2 && g->n > q_site + 1)
+                g->n_groups++; /* stage by stage: each of the layer's inputs a group */
+            s->group = g->n_groups;
             s->keyq = keysq[k];
             s->role = k;
             switch (k) {
@@ -1027,22 +1085,57 @@ static int make_sites(eng_gptq *g, const eng_model *m, uint64_t max_bytes, eng_e
     return 0;
 }
 
+/* The blend (1 - a) I + a (Hq + damp)^-1 C of n x n C into C (no solve:
+ * I). Returns 0 or ENG_ENOMEM. */
+static int blend_target(const eng_gptq *g, uint32_t n, const double *Hq, double *C)
+{
+    double *T = malloc((size_t)n * n * sizeof *T);
+    if (!T)
+        return ENG_ENOMEM;
+    int rt = eng_gptq_asym_target(n, Hq, C, g->asym_damp, T);
+    if (rt && rt != ENG_EFORMAT) {
+        free(T);
+        return rt;
+    }
+    if (rt)
+        for (size_t k = 0; k < (size_t)n * n; k++) /* no solve: the target stays W */
+            T[k] = k % (n + 1) == 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            C[i * n + j] = g->asym_blend * T[i * n + j] + (i == j ? 1 - g->asym_blend : 0);
+    free(T);
+    return 0;
+}
+
+/* --asym-rows 2: each gate/up row's own target map from its weighted sums */
+static int row_targets(const eng_gptq *g, site *s)
+{
+    size_t n2 = (size_t)s->cols * s->cols;
+    for (uint32_t r = 0; r < 2 * s->rows; r++) {
+        int rt = blend_target(g, s->cols, s->hr + r * n2, s->hc + r * n2);
+        if (rt)
+            return rt;
+    }
+    return 0;
+}
+
 /* Free the Hessians held and collect group grp's (progress: optional). */
 static int load_group(eng_gptq *g, uint32_t grp, void (*progress)(void *, double, const char *), void *user,
                       eng_err *e)
 {
     for (size_t i = 0; i < g->n; i++) {
         site *s = &g->s[i];
-        free(s->h); free(s->hr); free(s->wgf); free(s->wuf); free(s->c); free(s->xf);
+        free(s->h); free(s->hr); free(s->wgf); free(s->wuf); free(s->c); free(s->xf); free(s->rwf); free(s->hc);
         tools_attn_free(s->at);
         s->h = NULL, s->hr = NULL, s->wgf = s->wuf = NULL, s->at = NULL, s->c = NULL, s->xf = NULL;
+        s->rwf = NULL, s->hc = NULL;
         s->bad = 0;
     }
     g->loaded = g->n_groups;
     double mb = 0;
     for (size_t i = 0; i < g->n; i++) {
         site *s = &g->s[i];
-        if (g->group_of[s->layer] != grp)
+        if (s->group != grp)
             continue;
         mb += (double)s->cols * s->cols * sizeof(double) / 1e6;
         if (!(s->h = calloc((size_t)s->cols * s->cols, sizeof *s->h)) ||
@@ -1056,7 +1149,11 @@ static int load_group(eng_gptq *g, uint32_t grp, void (*progress)(void *, double
             s->hr = calloc(2 * n * s->cols, sizeof *s->hr);
             s->wgf = malloc(n * sizeof *s->wgf);
             s->wuf = malloc(n * sizeof *s->wuf);
-            if (!s->hr || !s->wgf || !s->wuf)
+            if (g->mq && g->asym_rows) {
+                s->rwf = malloc((size_t)g->n_ctx * 2 * s->rows * sizeof *s->rwf);
+                s->hc = g->asym_rows == 2 ? calloc(2 * n * s->cols, sizeof *s->hc) : NULL;
+            }
+            if (!s->hr || !s->wgf || !s->wuf || (g->mq && g->asym_rows && (!s->rwf || (g->asym_rows == 2 && !s->hc))))
                 return eng_errf(e, ENG_ENOMEM, "GPTQ: out of memory for the per-row Hessians of '%s'", s->names[0]);
             if (!tg || !tg->dequant || !tu || !tu->dequant)
                 return eng_errf(e, ENG_EUNSUP, "GPTQ: cannot read '%s' as floats", s->names[0]);
@@ -1105,24 +1202,12 @@ static int load_group(eng_gptq *g, uint32_t grp, void (*progress)(void *, double
         }
         for (uint32_t r = 0; s->hr && r < 2 * s->rows; r++)
             tools_mirror_lower(s->hr + (size_t)r * s->cols * s->cols, s->cols);
-        if (s->c) {
-            /* C into the target map, blended: (1 - a) I + a T */
-            double *T = malloc((size_t)s->cols * s->cols * sizeof *T);
-            if (!T)
-                return eng_errf(e, ENG_ENOMEM, "GPTQ: out of memory for the target of '%s'", s->names[0]);
-            int rt = eng_gptq_asym_target(s->cols, s->h, s->c, g->asym_damp, T);
-            if (rt && rt != ENG_EFORMAT) {
-                free(T);
-                return eng_errf(e, rt, "GPTQ: out of memory for the target of '%s'", s->names[0]);
-            }
-            if (rt)
-                for (size_t k = 0; k < (size_t)s->cols * s->cols; k++) /* no solve: the target stays W */
-                    T[k] = k % (s->cols + 1) == 0;
-            for (size_t i = 0; i < s->cols; i++)
-                for (size_t j = 0; j < s->cols; j++)
-                    s->c[i * s->cols + j] = g->asym_blend * T[i * s->cols + j] + (i == j ? 1 - g->asym_blend : 0);
-            free(T);
-        }
+        int rt = s->hc ? row_targets(g, s) : 0;
+        if (rt)
+            return eng_errf(e, rt, "GPTQ: out of memory for the row targets of '%s'", s->names[0]);
+        /* C into the target map, blended: (1 - a) I + a T */
+        if (s->c && (rt = blend_target(g, s->cols, s->h, s->c)))
+            return eng_errf(e, rt, "GPTQ: out of memory for the target of '%s'", s->names[0]);
     }
     g->loaded = grp;
     return 0;
@@ -1153,6 +1238,7 @@ int eng_gptq_collect(const char *model_path, const eng_gptq_opts *o, eng_gptq **
     if (o->asym_path) {
         g->asym_damp = o->asym_damp > 0 ? o->asym_damp : 0.01;
         g->asym_seq = o->asym_seq;
+        g->asym_rows = o->ffn_rows ? o->asym_rows : 0;
         g->asym_blend = o->asym_blend > 0 ? o->asym_blend : 1;
         if (!(g->asym_path = malloc(strlen(o->asym_path) + 1))) {
             r = eng_errf(e, ENG_ENOMEM, "out of memory");
@@ -1192,7 +1278,7 @@ int eng_gptq_hessian(eng_gptq *g, const char *name, const double **H, uint32_t *
             site *s = &g->s[i];
             if (strcmp(s->names[k], name))
                 continue;
-            uint32_t grp = g->group_of[s->layer];
+            uint32_t grp = s->group;
             int r = grp == g->loaded ? 0 : load_group(g, grp, NULL, NULL, e);
             if (r)
                 return r;
@@ -1254,13 +1340,36 @@ int eng_gptq_target(eng_gptq *g, const char *name, const double **T, eng_err *e)
     return r;
 }
 
+int eng_gptq_row_targets(eng_gptq *g, const char *name, const double **Tr, eng_err *e)
+{
+    *Tr = NULL;
+    const double *Hr;
+    uint32_t rows, per;
+    int r = eng_gptq_row_hessians(g, name, &Hr, &rows, &per, e);
+    for (size_t i = 0; !r && Hr && i < g->n; i++) {
+        site *s = &g->s[i];
+        if (s->hr && s->hc && (Hr == s->hr || Hr == s->hr + (size_t)s->rows * s->cols * s->cols))
+            *Tr = s->hc + (Hr - s->hr);
+    }
+    return r;
+}
+
 const char *eng_gptq_asym_pending(const eng_gptq *g, const char *name)
 {
     for (size_t i = 0; g && g->asym_seq && g->asym_path && i < g->n; i++)
         for (int k = 0; k < g->s[i].n_names; k++)
             if (!strcmp(g->s[i].names[k], name))
-                return g->group_of[g->s[i].layer] != g->loaded ? g->asym_path : NULL;
+                return g->s[i].group != g->loaded ? g->asym_path : NULL;
     return NULL;
+}
+
+long eng_gptq_asym_stage(const eng_gptq *g, const char *name)
+{
+    for (size_t i = 0; g && g->asym_seq && g->asym_path && i < g->n; i++)
+        for (int k = 0; k < g->s[i].n_names; k++)
+            if (!strcmp(g->s[i].names[k], name))
+                return (long)g->s[i].group;
+    return -1;
 }
 
 void eng_gptq_asym_close(eng_gptq *g)
@@ -1309,12 +1418,11 @@ void eng_gptq_free(eng_gptq *g)
         return;
     for (size_t i = 0; i < g->n; i++) {
         free(g->s[i].h); free(g->s[i].hr); free(g->s[i].wgf); free(g->s[i].wuf); free(g->s[i].c);
-        free(g->s[i].xf);
+        free(g->s[i].xf); free(g->s[i].rwf); free(g->s[i].hc);
         tools_attn_free(g->s[i].at);
     }
     free(g->rw);
     free(g->s);
-    free(g->group_of);
     free(g->ids);
     eng_pool_free(g->pool);
     eng_model_close(g->m);

@@ -334,15 +334,15 @@ static void clip_row(const eng_tensor_edit *ed, uint64_t r, float *x, uint64_t n
  * nearest instead), or a negative code. */
 static int convert_gptq(const eng_quant_opts *o, const eng_gguf_tensor *t, int type, const eng_tensor_edit *ed,
                         const eng_imatrix_entry *ix, const double *H, const double *Hr, uint32_t hr_per,
-                        const double *T, char *out, eng_quant_report *rep)
+                        const double *T, const double *Tr, char *out, eng_quant_report *rep)
 {
     const simd_traits *src = simd_type_traits(t->type), *dt = simd_type_traits(type);
     uint64_t cols = t->ne[0], rows = t->ne[1];
     size_t srb = simd_row_bytes(t->type, cols);
     float *W = malloc((size_t)(rows * cols) * sizeof *W + 1);
     float *imp = ix && dt->quant_imp ? malloc((size_t)cols * sizeof *imp) : NULL;
-    double *wd = T ? malloc((size_t)cols * sizeof *wd) : NULL;
-    if (!W || (ix && dt->quant_imp && !imp) || (T && !wd)) {
+    double *wd = T || Tr ? malloc((size_t)cols * sizeof *wd) : NULL;
+    if (!W || (ix && dt->quant_imp && !imp) || ((T || Tr) && !wd)) {
         free(W);
         free(imp);
         free(wd);
@@ -351,11 +351,12 @@ static int convert_gptq(const eng_quant_opts *o, const eng_gguf_tensor *t, int t
     for (uint64_t r = 0; r < rows; r++) {
         float *w = W + r * cols;
         src->dequant((const char *)t->data + r * srb, w, (size_t)cols);
-        if (T) {
+        if (T || Tr) {
             /* --asym: the moved target T w (before any AWQ factors: T maps
-             * the float model's columns) */
+             * the float model's columns); --asym-rows 2: the row's own T */
+            const double *Tm = Tr ? Tr + r * cols * cols : T;
             for (uint64_t i = 0; i < cols; i++) {
-                const double *ti = T + i * cols;
+                const double *ti = Tm + i * cols;
                 double a = 0;
                 for (uint64_t j = 0; j < cols; j++)
                     a += ti[j] * w[j];
@@ -391,13 +392,13 @@ static int convert_gptq(const eng_quant_opts *o, const eng_gguf_tensor *t, int t
     return r;
 }
 
-/* --asym layer by layer: the tensors [from, upto) of in converted so far
- * (bufs, sizes) written over their bytes in the quantized file at path
+/* --asym layer by layer: the tensors ord[from .. upto) of in converted so
+ * far (bufs, sizes) written over their bytes in the quantized file at path
  * (the first pass's file: the same types, so the same sizes and
  * offsets), the collection's model of it closed meanwhile, so that the
  * next layer's sums see the earlier layers as they will be written. */
-static int asym_refresh(eng_gptq *gq, const char *path, const eng_gguf *in, void *const *bufs, const size_t *sizes,
-                        uint64_t from, uint64_t upto, eng_err *e)
+static int asym_refresh(eng_gptq *gq, const char *path, const eng_gguf *in, const uint64_t *ord, void *const *bufs,
+                        const size_t *sizes, uint64_t from, uint64_t upto, eng_err *e)
 {
     eng_gptq_asym_close(gq);
     eng_gguf *q = NULL;
@@ -409,14 +410,15 @@ static int asym_refresh(eng_gptq *gq, const char *path, const eng_gguf *in, void
     }
     /* where each finished tensor lies in the file (0: leave it), the file closed before writing */
     for (uint64_t j = from; j < upto; j++) {
-        const eng_gguf_tensor *t = bufs[j] ? eng_gguf_tensor_find(q, eng_gguf_tensor_at(in, j)->name) : NULL;
-        offs[j] = t && t->size == sizes[j] ? eng_gguf_data_offset(q) + t->offset : 0;
+        uint64_t k = ord[j];
+        const eng_gguf_tensor *t = bufs[k] ? eng_gguf_tensor_find(q, eng_gguf_tensor_at(in, k)->name) : NULL;
+        offs[j] = t && t->size == sizes[k] ? eng_gguf_data_offset(q) + t->offset : 0;
     }
     eng_gguf_close(q);
     FILE *fp = fopen(path, "r+b");
     for (uint64_t j = from; fp && j < upto; j++)
         if (offs[j] && (offs[j] > LONG_MAX || fseek(fp, (long)offs[j], SEEK_SET) ||
-                        fwrite(bufs[j], 1, sizes[j], fp) != sizes[j])) {
+                        fwrite(bufs[ord[j]], 1, sizes[ord[j]], fp) != sizes[ord[j]])) {
             fclose(fp);
             fp = NULL;
         }
@@ -493,8 +495,8 @@ static void convert_part(void *arg, int ith, int nth)
  * the GPTQ pass) into a new buffer, on pool's threads (NULL: this one). */
 static void *convert(const eng_quant_opts *o, eng_pool *pool, const eng_gguf_tensor *t, int type,
                      const eng_tensor_edit *ed, int fake_bits, const eng_imatrix_entry *ix, const double *H,
-                     const double *Hr, uint32_t hr_per, const double *T, eng_quant_report *rep, size_t *out_bytes,
-                     eng_err *e)
+                     const double *Hr, uint32_t hr_per, const double *T, const double *Tr, eng_quant_report *rep,
+                     size_t *out_bytes, eng_err *e)
 {
     const simd_traits *src = simd_type_traits(t->type), *dt = simd_type_traits(type);
     uint64_t cols = t->ne[0], rows = t->ne[1] * t->ne[2] * t->ne[3];
@@ -509,7 +511,7 @@ static void *convert(const eng_quant_opts *o, eng_pool *pool, const eng_gguf_ten
         return NULL;
     }
     if (H) {
-        int r = convert_gptq(o, t, type, ed, ix, H, Hr, hr_per, T, out, rep);
+        int r = convert_gptq(o, t, type, ed, ix, H, Hr, hr_per, T, Tr, out, rep);
         if (r < 0) {
             free(out);
             eng_errf(e, r, "tensor '%s': %s", t->name, r == ENG_ENOMEM ? "out of memory for the GPTQ pass" :
@@ -577,9 +579,12 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
     eng_gguf_writer *w = eng_gguf_writer_new();
     void **bufs = calloc(nt + 1, sizeof *bufs);
     size_t *bsz = calloc(nt + 1, sizeof *bsz);
-    uint64_t patched = 0; /* --asym-layers: tensors [0, patched) written into the first file */
+    int *types = calloc(nt + 1, sizeof *types);
+    uint64_t *ord = malloc((nt + 1) * sizeof *ord); /* the conversion order (see below) */
+    long *keys = malloc((nt + 1) * sizeof *keys);
+    uint64_t patched = 0; /* --asym layer or stage wise: tensors ord[0 .. patched) written into the first file */
     eng_pool *pool = o->threads > 1 ? eng_pool_new(o->threads) : NULL;
-    if (!w || !bufs || !bsz || (o->threads > 1 && !pool)) {
+    if (!w || !bufs || !bsz || !types || !ord || !keys || (o->threads > 1 && !pool)) {
         r = eng_errf(e, ENG_ENOMEM, "out of memory");
         goto done;
     }
@@ -655,10 +660,25 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
             goto oom;
     }
 
+    /* The tensors are converted in file order, except that with --asym
+     * taken layer or stage wise every tensor of a collection group comes
+     * before any of a later group (eng_gptq_asym_stage): llama files list
+     * ffn_down before ffn_up, and stage by stage down's sums must see the
+     * final up. A tensor without sums keeps its place after the one before
+     * it (a stable sort on the group, carried forward). They are written
+     * in file order after. */
     uint64_t total = 0, done = 0;
-    for (uint64_t i = 0; i < nt; i++)
-        total += eng_gguf_tensor_at(g, i)->size;
     for (uint64_t i = 0; i < nt; i++) {
+        total += eng_gguf_tensor_at(g, i)->size;
+        long key = o->gptq ? eng_gptq_asym_stage(o->gptq, eng_gguf_tensor_at(g, i)->name) : -1;
+        keys[i] = key < 0 ? (i ? keys[i - 1] : -1) : key;
+        uint64_t j = i;
+        for (; j > 0 && keys[ord[j - 1]] > keys[i]; j--) /* nearly sorted: a few steps */
+            ord[j] = ord[j - 1];
+        ord[j] = i;
+    }
+    for (uint64_t n = 0; n < nt; n++) {
+        uint64_t i = ord[n];
         const eng_gguf_tensor *t = eng_gguf_tensor_at(g, i);
         int planned, fb;
         int type = eng_quant_plan(o->target, t->name, t->n_dims, t->ne, t->type, n_layers, has_output, &planned, &fb);
@@ -678,7 +698,6 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
                   (unsigned long long)t->ne[0], simd_type_name(planned), simd_type_traits(planned)->block,
                   simd_type_name(type));
         }
-        const void *data = t->data;
         size_t bytes = (size_t)t->size;
         int fake = o->target->fake_bits && t->n_dims >= 2 && ends_with(t->name, ".weight") ? o->target->fake_bits : 0;
         const eng_imatrix_entry *ix = NULL;
@@ -695,15 +714,15 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
             else
                 rep->n_unweighted++;
         }
-        const double *H = NULL, *Hr = NULL, *T = NULL;
+        const double *H = NULL, *Hr = NULL, *T = NULL, *Tr = NULL;
         uint32_t hrows = 0, hper = 0;
         if (o->gptq && t->n_dims == 2 && !fake && type != t->type && eng_gptq_supports(type)) {
             uint32_t hc;
             const char *qp = eng_gptq_asym_pending(o->gptq, t->name);
-            if (qp && (r = asym_refresh(o->gptq, qp, g, bufs, bsz, patched, i, e)))
+            if (qp && (r = asym_refresh(o->gptq, qp, g, ord, bufs, bsz, patched, n, e)))
                 goto done;
             if (qp)
-                patched = i;
+                patched = n;
             if ((r = eng_gptq_hessian(o->gptq, t->name, &H, &hc, e)))
                 goto done;
             if (H && hc != t->ne[0]) {
@@ -717,18 +736,18 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
                 Hr = NULL;
             if (H && (r = eng_gptq_target(o->gptq, t->name, &T, e)))
                 goto done;
+            if (Hr && T && (r = eng_gptq_row_targets(o->gptq, t->name, &Tr, e)))
+                goto done;
         }
         if (type != t->type || ed || fake) {
-            bufs[i] = convert(o, pool, t, type, ed, fake, ix, H, Hr, hper, T, rep, &bytes, e);
+            bufs[i] = convert(o, pool, t, type, ed, fake, ix, H, Hr, hper, T, Tr, rep, &bytes, e);
             if (!bufs[i]) {
                 r = ENG_ENOMEM;
                 goto done;
             }
-            data = bufs[i];
             bsz[i] = bytes;
         }
-        if ((r = eng_gguf_writer_tensor(w, t->name, type, t->n_dims, t->ne, data)))
-            goto oom;
+        types[i] = type;
         rep->n_tensors++;
         rep->in_bytes += t->size;
         rep->out_bytes += bytes;
@@ -738,6 +757,11 @@ int eng_quantize_file(const char *in_path, const char *out_path, const eng_quant
         done += t->size;
         if (o->progress)
             o->progress(o->user, done, total, t->name);
+    }
+    for (uint64_t i = 0; i < nt; i++) {
+        const eng_gguf_tensor *t = eng_gguf_tensor_at(g, i);
+        if ((r = eng_gguf_writer_tensor(w, t->name, types[i], t->n_dims, t->ne, bufs[i] ? bufs[i] : t->data)))
+            goto oom;
     }
     if (o->imatrix) {
         /* entries that name no tensor: another model's file, most likely */
@@ -771,6 +795,9 @@ done:
         free(bufs[i]);
     free(bufs);
     free(bsz);
+    free(types);
+    free(ord);
+    free(keys);
     eng_gguf_close(g);
     return r;
 }

@@ -627,11 +627,8 @@ int main(int argc, char **argv)
     if (argc == 5 && !strcmp(argv[1], "--compare"))
         return compare(argv[2], argv[3], atof(argv[4]));
     simd_init();
-    snprintf(dir, sizeof dir, "test_imatrix.XXXXXX");
-    if (!tu_mkdtemp(dir)) {
-        fprintf(stderr, "cannot make a scratch directory\n");
+    if (!tu_scratch(dir, sizeof dir, "test_imatrix"))
         return 1;
-    }
     char buf[4096];
     const char *model = tu_asset("stories260K.gguf", buf);
     test_legacy();

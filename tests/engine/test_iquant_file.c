@@ -225,11 +225,8 @@ static void test_fallback(void)
 int main(void)
 {
     simd_init();
-    snprintf(dir, sizeof dir, "test_iquant_file.XXXXXX");
-    if (!tu_mkdtemp(dir)) {
-        fprintf(stderr, "cannot make a scratch directory\n");
+    if (!tu_scratch(dir, sizeof dir, "test_iquant_file"))
         return 1;
-    }
     test_tiny256();
     test_fallback();
     tu_rmtree(dir);

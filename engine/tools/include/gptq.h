@@ -55,9 +55,18 @@ typedef struct eng_gptq_opts {
     const char *asym_path;
     double asym_damp;        /* the solve's damping, a share of Hq's mean diagonal (0: 0.01) */
     double asym_blend;       /* a: the target W + a (W' - W) (0: 1) */
-    int asym_seq;            /* layer by layer: a layer's sums are taken when quantizing
+    int asym_rows;           /* with ffn_rows: the per-row Hessians summed on the quantized
+                              * model's inputs, each token weighted by the float model's
+                              * row weights, H_i = sum wt_i xq xq^T (1); and each row's
+                              * own target map from C_i = sum wt_i xq x^T (2,
+                              * eng_gptq_row_targets; 2 * ffn * dim^2 doubles more a layer) */
+    int asym_seq;            /* 1 layer by layer: a layer's sums are taken when quantizing
                               * reaches it, against asym_path as refreshed by then
-                              * (eng_gptq_asym_pending): its earlier layers the final ones */
+                              * (eng_gptq_asym_pending): its earlier layers the final ones;
+                              * 2 stage by stage: the same for each of a layer's inputs in
+                              * the forward order (q/k/v, attn_output, gate/up, down), so
+                              * that a stage's sums also see the layer's finished stages
+                              * (the caller converts in eng_gptq_asym_stage's order) */
     void (*progress)(void *user, double frac, const char *what);
     void *user;
 } eng_gptq_opts;
@@ -101,6 +110,11 @@ int eng_gptq_row_hessians(eng_gptq *g, const char *name, const double **Hr, uint
  * to be quantized as T w (T = (1 - a) I + a Hq^-1 C), else NULL. Errors:
  * eng_gptq_hessian's. */
 int eng_gptq_target(eng_gptq *g, const char *name, const double **T, eng_err *e);
+/* With asym_rows 2: into *Tr the per-row target maps of the ffn_gate or
+ * ffn_up tensor called name (one cols x cols map for each row, as
+ * eng_gptq_row_hessians' rows; valid as eng_gptq_hessian's), each row w_i
+ * to be quantized as T_i w_i, else NULL. Errors: eng_gptq_hessian's. */
+int eng_gptq_row_targets(eng_gptq *g, const char *name, const double **Tr, eng_err *e);
 /* T = (Hq + damp * mean(diag Hq) I)^-1 C (n x n each, row-major; the
  * damping raised tenfold, from 1e-6 when 0, while not positive definite;
  * an input Hq never saw keeps T's row of I). Returns 0, ENG_EFORMAT when no
@@ -113,6 +127,13 @@ int eng_gptq_asym_target(uint32_t n, const double *Hq, const double *C, double d
  * it in place (same types and sizes) and reopen it (eng_gptq_asym_open;
  * errors: the file cannot be opened or changed shape). */
 const char *eng_gptq_asym_pending(const eng_gptq *g, const char *name);
+/* With asym_seq: the collection group whose sums the tensor called name
+ * uses (groups are summed in increasing order, each against the file as
+ * the groups before it leave it), or -1 when it has none. A caller with
+ * asym_seq converts every tensor of a group before any of a later one:
+ * with asym_seq 2 a file listing ffn_down before ffn_up (llama's order)
+ * must take up first, or down's sums miss the final up. */
+long eng_gptq_asym_stage(const eng_gptq *g, const char *name);
 void eng_gptq_asym_close(eng_gptq *g);
 int eng_gptq_asym_open(eng_gptq *g, eng_err *e);
 /* Tokens the Hessians were summed over. */
