@@ -27,7 +27,7 @@ static const char usage[] =
     "usage: nibble quantize IN.gguf OUT.gguf TYPE [--method rtn|awq|gptq|awq+gptq --calib TEXT]\n"
     "                       [--awq TEXT] [--imatrix FILE] [--no-clip] [--damp R] [--refine N]\n"
     "                       [--ffn-rows] [--attn-rows]\n"
-    "                       [--asym [--asym-blend A] [--asym-layers | --asym-once] [--asym-rows N]]\n"
+    "                       [--asym [--asym-blend A] [--asym-layers | --asym-once] [--asym-rows]]\n"
     "                       [--hessian-mb N] [--fit-norms]\n"
     "                       [--allow-requantize] [-t N]\n"
     "\n"
@@ -107,9 +107,10 @@ static const char usage[] =
     "                        first file's q/k/v...: worse on held-out text)\n"
     "  --asym-once           --asym with every layer's sums taken at once against\n"
     "                        the first file (one pass; worse: it overshoots)\n"
-    "  --asym-rows N         --asym with --ffn-rows: gate/up's per-row Hessians\n"
-    "                        summed on the quantized inputs, weighted as the float\n"
-    "                        ones (1), and each row its own target (2)\n"
+    "  --asym-rows           --asym with --ffn-rows: gate/up's per-row Hessians\n"
+    "                        summed on the quantized inputs (weighted as the float\n"
+    "                        ones) and each row its own target map (2 * ffn * dim^2\n"
+    "                        doubles more a layer; 3x the per-row sums' CPU)\n"
     "  --fit-norms           after writing OUT, refit each layer's attn_norm and\n"
     "                        ffn_norm gains (f32 in the file) so that the quantized\n"
     "                        model's q/k/v and gate/up outputs, on its own inputs,\n"
@@ -268,8 +269,7 @@ int cmd_quantize(int argc, char **argv)
                             APP_FLAG("--asym-blend", NULL, APP_FLOAT, &asym_blend),
                             APP_FLAG("--asym-once", NULL, APP_ON, &asym_once),
                             APP_FLAG("--asym-layers", NULL, APP_ON, &asym_layers),
-                            APP_FLAG("--asym-rows", NULL, APP_INT, &asym_rows, .min = 1, .max = 2,
-                                     .why = "expected 1 (per-row Hessians) or 2 (and per-row targets)"),
+                            APP_FLAG("--asym-rows", NULL, APP_ON, &asym_rows),
                             APP_FLAG("--hessian-mb", NULL, APP_INT, &hessian_mb, .min = 1, .max = 1 << 20,
                                      .why = "expected megabytes in 1..1048576"),
                             APP_FLAG("--imatrix", NULL, APP_STR, &imx_path),

@@ -667,8 +667,8 @@ typedef struct site {
     double *hr;                 /* [2][rows][cols][cols]: gate's rows, then up's */
     /* --asym-rows (with --asym): hr sums the quantized model's inputs,
      * xq xq^T, each token weighted by the float model's row weights of
-     * the window (rwf, [n_ctx][2][rows]); with asym_rows 2 also hc, each
-     * row's sum xq x^T so weighted, then its own target map */
+     * the window (rwf, [n_ctx][2][rows]), and hc each row's sum xq x^T
+     * so weighted, then its own target map */
     float *rwf;
     double *hc;
     /* --attn-rows: the q/k/v input's site of a layer that can have them
@@ -699,7 +699,7 @@ struct eng_gptq {
     eng_model *mq;         /* --asym: the quantized model (NULL: plain Hessians) */
     double asym_damp, asym_blend;
     char *asym_path;       /* the quantized model's file */
-    int asym_rows;         /* 1: per-row Hessians on the quantized inputs; 2: and per-row targets */
+    int asym_rows;         /* per-row Hessians and targets on the quantized inputs (opts) */
     int asym_seq;          /* 1 layer by layer: a group a layer, the file refreshed between;
                             * 2 stage by stage: a group per input of a layer */
     int phase;             /* --asym: 0 while the float model runs a window, 1 the quantized one */
@@ -1026,9 +1026,9 @@ static int make_sites(eng_gptq *g, const eng_model *m, uint64_t max_bytes, eng_e
                 lb += (uint64_t)keys[k]->cols * keys[k]->cols * sizeof(double);
         if (rows_h)
             lb += (uint64_t)2 * L->w_gate.rows * L->w_gate.cols * L->w_gate.cols * sizeof(double);
-        if (rows_h && g->mq && g->asym_rows) /* the window's row weights; with 2 the per-row C */
-            lb += (uint64_t)2 * L->w_gate.rows * (g->n_ctx * sizeof(float) +
-                                                  (g->asym_rows == 2 ? L->w_gate.cols * L->w_gate.cols * sizeof(double) : 0));
+        if (rows_h && g->mq && g->asym_rows) /* the window's row weights and the per-row C */
+            lb += (uint64_t)2 * L->w_gate.rows *
+                  (g->n_ctx * sizeof(float) + (uint64_t)L->w_gate.cols * L->w_gate.cols * sizeof(double));
         const eng_weight *keysq[4] = {NULL, NULL, NULL, NULL};
         if (g->mq) {
             /* the same roles in the quantized model: the sums need both */
@@ -1107,7 +1107,7 @@ static int blend_target(const eng_gptq *g, uint32_t n, const double *Hq, double 
     return 0;
 }
 
-/* --asym-rows 2: each gate/up row's own target map from its weighted sums */
+/* --asym-rows: each gate/up row's own target map from its weighted sums */
 static int row_targets(const eng_gptq *g, site *s)
 {
     size_t n2 = (size_t)s->cols * s->cols;
@@ -1151,9 +1151,9 @@ static int load_group(eng_gptq *g, uint32_t grp, void (*progress)(void *, double
             s->wuf = malloc(n * sizeof *s->wuf);
             if (g->mq && g->asym_rows) {
                 s->rwf = malloc((size_t)g->n_ctx * 2 * s->rows * sizeof *s->rwf);
-                s->hc = g->asym_rows == 2 ? calloc(2 * n * s->cols, sizeof *s->hc) : NULL;
+                s->hc = calloc(2 * n * s->cols, sizeof *s->hc);
             }
-            if (!s->hr || !s->wgf || !s->wuf || (g->mq && g->asym_rows && (!s->rwf || (g->asym_rows == 2 && !s->hc))))
+            if (!s->hr || !s->wgf || !s->wuf || (g->mq && g->asym_rows && (!s->rwf || !s->hc)))
                 return eng_errf(e, ENG_ENOMEM, "GPTQ: out of memory for the per-row Hessians of '%s'", s->names[0]);
             if (!tg || !tg->dequant || !tu || !tu->dequant)
                 return eng_errf(e, ENG_EUNSUP, "GPTQ: cannot read '%s' as floats", s->names[0]);

@@ -649,6 +649,24 @@ static void test_cli(const char *model)
     CHECK(eng_gguf_open(tmp("l2.gguf"), &ga, &ea) == 0 && eng_gguf_get_f32(ga, "nibble.quantize.asym", &blend, NULL) == 0 &&
           blend == CLI_BLEND);
     eng_gguf_close(ga);
+    /* --asym-rows: gate/up's per-row sums on the quantized inputs and a
+     * target per row; one thread's bytes on two, not the file without it */
+    for (int k = 0; k <= 2; k++) {
+        snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method gptq --calib %s --calib-tokens 512 --ffn-rows --asym%s "
+                 "-t %d", model, tmp(k == 0 ? "r0.gguf" : k == 1 ? "l1.gguf" : "l2.gguf"), cal,
+                 k ? " --asym-rows" : "", k ? k : 2);
+        CHECK(run(bin, a) == 0);
+    }
+    l1 = tu_read(tmp("l1.gguf"), &nl1), l2 = tu_read(tmp("l2.gguf"), &nl2);
+    size_t nr0 = 0;
+    char *r0 = tu_read(tmp("r0.gguf"), &nr0);
+    CHECK(l1 && l2 && r0 && nl1 == nl2 && !memcmp(l1, l2, nl1) && nr0 == nl1 && memcmp(r0, l1, nl1));
+    free(l1);
+    free(l2);
+    free(r0);
+    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method gptq --calib %s --asym --asym-rows", model, tmp("o.gguf"),
+             cal);
+    CHECK(run(bin, a) == 2 && err_has("is for --asym with --ffn-rows"));
     /* layer by layer: a pass a layer */
     snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method gptq --calib %s --asym --asym-layers -t 2", model,
              tmp("l1.gguf"), cal);

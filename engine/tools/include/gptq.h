@@ -57,9 +57,9 @@ typedef struct eng_gptq_opts {
     double asym_blend;       /* a: the target W + a (W' - W) (0: 1) */
     int asym_rows;           /* with ffn_rows: the per-row Hessians summed on the quantized
                               * model's inputs, each token weighted by the float model's
-                              * row weights, H_i = sum wt_i xq xq^T (1); and each row's
-                              * own target map from C_i = sum wt_i xq x^T (2,
-                              * eng_gptq_row_targets; 2 * ffn * dim^2 doubles more a layer) */
+                              * row weights, Hq_i = sum wt_i xq xq^T, and each row's own
+                              * target map from C_i = sum wt_i xq x^T (eng_gptq_row_targets):
+                              * 2 * ffn * dim^2 doubles more a layer, 3x the per-row sums */
     int asym_seq;            /* 1 layer by layer: a layer's sums are taken when quantizing
                               * reaches it, against asym_path as refreshed by then
                               * (eng_gptq_asym_pending): its earlier layers the final ones;
@@ -110,7 +110,7 @@ int eng_gptq_row_hessians(eng_gptq *g, const char *name, const double **Hr, uint
  * to be quantized as T w (T = (1 - a) I + a Hq^-1 C), else NULL. Errors:
  * eng_gptq_hessian's. */
 int eng_gptq_target(eng_gptq *g, const char *name, const double **T, eng_err *e);
-/* With asym_rows 2: into *Tr the per-row target maps of the ffn_gate or
+/* With asym_rows: into *Tr the per-row target maps of the ffn_gate or
  * ffn_up tensor called name (one cols x cols map for each row, as
  * eng_gptq_row_hessians' rows; valid as eng_gptq_hessian's), each row w_i
  * to be quantized as T_i w_i, else NULL. Errors: eng_gptq_hessian's. */
