@@ -353,7 +353,7 @@ static int convert_gptq(const eng_quant_opts *o, const eng_gguf_tensor *t, int t
         src->dequant((const char *)t->data + r * srb, w, (size_t)cols);
         if (T || Tr) {
             /* --asym: the moved target T w (before any AWQ factors: T maps
-             * the float model's columns); --asym-rows 2: the row's own T */
+             * the float model's columns); --asym-rows: the row's own T */
             const double *Tm = Tr ? Tr + r * cols * cols : T;
             for (uint64_t i = 0; i < cols; i++) {
                 const double *ti = Tm + i * cols;
@@ -392,11 +392,12 @@ static int convert_gptq(const eng_quant_opts *o, const eng_gguf_tensor *t, int t
     return r;
 }
 
-/* --asym layer by layer: the tensors ord[from .. upto) of in converted so
- * far (bufs, sizes) written over their bytes in the quantized file at path
- * (the first pass's file: the same types, so the same sizes and
- * offsets), the collection's model of it closed meanwhile, so that the
- * next layer's sums see the earlier layers as they will be written. */
+/* --asym layer or stage wise: the tensors ord[from .. upto) of in
+ * converted so far (bufs, sizes) written over their bytes in the
+ * quantized file at path (the first pass's file: the same types, so the
+ * same sizes and offsets), the collection's model of it closed meanwhile,
+ * so that the next group's sums see the matrices before it as they will
+ * be written. */
 static int asym_refresh(eng_gptq *gq, const char *path, const eng_gguf *in, const uint64_t *ord, void *const *bufs,
                         const size_t *sizes, uint64_t from, uint64_t upto, eng_err *e)
 {
