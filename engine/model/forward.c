@@ -65,7 +65,7 @@ struct eng_ctx {
     uint32_t *kv_slots;    /* [n_layers]: n_ctx, or the ring of a windowed layer */
     uint32_t high;         /* highest position written + 1 since the cache was last emptied */
     float *x, *xb, *xb2;   /* [batch][dim] */
-    float *q, *k, *v;      /* [batch][n_heads*hd], [BATCH][n_kv*hd] x2 */
+    float *q, *k, *v;      /* [batch][n_heads*hd], [batch][n_kv*hd] x2 */
     float *att;            /* [batch][n_heads*hd] attention output */
     float *hb, *hb2;       /* [batch][ffn] */
     float *scores;         /* [threads][scores_per_thread]: scratch and chunk rows of a task */
