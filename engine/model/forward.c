@@ -207,6 +207,22 @@ static void mm_part_packed(mm_part *p)
 
 static void mm_run(eng_ctx *c, mm_job *j);
 
+/* A batch's per-token piece fn over tokens 0..nt-1 (here the activation
+ * rows' quantization; below the norms, rope and the cache stores, the
+ * FFN's activation, the residual adds), split by tokens over the pool.
+ * Below this many floats (c->split_floats, eng_ctx_opts) it runs on the
+ * calling thread: waking the workers costs a few microseconds, as much
+ * as 64 KiB of floats take. */
+#define TOK_PAR_FLOATS 16384u
+
+static void tok_run(eng_ctx *c, uint32_t nt, size_t per_token, eng_pool_range_fn fn, void *arg)
+{
+    if (nt < 2 || (uint64_t)nt * per_token < c->split_floats || eng_pool_threads(c->pool) < 2)
+        fn(arg, 0, nt);
+    else
+        eng_pool_run_range(c->pool, fn, arg, nt, 1);
+}
+
 /* Quantizing a batch's activation rows, split by rows over the pool: a
  * long prompt's rows took one thread a few percent of prefill while the
  * others waited. Each row is quantized alone, so the split changes no
@@ -246,11 +262,7 @@ static void matmul(eng_ctx *c, const float *x, uint32_t nt, int np, const eng_we
     }
     if (need_q8 || need_q8k) {
         act_job aj = {x, cols, need_q8, need_q8k, (char *)c->act, (char *)c->act_k, qstride, kstride};
-        /* below ~64 KiB of floats waking the workers costs more than it saves */
-        if ((uint64_t)nt * cols < 16384 || eng_pool_threads(c->pool) < 2)
-            act_range(&aj, 0, nt);
-        else
-            eng_pool_run_range(c->pool, act_range, &aj, nt, 1);
+        tok_run(c, nt, cols, act_range, &aj);
     }
     mm_part parts[3];
     mm_job j = {.p = parts, .np = np};
@@ -328,19 +340,6 @@ static void layernorm(float *out, const float *x, const float *g, const float *b
  * 11% of the time. Each runs per token, split by tokens over the pool when
  * the batch is large enough to pay for waking the workers. Every token's
  * values are computed as they were alone, so the split changes no bit. */
-
-/* Below this many floats (c->split_floats, eng_ctx_opts) a batch's
- * piece runs on the calling thread: waking the workers costs a few
- * microseconds, as much as 64 KiB of floats take. */
-#define TOK_PAR_FLOATS 16384u
-
-static void tok_run(eng_ctx *c, uint32_t nt, size_t per_token, eng_pool_range_fn fn, void *arg)
-{
-    if (nt < 2 || (uint64_t)nt * per_token < c->split_floats || eng_pool_threads(c->pool) < 2)
-        fn(arg, 0, nt);
-    else
-        eng_pool_run_range(c->pool, fn, arg, nt, 1);
-}
 
 typedef struct norm_job {
     const eng_model *m;
@@ -832,12 +831,13 @@ static void add_bias(float *y, const float *b, uint32_t nt, uint32_t n)
             y[(size_t)t * n + i] += b[i];
 }
 
-/* Per-head RMSNorm of nh heads of hd values (qwen3's q and k norms). */
-static void head_norm(float *v, uint32_t nt, uint32_t nh, uint32_t hd, const float *g, float eps)
+/* Per-head RMSNorm of a token's nh heads of hd values (qwen3's q and k
+ * norms). */
+static void head_norm(float *v, uint32_t nh, uint32_t hd, const float *g, float eps)
 {
     if (!g)
         return;
-    for (uint32_t i = 0; i < nt * nh; i++)
+    for (uint32_t i = 0; i < nh; i++)
         rmsnorm(v + (size_t)i * hd, v + (size_t)i * hd, g, hd, eps);
 }
 
@@ -847,13 +847,12 @@ static void add_rows(float *x, const float *y, size_t n)
         x[i] += y[i];
 }
 
-/* RMSNorm of a block's nt output rows in place before they join the
- * residual (gemma3's post-attention and post-FFN norms); g NULL: none. */
-static void post_norm(const eng_model *m, float *y, uint32_t nt, const float *g)
+/* RMSNorm of a block's output row in place before it joins the residual
+ * (gemma3's post-attention and post-FFN norms); g NULL: none. */
+static void post_norm(const eng_model *m, float *y, const float *g)
 {
-    uint32_t dim = m->info.dim;
-    for (uint32_t t = 0; g && t < nt; t++)
-        rmsnorm(y + (size_t)t * dim, y + (size_t)t * dim, g, dim, m->info.norm_eps);
+    if (g)
+        rmsnorm(y, y, g, m->info.dim, m->info.norm_eps);
 }
 
 /* After q/k/v's product, per token: the biases, the head norms, rope,
@@ -879,8 +878,8 @@ static void qkv_range(void *arg, uint32_t t0, uint32_t t1)
         add_bias(q, L->bq, 1, nq);
         add_bias(k, L->bk, 1, nkvd);
         add_bias(v, L->bv, 1, nkvd);
-        head_norm(q, 1, L->n_heads, hd, L->q_norm, in->norm_eps);
-        head_norm(k, 1, L->n_kv_heads, hd, L->k_norm, in->norm_eps);
+        head_norm(q, L->n_heads, hd, L->q_norm, in->norm_eps);
+        head_norm(k, L->n_kv_heads, hd, L->k_norm, in->norm_eps);
         if (half) {
             const float *cs = c->rcos + j->tab + t * half, *sn = c->rsin + j->tab + t * half;
             rope(q, L->n_heads, hd, in->rope_dims, in->rope_neox, cs, sn);
@@ -914,7 +913,7 @@ static void resid_range(void *arg, uint32_t t0, uint32_t t1)
     for (uint32_t t = t0; t < t1; t++) {
         float *y = j->y + (size_t)t * dim;
         add_bias(y, j->b, 1, dim);
-        post_norm(j->m, y, 1, j->g);
+        post_norm(j->m, y, j->g);
         add_rows(j->x + (size_t)t * dim, y, dim);
     }
 }

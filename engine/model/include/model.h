@@ -113,7 +113,8 @@ typedef struct eng_ctx_opts {
     int n_threads;
     int type_k, type_v; /* enum eng_kv_type */
     /* A batch's per-token pieces between the matrix products (norms, rope
-     * and the cache stores, the FFN's activation, the residual adds) are
+     * and the cache stores, the FFN's activation, the residual adds, the
+     * products' int8 activation rows) are
      * split over the threads from this many floats of a piece on (0: the
      * engine's choice, 16384). The split changes no bit; tests set 1 to
      * take it on their small models. */
