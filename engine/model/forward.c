@@ -602,7 +602,6 @@ static simd_f16 *kv_buf(const eng_ctx *c, float *scratch)
 typedef struct att_job {
     eng_ctx *c;
     uint32_t layer, nt, pos;
-    uint32_t split; /* tasks per (token, kv head): > 1 only for one token */
     uint32_t tile;  /* tokens per task when nt > 1 (the last tile may be short) */
 } att_job;
 
@@ -747,21 +746,56 @@ static uint32_t att_tile_fit(const eng_ctx *c, const eng_layer *L, uint32_t pos,
     return fit < nt ? (uint32_t)fit : nt;
 }
 
+/* Token t's chunks [c0, c1) of its span for kv head g (query heads
+ * g*grp...), chunk ch's rows at base + ch*cstride, the heads' rows pstride
+ * apart. */
+static void att_chunks(const att_job *j, float *scratch, uint32_t t, uint32_t g, size_t c0, size_t c1, float *base,
+                       size_t cstride, size_t pstride)
+{
+    eng_ctx *c = j->c;
+    const eng_layer *L = &c->m->layers[j->layer];
+    uint32_t hd = c->m->info.head_dim, nh = L->n_heads, nkv = L->n_kv_heads, grp = nh / nkv;
+    size_t nkvd = (size_t)nkv * hd, nbh = hd / SIMD_QK;
+    simd_f16 *kvb = kv_buf(c, scratch);
+    simd_attn_args a = {.hd = hd, .nq = grp, .qstride = hd, .kvstride = nkvd, .scale = c->m->attn_scale,
+                        .softcap = c->m->attn_softcap, .scratch = scratch, .pstride = pstride};
+    simd_attn_q_args qa = {.hd = hd, .nq = grp, .qstride = nbh, .scale = c->m->attn_scale,
+                           .softcap = c->m->attn_softcap, .scratch = scratch, .buf = kvb, .pstride = pstride};
+    size_t p = (size_t)j->pos + t, lo, nch;
+    att_span(L->window, p, &lo, &nch);
+    size_t ch0 = lo / SIMD_ATTN_CHUNK;
+    a.q = c->q + (size_t)t * nh * hd + (size_t)g * grp * hd;
+    if (c->kv_int8)
+        qa.q = c->qq + ((size_t)t * nh + (size_t)g * grp) * nbh;
+    for (size_t ch = c0; ch < c1; ch++) {
+        size_t p0 = (ch0 + ch) * SIMD_ATTN_CHUNK, p1 = p0 + SIMD_ATTN_CHUNK;
+        if (p0 < lo)
+            p0 = lo;
+        if (p1 > p + 1)
+            p1 = p + 1;
+        if (c->kv_int8) {
+            qa.n = p1 - p0;
+            qa.part = base + ch * cstride;
+            kv_qargs(c, j->layer, g, p0, &qa);
+            simd_attn_q_tile(&qa, 1, 0, 0);
+            continue;
+        }
+        a.n = p1 - p0;
+        kv_chunk(c, j->layer, g, p0, p1, kvb, &a.k, &a.v, &a.kvstride);
+        a.part = base + ch * cstride;
+        simd_attn_chunk(&a);
+    }
+}
+
 static void att_worker(void *arg, int ith, int nth)
 {
     const att_job *j = arg;
     eng_ctx *c = j->c;
     const eng_layer *L = &c->m->layers[j->layer];
     uint32_t hd = c->m->info.head_dim, nh = L->n_heads, nkv = L->n_kv_heads, grp = nh / nkv;
-    size_t nkvd = (size_t)nkv * hd, row = (size_t)hd + 2;
+    size_t row = (size_t)hd + 2;
     float *scratch = c->scores + (size_t)ith * c->scores_per_thread;
     float *tparts = scratch + (size_t)c->grp_max * SIMD_ATTN_CHUNK; /* [chunk][head of the group][row] */
-    simd_f16 *kvb = kv_buf(c, scratch);
-    simd_attn_args a = {.hd = hd, .nq = grp, .qstride = hd, .kvstride = nkvd, .scale = c->m->attn_scale,
-                        .softcap = c->m->attn_softcap, .scratch = scratch};
-    size_t nbh = hd / SIMD_QK;
-    simd_attn_q_args qa = {.hd = hd, .nq = grp, .qstride = nbh, .scale = c->m->attn_scale,
-                           .softcap = c->m->attn_softcap, .scratch = scratch, .buf = kvb};
     if (j->tile) {
         uint32_t ntiles = (j->nt + j->tile - 1) / j->tile;
         for (uint32_t task = (uint32_t)ith; task < nkv * ntiles; task += (uint32_t)nth) {
@@ -770,52 +804,64 @@ static void att_worker(void *arg, int ith, int nth)
         }
         return;
     }
-    uint32_t per_tok = nkv * j->split;
-    for (uint32_t task = (uint32_t)ith; task < j->nt * per_tok; task += (uint32_t)nth) {
-        uint32_t t = task / per_tok, g = task % per_tok / j->split, r = task % j->split;
-        size_t p = (size_t)j->pos + t, lo, nch;
-        att_span(L->window, p, &lo, &nch);
-        size_t ch0 = lo / SIMD_ATTN_CHUNK;
-        size_t c0 = nch * r / j->split, c1 = nch * (r + 1) / j->split;
-        /* one task per token: rows in this thread's buffer, merged here;
-         * split: rows in c->apart ([head][chunk]), merged by the caller */
-        float *base = j->split == 1 ? tparts : c->apart + (size_t)g * grp * c->nch_max * row;
-        size_t cstride = j->split == 1 ? grp * row : row;
-        a.pstride = qa.pstride = j->split == 1 ? row : c->nch_max * row;
-        a.q = c->q + (size_t)t * nh * hd + (size_t)g * grp * hd;
-        if (c->kv_int8)
-            qa.q = c->qq + ((size_t)t * nh + (size_t)g * grp) * nbh;
-        for (size_t ch = c0; ch < c1; ch++) {
-            size_t p0 = (ch0 + ch) * SIMD_ATTN_CHUNK, p1 = p0 + SIMD_ATTN_CHUNK;
-            if (p0 < lo)
-                p0 = lo;
-            if (p1 > p + 1)
-                p1 = p + 1;
-            if (c->kv_int8) {
-                qa.n = p1 - p0;
-                qa.part = base + ch * cstride;
-                kv_qargs(c, j->layer, g, p0, &qa);
-                simd_attn_q_tile(&qa, 1, 0, 0);
-                continue;
-            }
-            a.n = p1 - p0;
-            kv_chunk(c, j->layer, g, p0, p1, kvb, &a.k, &a.v, &a.kvstride);
-            a.part = base + ch * cstride;
-            simd_attn_chunk(&a);
-        }
-        if (j->split == 1)
-            for (uint32_t h = 0; h < grp; h++)
-                att_merge(L, g * grp + h, hd, nch, tparts + h * row, cstride,
-                          c->att + (size_t)t * nh * hd + (size_t)(g * grp + h) * hd);
+    for (uint32_t task = (uint32_t)ith; task < j->nt * nkv; task += (uint32_t)nth) {
+        uint32_t t = task / nkv, g = task % nkv;
+        size_t lo, nch;
+        att_span(L->window, (size_t)j->pos + t, &lo, &nch);
+        att_chunks(j, scratch, t, g, 0, nch, tparts, grp * row, row);
+        for (uint32_t h = 0; h < grp; h++)
+            att_merge(L, g * grp + h, hd, nch, tparts + h * row, grp * row,
+                      c->att + (size_t)t * nh * hd + (size_t)(g * grp + h) * hd);
     }
 }
 
-/* Tasks per kv head for one token on nth threads: the fewest that make
- * the task count a multiple of the threads, at most one per chunk. */
-static uint32_t att_split(uint32_t nkv, uint32_t nth, size_t nch)
+/* One token's attention split over the pool: unit u is chunk u % nch of
+ * kv head u / nch, so a participant's share is a contiguous run of each
+ * head's rows (kv_row: a head's rows follow one another) and the last
+ * pieces still balance (a task per kv head and part of the span left the
+ * caller waiting for a late worker, and both threads idle while the caller
+ * merged the heads alone). Rows go to c->apart ([head][chunk]);
+ * att_merge_range merges them after. No bit depends on the split: each
+ * chunk row is computed alone and merged in chunk order. */
+static void att_decode_range(void *arg, uint32_t u0, uint32_t u1)
+{
+    const att_job *j = arg;
+    eng_ctx *c = j->c;
+    const eng_layer *L = &c->m->layers[j->layer];
+    uint32_t grp = L->n_heads / L->n_kv_heads;
+    size_t row = (size_t)c->m->info.head_dim + 2, lo, nch;
+    float *scratch = c->scores + (size_t)eng_pool_self() * c->scores_per_thread;
+    att_span(L->window, j->pos, &lo, &nch);
+    while (u0 < u1) {
+        uint32_t g = u0 / (uint32_t)nch, ch = u0 % (uint32_t)nch, end = (g + 1) * (uint32_t)nch;
+        uint32_t e = end < u1 ? end : u1;
+        att_chunks(j, scratch, 0, g, ch, ch + (e - u0), c->apart + (size_t)g * grp * c->nch_max * row, row,
+                   c->nch_max * row);
+        u0 = e;
+    }
+}
+
+typedef struct merge_job {
+    const eng_layer *L;
+    const eng_ctx *c;
+    size_t nch;
+} merge_job;
+
+static void att_merge_range(void *arg, uint32_t h0, uint32_t h1)
+{
+    const merge_job *mj = arg;
+    size_t hd = mj->c->m->info.head_dim, row = hd + 2;
+    for (uint32_t h = h0; h < h1; h++)
+        att_merge(mj->L, h, hd, mj->nch, mj->c->apart + (size_t)h * mj->c->nch_max * row, row,
+                  mj->c->att + (size_t)h * hd);
+}
+
+/* Tiles per kv head for a batch on nth threads: the fewest that make
+ * the task count a multiple of the threads, at most one per token. */
+static uint32_t att_split(uint32_t nkv, uint32_t nth, size_t nt)
 {
     uint32_t s = 1;
-    while ((nkv * s) % nth && s < nth && s < nch)
+    while ((nkv * s) % nth && s < nth && s < nt)
         s++;
     return s;
 }
@@ -938,7 +984,7 @@ static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
     /* windowed layers of a rope_local family take the second table */
     qkv_job qj = {c, l, m->rope_local && L->window ? (size_t)c->batch * half : 0};
     tok_run(c, nt, nq + 2 * nkvd, qkv_range, &qj);
-    att_job aj = {c, l, nt, c->pos, 1, 0};
+    att_job aj = {c, l, nt, c->pos, 0};
     if (nt > 1)
         aj.tile = att_tile_fit(c, L, c->pos, nt);
     /* attention reads the cache once per kv head for all the query heads
@@ -953,8 +999,14 @@ static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
     } else {
         uint32_t nth = (uint32_t)eng_pool_threads(c->pool);
         att_span(L->window, c->pos + nt - 1, &lo, &nch);
-        if (nt == 1)
-            aj.split = att_split(L->n_kv_heads, nth, nch);
+        if (nt == 1) {
+            eng_pool_run_range(c->pool, att_decode_range, &aj, (uint32_t)(L->n_kv_heads * nch), 1);
+            merge_job mj = {L, c, nch};
+            tok_run(c, L->n_heads, nch * (hd + 2), att_merge_range, &mj);
+            matmul1(c, c->att, nt, &L->wo, c->xb2);
+            residual(c, c->xb2, nt, L->bo, L->attn_post_norm);
+            return;
+        }
         if (aj.tile) { /* enough tiles for every thread, as even as the kv heads allow */
             uint32_t tiles = (nt + aj.tile - 1) / aj.tile, s = att_split(L->n_kv_heads, nth, nt);
             if (s > tiles)
@@ -962,9 +1014,6 @@ static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
             aj.tile = (nt + tiles - 1) / tiles;
         }
         eng_pool_run(c->pool, att_worker, &aj);
-        if (aj.split > 1)
-            for (uint32_t h = 0; h < L->n_heads; h++)
-                att_merge(L, h, hd, nch, c->apart + (size_t)h * c->nch_max * (hd + 2), hd + 2, c->att + (size_t)h * hd);
     }
     matmul1(c, c->att, nt, &L->wo, c->xb2);
     residual(c, c->xb2, nt, L->bo, L->attn_post_norm);

@@ -128,9 +128,14 @@ static uint32_t take(eng_pool *p, int i, uint64_t job, int front, uint32_t *begi
 /* Run units of the current job as participant `self` until none are left
  * to take: its own slice first, then the others'. `job` is the job this
  * participant was woken for; a later job's slices refuse its takes. */
+static _Thread_local int pool_self;
+
+int eng_pool_self(void) { return pool_self; }
+
 static void run_units(eng_pool *p, int self, uint64_t job)
 {
     uint32_t begin, k;
+    pool_self = self;
     for (int i = 0; i < p->n; i++) {
         int s = (self + i) % p->n;
         while ((k = take(p, s, job, s == self, &begin)) != 0) {
@@ -236,6 +241,7 @@ static void run_job(eng_pool *p, eng_pool_fn fn, eng_pool_range_fn rfn, void *ar
                     uint32_t chunk)
 {
     if (p->n == 1 || p->solo_left) {
+        pool_self = 0;
         if (p->solo_left)
             p->solo_left--;
         if (rfn)

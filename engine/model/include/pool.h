@@ -38,6 +38,10 @@ void eng_pool_run_parts(eng_pool *p, eng_pool_fn fn, void *arg, int nth);
 #define ENG_POOL_MAX_UNITS 4000000u
 typedef void (*eng_pool_range_fn)(void *arg, uint32_t begin, uint32_t end);
 void eng_pool_run_range(eng_pool *p, eng_pool_range_fn fn, void *arg, uint32_t n, uint32_t chunk);
+/* The participant running the current piece of a job (0 the caller,
+ * 1..n-1 the workers), for a range job's per-thread scratch: a range fn
+ * is never run twice at once by one participant. */
+int eng_pool_self(void);
 /* Jobs so far where the caller waited for a descheduled worker. */
 unsigned long long eng_pool_stalls(const eng_pool *p);
 
