@@ -14,7 +14,13 @@ void simd_set_act(enum simd_kernel k, simd_kernel_set *s)
     s->silu_mul = simd_silu_mul_ref;
     s->gelu = simd_gelu_ref;
     s->swiglu_oai = simd_swiglu_oai_ref;
+    s->f16_row = simd_f32_to_f16_row_ref;
+    s->deq_f16_row = simd_deq_f16_row_ref;
 #if defined(NIBBLE_X86_SETS)
+    if (k != SIMD_K_SCALAR) {
+        s->f16_row = simd_f32_to_f16_row_f16c;
+        s->deq_f16_row = simd_deq_f16_row_f16c;
+    }
     if (k == SIMD_K_AVX2 || k == SIMD_K_AVXVNNI || k == SIMD_K_AVXVNNIINT8) {
         s->silu_mul = simd_silu_mul_avx2;
         s->gelu = simd_gelu_avx2;

@@ -66,6 +66,10 @@ static inline void act_gelu(float *g, size_t n)
     }
 }
 
+/* simd_f32_to_f16_row and simd_deq_f16_row with F16C (act_avx2.c, every
+ * x86 set): the plain-C forms' bits (simd_internal.h) */
+void simd_f32_to_f16_row_f16c(const float *src, simd_f16 *dst, size_t n);
+void simd_deq_f16_row_f16c(int type, const void *blocks, size_t n, simd_f16 *dst);
 void simd_silu_mul_ref(float *g, const float *u, size_t n);
 void simd_silu_mul_avx2(float *g, const float *u, size_t n);
 void simd_silu_mul_avx512(float *g, const float *u, size_t n);

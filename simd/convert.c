@@ -1,6 +1,6 @@
 /* Half-precision conversions in plain C: bit-exact, no F16C needed, so the
  * scalar set runs anywhere and the other sets have a reference to match. */
-#include "simd.h"
+#include "simd_internal.h"
 
 #include <string.h>
 
@@ -49,9 +49,22 @@ simd_f16 simd_f32_to_f16(float f)
     return (simd_f16)(sign | ((r - 0x38000000u) >> 13));
 }
 
-void simd_f32_to_f16_row(const float *src, simd_f16 *dst, size_t n)
+/* In a loop the compiler vectorises: normal halves and zeros (all a
+ * cache row or a dequantized block gives but for tiny or huge values) in
+ * straight-line integer arithmetic, simd_f32_to_f16's rounding; a row
+ * holding any other value is done again by it. (A call a value made a
+ * q8_0 K cache beside an f16 V spend half a decode step here.) */
+void simd_f32_to_f16_row_ref(const float *src, simd_f16 *dst, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    uint32_t odd = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t x = f32_bits(src[i]);
+        uint32_t ax = x & 0x7fffffffu, r = ax + 0x0fffu + ((ax >> 13) & 1);
+        uint32_t h = ((x >> 16) & 0x8000u) | (ax ? (r - 0x38000000u) >> 13 : 0);
+        dst[i] = (simd_f16)h;
+        odd |= ax && ax - 0x38800000u >= 0x477ff000u - 0x38800000u; /* not a normal half */
+    }
+    for (size_t i = 0; odd && i < n; i++)
         dst[i] = simd_f32_to_f16(src[i]);
 }
 
@@ -63,4 +76,25 @@ simd_bf16 simd_f32_to_bf16(float f)
     if ((x & 0x7fffffffu) > 0x7f800000u) /* nan: keep it a quiet nan */
         return (simd_bf16)((x >> 16) | 0x40);
     return (simd_bf16)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+}
+
+void simd_deq_f16_row_ref(int type, const void *blocks, size_t n, simd_f16 *dst)
+{
+    float y[SIMD_QK];
+    for (size_t b = 0; b < n / SIMD_QK; b++) {
+        if (type == SIMD_Q8_0) {
+            const simd_block_q8_0 *q = (const simd_block_q8_0 *)blocks + b;
+            float d = simd_f16_to_f32(q->d);
+            for (int j = 0; j < SIMD_QK; j++)
+                y[j] = d * (float)q->qs[j];
+        } else {
+            const simd_block_q4_0 *q = (const simd_block_q4_0 *)blocks + b;
+            float d = simd_f16_to_f32(q->d);
+            for (int j = 0; j < SIMD_QK / 2; j++) {
+                y[j] = d * (float)((q->qs[j] & 0x0f) - 8);
+                y[j + SIMD_QK / 2] = d * (float)((q->qs[j] >> 4) - 8);
+            }
+        }
+        simd_f32_to_f16_row_ref(y, dst + b * SIMD_QK, SIMD_QK);
+    }
 }

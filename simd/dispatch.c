@@ -83,6 +83,8 @@ static void install(const simd_kernel_set *set)
     s.silu_mul = set->silu_mul ? set->silu_mul : simd_silu_mul_ref;
     s.gelu = set->gelu ? set->gelu : simd_gelu_ref;
     s.swiglu_oai = set->swiglu_oai ? set->swiglu_oai : simd_swiglu_oai_ref;
+    s.f16_row = set->f16_row ? set->f16_row : simd_f32_to_f16_row_ref;
+    s.deq_f16_row = set->deq_f16_row ? set->deq_f16_row : simd_deq_f16_row_ref;
     for (int t = 0; t < SIMD_TYPE_COUNT; t++) {
         if (set->dot[t]) s.dot[t] = set->dot[t];
         s.dot_batch[t] = set->dot_batch[t] ? set->dot_batch[t] : generic_batch[t];
@@ -99,6 +101,8 @@ static void install(const simd_kernel_set *set)
     simd_table.silu_mul = s.silu_mul;
     simd_table.gelu = s.gelu;
     simd_table.swiglu_oai = s.swiglu_oai;
+    simd_table.f16_row = s.f16_row;
+    simd_table.deq_f16_row = s.deq_f16_row;
     /* a type without a dot kernel gets none of the other forms either */
     for (int t = 0; t < SIMD_TYPE_COUNT; t++) {
         simd_traits *row = &simd_table.type[t];
@@ -117,7 +121,8 @@ simd_kernel_set simd_installed_set(void)
         .q8a_quant = simd_table.q8a_quant, .q8k_quant = simd_table.q8k_quant, .dot_f32 = simd_table.dot_f32,
         .attn = simd_table.attn,           .attn_tile = simd_table.attn_tile, .attn_q = simd_table.attn_q,
         .attn_merge = simd_table.attn_merge, .silu_mul = simd_table.silu_mul, .gelu = simd_table.gelu,
-        .swiglu_oai = simd_table.swiglu_oai,
+        .swiglu_oai = simd_table.swiglu_oai, .f16_row = simd_table.f16_row,
+        .deq_f16_row = simd_table.deq_f16_row,
     };
     for (int t = 0; t < SIMD_TYPE_COUNT; t++) {
         s.dot[t] = simd_table.type[t].dot;
@@ -350,6 +355,20 @@ void simd_attn_q_tile(const simd_attn_q_args *a, size_t nt, size_t qtstride, siz
     if (!initialised)
         simd_init();
     simd_table.attn_q(a, nt, qtstride, ptstride);
+}
+
+void simd_f32_to_f16_row(const float *src, simd_f16 *dst, size_t n)
+{
+    if (!initialised)
+        simd_init();
+    simd_table.f16_row(src, dst, n);
+}
+
+void simd_deq_f16_row(int type, const void *blocks, size_t n, simd_f16 *dst)
+{
+    if (!initialised)
+        simd_init();
+    simd_table.deq_f16_row(type, blocks, n, dst);
 }
 
 void simd_silu_mul(float *g, const float *u, size_t n)

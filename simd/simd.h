@@ -447,6 +447,10 @@ float simd_f16_to_f32(simd_f16 h);
 simd_f16 simd_f32_to_f16(float f);
 /* dst[i] = simd_f32_to_f16(src[i]), i < n */
 void simd_f32_to_f16_row(const float *src, simd_f16 *dst, size_t n);
+/* n values (a multiple of 32) of SIMD_Q8_0 or SIMD_Q4_0 blocks as halves:
+ * each the float product d * q (exact) through simd_f32_to_f16 (the KV
+ * cache's quantized half of a pair, read by the f16 attention kernels) */
+void simd_deq_f16_row(int type, const void *blocks, size_t n, simd_f16 *dst);
 float simd_bf16_to_f32(simd_bf16 h);
 simd_bf16 simd_f32_to_bf16(float f);
 

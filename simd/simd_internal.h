@@ -25,6 +25,8 @@ typedef struct simd_kernel_set {
     void (*silu_mul)(float *g, const float *u, size_t n); /* optional; else act.c's baseline build */
     void (*gelu)(float *g, size_t n);                     /* likewise */
     void (*swiglu_oai)(float *g, const float *u, size_t n, float alpha, float limit); /* likewise */
+    void (*f16_row)(const float *src, simd_f16 *dst, size_t n); /* likewise (simd_f32_to_f16_row) */
+    void (*deq_f16_row)(int type, const void *blocks, size_t n, simd_f16 *dst); /* likewise */
 } simd_kernel_set;
 
 /* The plain-C batch and rows forms of a reference dot NAME(n, w, a):
@@ -64,6 +66,8 @@ typedef struct simd_dispatch {
     void (*silu_mul)(float *g, const float *u, size_t n);
     void (*gelu)(float *g, size_t n);
     void (*swiglu_oai)(float *g, const float *u, size_t n, float alpha, float limit);
+    void (*f16_row)(const float *src, simd_f16 *dst, size_t n);
+    void (*deq_f16_row)(int type, const void *blocks, size_t n, simd_f16 *dst);
 } simd_dispatch;
 extern simd_dispatch simd_table;
 /* The installed set read back from the table as a kernel set, every
@@ -71,6 +75,10 @@ extern simd_dispatch simd_table;
 simd_kernel_set simd_installed_set(void);
 
 void simd_q8a_quant_ref(const float *x, void *dst, size_t n);
+/* simd_f32_to_f16_row and simd_deq_f16_row in plain C (convert.c): the
+ * scalar set's, and the bits every other set's must give */
+void simd_f32_to_f16_row_ref(const float *src, simd_f16 *dst, size_t n);
+void simd_deq_f16_row_ref(int type, const void *blocks, size_t n, simd_f16 *dst);
 void simd_q8k_quant_ref(const float *x, void *dst, size_t n);
 void simd_set_scalar(simd_kernel_set *s);
 /* x86 sets (each in its own file, built with its own ISA flags; only

@@ -441,25 +441,6 @@ static void kv_deq_block(int t, const unsigned char *blk, float *y)
     }
 }
 
-/* dst[i] = simd_f32_to_f16(src[i]) in a loop the compiler vectorises:
- * normal halves and zeros (all a dequantized block gives but for tiny
- * or huge scales) in straight-line integer arithmetic, the same rounding
- * as simd_f32_to_f16; any other value is done again by it. */
-static void kv_to_f16(const float *src, simd_f16 *dst, size_t n)
-{
-    uint32_t odd = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t x;
-        memcpy(&x, src + i, sizeof x);
-        uint32_t ax = x & 0x7fffffffu, r = ax + 0x0fffu + ((ax >> 13) & 1);
-        uint32_t h = ((x >> 16) & 0x8000u) | (ax ? (r - 0x38000000u) >> 13 : 0);
-        dst[i] = (simd_f16)h;
-        odd |= ax && ax - 0x38800000u >= 0x477ff000u - 0x38800000u; /* not a normal half */
-    }
-    for (size_t i = 0; odd && i < n; i++)
-        dst[i] = simd_f32_to_f16(src[i]);
-}
-
 /* Values [off, off + n) of a row r of type t as halves into dst. */
 static void kv_deq_slice(int t, const unsigned char *r, size_t off, size_t n, simd_f16 *dst)
 {
@@ -474,10 +455,11 @@ static void kv_deq_slice(int t, const unsigned char *r, size_t off, size_t n, si
         if (j1 > SIMD_QK)
             j1 = SIMD_QK;
         kv_deq_block(t, r + b * bytes, y);
-        kv_to_f16(y + j0, dst + (i - off), j1 - j0);
+        simd_f32_to_f16_row(y + j0, dst + (i - off), j1 - j0);
         i = b * SIMD_QK + j1;
     }
 }
+
 
 /* Where kv head g's values of position slot lie in layer l's K (w = 0)
  * or V (w = 1): the row returned holds them from value *off on, and the
@@ -521,8 +503,13 @@ static void kv_store(eng_ctx *c, int v, uint32_t l, size_t slot, const float *x,
 /* The K and V rows of kv head g of layer l for positions [p0, p1) of one
  * chunk: *k and *v are position p0's, the next ones *stride halves on
  * (a chunk is contiguous in a windowed layer's ring too). A quantized
- * cache's (or a mixed pair's) go through buf (the thread's kvq_floats:
- * K, then V, SIMD_ATTN_CHUNK rows of head_dim each). */
+ * cache's (or a mixed pair's quantized half) go through buf (the
+ * thread's kvq_floats: K, then V, SIMD_ATTN_CHUNK rows of head_dim each),
+ * whole blocks a row at a time by simd_deq_f16_row (the per-block path,
+ * kv_deq_slice, made a q8_0 K beside an f16 V, llama.cpp's common
+ * -ctk q8_0, 3x slower than f16 in a decode step at depth 4096); the f16
+ * half of a pair is read where it lies when its rows are hd halves
+ * apart, the buffer's stride. */
 static void kv_chunk(const eng_ctx *c, uint32_t l, uint32_t g, size_t p0, size_t p1, simd_f16 *buf,
                      const simd_f16 **k, const simd_f16 **v, size_t *stride)
 {
@@ -533,15 +520,29 @@ static void kv_chunk(const eng_ctx *c, uint32_t l, uint32_t g, size_t p0, size_t
         *stride = rb / sizeof(simd_f16);
         return;
     }
+    /* a chunk never wraps in a ring (rings are whole chunks), so its rows
+     * are rb apart from the first */
+    int whole = p0 % slots + (p1 - p0) <= slots;
     for (int w = 0; w < 2; w++) {
+        size_t qb = kv_row_bytes(c->kv_type[w], SIMD_QK); /* a block's bytes */
         simd_f16 *out = buf + (size_t)w * SIMD_ATTN_CHUNK * hd;
-        for (size_t p = p0; p < p1; p++) {
-            const unsigned char *r = kv_row(c, w, l, g, p % slots, &rb, &off);
-            kv_deq_slice(c->kv_type[w], r, off, hd, out + (p - p0) * hd);
-        }
+        const unsigned char *r = kv_row(c, w, l, g, p0 % slots, &rb, &off);
+        if (whole && c->kv_type[w] == ENG_KV_F16 && rb == hd * sizeof(simd_f16))
+            out = (simd_f16 *)r + off;
+        else if (whole && c->kv_type[w] != ENG_KV_F16 && off % SIMD_QK == 0 && hd % SIMD_QK == 0)
+            for (size_t p = p0; p < p1; p++)
+                simd_deq_f16_row(kv_simd_type(c->kv_type[w]), r + (p - p0) * rb + off / SIMD_QK * qb, hd,
+                                 out + (p - p0) * hd);
+        else
+            for (size_t p = p0; p < p1; p++) {
+                r = kv_row(c, w, l, g, p % slots, &rb, &off);
+                kv_deq_slice(c->kv_type[w], r, off, hd, out + (p - p0) * hd);
+            }
+        if (w)
+            *v = out;
+        else
+            *k = out;
     }
-    *k = buf;
-    *v = buf + (size_t)SIMD_ATTN_CHUNK * hd;
     *stride = hd;
 }
 

@@ -232,6 +232,87 @@ static void check_conversions(void)
     CHECK(bad == 0);
 }
 
+/* The installed set's row conversion (simd_f32_to_f16_row) against
+ * simd_f32_to_f16 value by value, bit for bit (NaNs included): every
+ * half, the midpoints between neighbours and a float either side, random
+ * floats, NaNs with payloads, in rows whose lengths leave every tail. */
+static void check_f16_row(const char *set)
+{
+    static float src[65536 * 4 + 64];
+    static simd_f16 got[sizeof src / sizeof src[0]];
+    size_t n = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float v = simd_f16_to_f32((simd_f16)h);
+        src[n++] = v;
+        if ((h & 0x7fff) < 0x7bff) {
+            float mid = (float)(((double)v + (double)simd_f16_to_f32((simd_f16)(h + 1))) / 2);
+            src[n++] = mid;
+            src[n++] = nextafterf(mid, 0);
+            src[n++] = nextafterf(mid, INFINITY * (h & 0x8000 ? -1 : 1));
+        }
+    }
+    for (int i = 0; i < 40; i++)
+        src[n++] = bits_f32(i % 2 ? 0x7f800001u + (uint32_t)i * 12345u : 0xffc00000u | (uint32_t)i << 9);
+    size_t bad = 0;
+    for (size_t len = 1; len <= 17; len++) /* whole vectors and every tail */
+        for (size_t i0 = 0; i0 + len <= n; i0 += len * 97 + 1) {
+            simd_f32_to_f16_row(src + i0, got, len);
+            for (size_t i = 0; i < len; i++)
+                if (got[i] != simd_f32_to_f16(src[i0 + i]) && bad++ < 5)
+                    CHECKF(0, "%s: f32_to_f16_row(%a) = %04x, want %04x", set, (double)src[i0 + i], got[i],
+                           simd_f32_to_f16(src[i0 + i]));
+        }
+    simd_f32_to_f16_row(src, got, n);
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != simd_f32_to_f16(src[i]) && bad++ < 5)
+            CHECKF(0, "%s: f32_to_f16_row(%a) = %04x, want %04x", set, (double)src[i], got[i],
+                   simd_f32_to_f16(src[i]));
+    for (int i = 0; i < 100000; i++) {
+        src[0] = bits_f32((uint32_t)rnd());
+        simd_f32_to_f16_row(src, got, 1);
+        if (got[0] != simd_f32_to_f16(src[0]) && bad++ < 5)
+            CHECKF(0, "%s: f32_to_f16_row(%a) = %04x, want %04x", set, (double)src[0], got[0],
+                   simd_f32_to_f16(src[0]));
+    }
+    CHECK(bad == 0);
+}
+
+/* The installed set's simd_deq_f16_row against the plain-C one, bit for
+ * bit, on q8_0 and q4_0 blocks with every code and scales from
+ * subnormal to overflowing products, infinite and NaN. */
+static void check_deq_f16_row(const char *set)
+{
+    enum { NB = 64 };
+    static simd_block_q8_0 q8[NB];
+    static simd_block_q4_0 q4[NB];
+    simd_f16 got[NB * SIMD_QK], want[NB * SIMD_QK];
+    const simd_f16 scales[] = {0x0001, 0x03ff, 0x0400, 0x1400, 0x3c00, 0xbc01, 0x7bff, 0xfbff, 0x7c00, 0x7e00, 0x0000};
+    size_t bad = 0;
+    for (int round = 0; round < 200; round++) {
+        for (int b = 0; b < NB; b++) {
+            simd_f16 d = round % 2 ? scales[(size_t)(round + b) % (sizeof scales / sizeof scales[0])]
+                                   : (simd_f16)(rnd() & 0xffff);
+            q8[b].d = q4[b].d = d;
+            for (int j = 0; j < SIMD_QK; j++)
+                q8[b].qs[j] = (int8_t)(rnd() & 0xff);
+            for (int j = 0; j < SIMD_QK / 2; j++)
+                q4[b].qs[j] = (uint8_t)(rnd() & 0xff);
+        }
+        for (int t = 0; t < 2; t++) {
+            const void *blk = t ? (const void *)q4 : (const void *)q8;
+            int type = t ? SIMD_Q4_0 : SIMD_Q8_0;
+            size_t n = (size_t)(1 + round % NB) * SIMD_QK;
+            simd_deq_f16_row(type, blk, n, got);
+            simd_deq_f16_row_ref(type, blk, n, want);
+            for (size_t i = 0; i < n; i++)
+                if (got[i] != want[i] && bad++ < 5)
+                    CHECKF(0, "%s: deq_f16_row(%s) value %zu = %04x, want %04x", set, t ? "q4_0" : "q8_0", i,
+                           got[i], want[i]);
+        }
+    }
+    CHECK(bad == 0);
+}
+
 /* ---- buffers ---- */
 
 static float xs[MAXN], ys[MAXN], tmp[MAXN];
@@ -533,6 +614,8 @@ int main(void)
         }
         simd_kernel_set copy = simd_installed_set();
         check_set(simd_kernel_name((enum simd_kernel)k), &copy, &ref);
+        check_f16_row(simd_kernel_name((enum simd_kernel)k));
+        check_deq_f16_row(simd_kernel_name((enum simd_kernel)k));
         tested++;
     }
 #ifdef NIBBLE_TEST_VNNIINT8_EMUL
