@@ -423,43 +423,26 @@ static size_t kv_row_bytes(int t, size_t n)
     return t == ENG_KV_F16 ? n * sizeof(simd_f16) : simd_row_bytes(kv_simd_type(t), n);
 }
 
-/* One block of 32 values to floats (ggml's layouts, simd.h). */
-static void kv_deq_block(int t, const unsigned char *blk, float *y)
-{
-    if (t == ENG_KV_Q8_0) {
-        const simd_block_q8_0 *b = (const simd_block_q8_0 *)blk;
-        float d = simd_f16_to_f32(b->d);
-        for (int j = 0; j < SIMD_QK; j++)
-            y[j] = d * (float)b->qs[j];
-    } else {
-        const simd_block_q4_0 *b = (const simd_block_q4_0 *)blk;
-        float d = simd_f16_to_f32(b->d);
-        for (int j = 0; j < SIMD_QK / 2; j++) {
-            y[j] = d * (float)((b->qs[j] & 0x0f) - 8);
-            y[j + SIMD_QK / 2] = d * (float)((b->qs[j] >> 4) - 8);
-        }
-    }
-}
-
-/* Values [off, off + n) of a row r of type t as halves into dst. */
+/* Values [off, off + n) of a row r of type t as halves into dst: each
+ * block whole through simd_deq_f16_row, then its part of the slice (a
+ * head size that splits a block). */
 static void kv_deq_slice(int t, const unsigned char *r, size_t off, size_t n, simd_f16 *dst)
 {
     if (t == ENG_KV_F16) {
         memcpy(dst, (const simd_f16 *)r + off, n * sizeof *dst);
         return;
     }
-    size_t bytes = t == ENG_KV_Q8_0 ? sizeof(simd_block_q8_0) : sizeof(simd_block_q4_0);
-    float y[SIMD_QK];
+    size_t bytes = kv_row_bytes(t, SIMD_QK);
+    simd_f16 h[SIMD_QK];
     for (size_t i = off; i < off + n;) {
         size_t b = i / SIMD_QK, j0 = i % SIMD_QK, j1 = off + n - b * SIMD_QK;
         if (j1 > SIMD_QK)
             j1 = SIMD_QK;
-        kv_deq_block(t, r + b * bytes, y);
-        simd_f32_to_f16_row(y + j0, dst + (i - off), j1 - j0);
+        simd_deq_f16_row(kv_simd_type(t), r + b * bytes, SIMD_QK, h);
+        memcpy(dst + (i - off), h + j0, (j1 - j0) * sizeof *h);
         i = b * SIMD_QK + j1;
     }
 }
-
 
 /* Where kv head g's values of position slot lie in layer l's K (w = 0)
  * or V (w = 1): the row returned holds them from value *off on, and the
