@@ -176,6 +176,22 @@ static uint16_t ref_to_bf16(float f)
     return (uint16_t)(hi >> 16);
 }
 
+/* Half h's value and, below the largest finite half, the midpoint to the
+ * next one (a tie) and a float either side of it, into p: how many. */
+static int half_probes(uint32_t h, float *p)
+{
+    int np = 0;
+    float v = simd_f16_to_f32((simd_f16)h);
+    p[np++] = v;
+    if ((h & 0x7fff) < 0x7bff) {
+        float mid = (float)(((double)v + (double)simd_f16_to_f32((simd_f16)(h + 1))) / 2);
+        p[np++] = mid;
+        p[np++] = nextafterf(mid, 0);
+        p[np++] = nextafterf(mid, INFINITY * (h & 0x8000 ? -1 : 1));
+    }
+    return np;
+}
+
 static void check_conversions(void)
 {
     int bad = 0;
@@ -192,15 +208,7 @@ static void check_conversions(void)
      * floats of every exponent */
     for (uint32_t h = 0; h < 65536; h++) {
         float probes[4];
-        int np = 0;
-        float v = simd_f16_to_f32((simd_f16)h);
-        probes[np++] = v;
-        if ((h & 0x7fff) < 0x7bff) {
-            float mid = (float)(((double)v + (double)simd_f16_to_f32((simd_f16)(h + 1))) / 2);
-            probes[np++] = mid;
-            probes[np++] = nextafterf(mid, 0);
-            probes[np++] = nextafterf(mid, INFINITY * (h & 0x8000 ? -1 : 1));
-        }
+        int np = half_probes(h, probes);
         for (int i = 0; i < np; i++) {
             uint16_t got = simd_f32_to_f16(probes[i]), want = ref_to_f16(probes[i]);
             if (!isnan(probes[i]) && got != want && bad++ < 5)
@@ -241,16 +249,8 @@ static void check_f16_row(const char *set)
     static float src[65536 * 4 + 64];
     static simd_f16 got[sizeof src / sizeof src[0]];
     size_t n = 0;
-    for (uint32_t h = 0; h < 65536; h++) {
-        float v = simd_f16_to_f32((simd_f16)h);
-        src[n++] = v;
-        if ((h & 0x7fff) < 0x7bff) {
-            float mid = (float)(((double)v + (double)simd_f16_to_f32((simd_f16)(h + 1))) / 2);
-            src[n++] = mid;
-            src[n++] = nextafterf(mid, 0);
-            src[n++] = nextafterf(mid, INFINITY * (h & 0x8000 ? -1 : 1));
-        }
-    }
+    for (uint32_t h = 0; h < 65536; h++)
+        n += (size_t)half_probes(h, src + n);
     for (int i = 0; i < 40; i++)
         src[n++] = bits_f32(i % 2 ? 0x7f800001u + (uint32_t)i * 12345u : 0xffc00000u | (uint32_t)i << 9);
     size_t bad = 0;
