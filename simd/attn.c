@@ -9,7 +9,8 @@
 
 float simd_attn_exp(float x) { return attn_exp(x); }
 
-/* o[d] = the sum over positions in order of s[p] * v_p[d] (both references') */
+/* o[d] = the sum over positions in order of s[p] * v_p[d], each term
+ * fused into the sum (both references') */
 static void ref_vsum(const simd_attn_args *a, const float *s, float *o)
 {
     for (size_t d = 0; d < a->hd; d++)
@@ -17,7 +18,7 @@ static void ref_vsum(const simd_attn_args *a, const float *s, float *o)
     for (size_t p = 0; p < a->n; p++) {
         const simd_f16 *v = a->v + p * a->kvstride;
         for (size_t d = 0; d < a->hd; d++)
-            o[d] += s[p] * simd_f16_to_f32(v[d]);
+            o[d] = attn_fma(s[p], simd_f16_to_f32(v[d]), o[d]);
     }
 }
 
@@ -31,7 +32,7 @@ void simd_attn_ref(const simd_attn_args *a)
             const simd_f16 *k = a->k + p * a->kvstride;
             float acc[8] = {0};
             for (size_t i = 0; i < hd; i++)
-                acc[i & 7] += q[i] * simd_f16_to_f32(k[i]);
+                acc[i & 7] = attn_fma(q[i], simd_f16_to_f32(k[i]), acc[i & 7]);
             s[p] = simd_reduce8(acc) * a->scale;
         }
         attn_ref_softmax(s, n, a->softcap, row);
@@ -50,7 +51,7 @@ void simd_attn_tile_ref(const simd_attn_args *a, size_t nt, size_t qtstride, siz
                 const simd_f16 *k = a->k + p * a->kvstride;
                 float acc = 0.0f; /* one sum, d in order: positions fill the lanes */
                 for (size_t i = 0; i < hd; i++)
-                    acc += q[i] * simd_f16_to_f32(k[i]);
+                    acc = attn_fma(q[i], simd_f16_to_f32(k[i]), acc);
                 s[p] = acc * a->scale;
             }
             attn_ref_softmax(s, n, a->softcap, row);

@@ -63,6 +63,39 @@ static inline float attn_exp(float x)
     return attn_exp_core(x < 0.0f ? x : 0.0f);
 }
 
+/* x * y + z rounded once, as a fused multiply-add instruction gives it:
+ * the multiply-add of the plain-C references (scores and V sums), so they
+ * give the bits of the SIMD forms' FMAs on every compiler and CPU. Where
+ * the build has a hardware FMA (__FP_FAST_FMAF: Arm, x86 with -mfma) it
+ * is that instruction. Elsewhere: the product of two floats is exact in
+ * double (48 significant bits, far from overflow and underflow), the sum
+ * with z is rounded to double and its error found exactly (Knuth's
+ * two-sum), the double is then set to the odd one of its two neighbours
+ * when inexact, and that rounds to the correct float: rounding to odd with
+ * 29 spare bits leaves no double rounding. No libm call, whose fmaf is
+ * not correctly rounded everywhere. Inf and NaN come out of the double
+ * arithmetic as they do from the instruction. */
+static inline float attn_fma(float x, float y, float z)
+{
+#if defined(__FP_FAST_FMAF)
+    return __builtin_fmaf(x, y, z);
+#else
+    double p = (double)x * (double)y, zd = (double)z;
+    double s = p + zd;
+    double b = s - p;
+    double e = (p - (s - b)) + (zd - b);
+    if (e != 0.0 && s == s && s - s == 0.0) { /* inexact, s finite */
+        uint64_t bits;
+        memcpy(&bits, &s, sizeof bits);
+        if (!(bits & 1)) { /* even: take the neighbour toward s + e */
+            bits += (e > 0.0) == (s > 0.0) ? 1 : (uint64_t)-1;
+            memcpy(&s, &bits, sizeof bits);
+        }
+    }
+    return (float)s;
+#endif
+}
+
 #define ATTN_HB 4  /* query heads per pass of the SIMD forms: K and V rows read once for them */
 #define ATTN_VT 32 /* positions per tile of their V sum */
 

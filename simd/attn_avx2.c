@@ -77,7 +77,7 @@ AI void tile_vsum(const float *vf, size_t hd, size_t n, const float *const *e, i
         for (int i = 0; i < nr; i++) {
             float acc = 0.0f;
             for (size_t p = 0; p < n; p++)
-                acc += e[i][p] * vf[p * hd + d];
+                acc = attn_fma(e[i][p], vf[p * hd + d], acc);
             o[i][d] = acc;
         }
 }

@@ -31,7 +31,7 @@ AI void tile_scores_nv(const float *kt, size_t hd, float scale, const float *con
             __m512 qb = _mm512_set1_ps(q[i][d]);
             ATTN_KEEP(qb);
             for (int j = 0; j < nv; j++)
-                acc[i][j] = _mm512_add_ps(acc[i][j], _mm512_mul_ps(qb, kv[j]));
+                acc[i][j] = _mm512_fmadd_ps(qb, kv[j], acc[i][j]);
         }
     }
     __m512 sc = _mm512_set1_ps(scale);
@@ -72,7 +72,7 @@ AI void tile_vcols(const float *vf, size_t hd, size_t n, const float *const *e, 
             __m512 w = _mm512_set1_ps(e[i][p]);
             ATTN_KEEP(w);
             for (int c = 0; c < nc; c++)
-                acc[i][c] = _mm512_add_ps(acc[i][c], _mm512_mul_ps(w, vv[c]));
+                acc[i][c] = _mm512_fmadd_ps(w, vv[c], acc[i][c]);
         }
     }
     for (int i = 0; i < nr; i++)

@@ -89,7 +89,7 @@ AI void attn_vsum64(const simd_attn_args *a, const float *const *e, int nh, size
         for (int i = 0; i < nh; i++) {
             __m512 w = _mm512_set1_ps(e[i][p]);
             for (int c = 0; c < 4; c++)
-                acc[i][c] = _mm512_add_ps(acc[i][c], _mm512_mul_ps(w, vv[c]));
+                acc[i][c] = _mm512_fmadd_ps(w, vv[c], acc[i][c]);
         }
     }
     for (int i = 0; i < nh; i++)
@@ -130,7 +130,7 @@ AI void attn_scores_heads(const simd_attn_args *a, const float *const *q, int nh
             __m256d q8 = _mm256_castps_pd(_mm256_loadu_ps(q[i] + d));
             __m512 qv = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(q8), q8, 1));
             for (int j = 0; j < 4; j++)
-                acc[i][j] = _mm512_add_ps(acc[i][j], _mm512_mul_ps(qv, kv[j]));
+                acc[i][j] = _mm512_fmadd_ps(qv, kv[j], acc[i][j]);
         }
     }
     for (int i = 0; i < nh; i++) {

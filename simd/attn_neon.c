@@ -9,7 +9,8 @@
  *    treats them;
  *  - exp and the sum: positions 8b..8b+7 fill the two halves in order;
  *  - the V sum runs over d in vectors, positions in order.
- * Every product and sum is a separate vmulq / vaddq: no fused forms. The
+ * The scores' and the V sum's multiply-adds are fused (vfmaq, attn_fma's
+ * bits); every other product and sum is a separate vmulq / vaddq. The
  * loops around these (heads, tiles) are attn_driver.h's. The prefill tile
  * (simd_attn_tile_neon, bit-identical to simd_attn_tile_ref) is at the
  * end. */
@@ -71,8 +72,8 @@ AI void attn_vsum(const simd_attn_args *a, const float *const *e, int nh, int wi
 
 /* ---- the tile (simd_attn_tile): attn_tile_driver.h's loops, sixteen
  * positions a pass in four vectors, four rows a block (16 accumulators);
- * each multiply is vmulq by a scalar lane, the same rounding as a
- * multiply by its broadcast. Bit-identical to simd_attn_tile_ref. ---- */
+ * each multiply-add is vfmaq by a scalar lane, the same rounding as by
+ * its broadcast. Bit-identical to simd_attn_tile_ref. ---- */
 
 #define TILE_ROWS 4
 
@@ -113,7 +114,7 @@ AI void tile_scores(const float *kt, size_t hd, size_t n16, float scale, const f
             for (int i = 0; i < nr; i++) {
                 float qd = q[i][d];
                 for (int j = 0; j < 4; j++)
-                    acc[i][j] = vaddq_f32(acc[i][j], vmulq_n_f32(kv[j], qd));
+                    acc[i][j] = vfmaq_n_f32(acc[i][j], kv[j], qd);
             }
         }
         for (int i = 0; i < nr; i++)
@@ -138,7 +139,7 @@ AI void tile_vcols(const float *vf, size_t hd, size_t n, const float *const *e, 
         for (int i = 0; i < nr; i++) {
             float w = e[i][p];
             for (int c = 0; c < nv; c++)
-                acc[i][c] = vaddq_f32(acc[i][c], vmulq_n_f32(vv[c], w));
+                acc[i][c] = vfmaq_n_f32(acc[i][c], vv[c], w);
         }
     }
     for (int i = 0; i < nr; i++)
@@ -157,7 +158,7 @@ AI void tile_vsum(const float *vf, size_t hd, size_t n, const float *const *e, i
         for (int i = 0; i < nr; i++) {
             float acc = 0.0f;
             for (size_t p = 0; p < n; p++)
-                acc += e[i][p] * vf[p * hd + d];
+                acc = attn_fma(e[i][p], vf[p * hd + d], acc);
             o[i][d] = acc;
         }
 }

@@ -14,7 +14,8 @@
 #define AI static inline __attribute__((always_inline))
 
 AI float32x4_t set1(float f) { return vdupq_n_f32(f); }
-AI float32x4_t madd(float32x4_t acc, float32x4_t a, float32x4_t b) { return vaddq_f32(acc, vmulq_f32(a, b)); }
+/* acc + a * b rounded once (attn_fma's bits in each lane) */
+AI float32x4_t madd(float32x4_t acc, float32x4_t a, float32x4_t b) { return vfmaq_f32(acc, a, b); }
 /* four cache halves as floats (fcvtl: exact, as simd_f16_to_f32) */
 AI float32x4_t ldh(const simd_f16 *p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
 

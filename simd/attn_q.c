@@ -16,7 +16,7 @@ static void ref_token(const simd_attn_q_args *a, const attnq_buf *b, const simd_
                 int32_t isum = 0;
                 for (int j = 0; j < SIMD_QK; j++)
                     isum += (int32_t)q[i].qs[j] * b->kc[attnq_koff(0, hd, p, i, (size_t)j)];
-                acc = acc + (float)isum * (b->kd[i * SIMD_ATTN_CHUNK + p] * q[i].d);
+                acc = attn_fma((float)isum, b->kd[i * SIMD_ATTN_CHUNK + p] * q[i].d, acc);
             }
             s[p] = acc * a->scale;
         }
@@ -25,7 +25,7 @@ static void ref_token(const simd_attn_q_args *a, const attnq_buf *b, const simd_
             o[d] = 0.0f;
         for (size_t p = 0; p < n; p++)
             for (size_t d = 0; d < hd; d++)
-                o[d] += s[p] * b->vf[p * hd + d];
+                o[d] = attn_fma(s[p], b->vf[p * hd + d], o[d]);
     }
 }
 

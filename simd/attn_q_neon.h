@@ -8,8 +8,9 @@
  * integer dot is exact, four positions' sums are gathered by pairwise
  * adds into one vector, and each lane takes the reference's float steps;
  * max, exp and sum are attn_neon.h's; the V sum goes over 16 columns at
- * a time, positions in order, over V's values as floats. Every
- * product and sum is a separate vmulq / vaddq: no fused forms. */
+ * a time, positions in order, over V's values as floats. The scores'
+ * and the V sum's multiply-adds are fused (vfmaq, attn_fma's bits); the
+ * other products and sums are separate. */
 #ifndef NIBBLE_ATTN_Q_NEON_H
 #define NIBBLE_ATTN_Q_NEON_H
 
@@ -73,7 +74,7 @@ AI void q_scores(const attnq_buf *b, size_t hd, const simd_block_q8a *q, size_t 
             v[j] = j < m ? ATTNQ_DOT(q0, q1, vld1q_s8(k + j * hd), vld1q_s8(k + j * hd + 16)) : vdupq_n_s32(0);
         int32x4_t is = vpaddq_s32(vpaddq_s32(v[0], v[1]), vpaddq_s32(v[2], v[3]));
         float32x4_t f = vmulq_f32(vld1q_f32(b->kd + i * SIMD_ATTN_CHUNK + p), set1(q[i].d));
-        acc = vaddq_f32(acc, vmulq_f32(vcvtq_f32_s32(is), f));
+        acc = vfmaq_f32(acc, vcvtq_f32_s32(is), f);
     }
     float32x4_t sv = vmulq_f32(acc, set1(scale));
     if (m == 4) {

@@ -96,7 +96,7 @@ AI void q_scores(const attnq_buf *b, size_t hd, const simd_block_q8a *const *q, 
         for (int h = 0; h < nh; h++) {
             __m256 f = _mm256_mul_ps(kd, set1(q[h][i].d));
             __m256i t = ATTNQ_FIX(is[h], q[h][i].sum);
-            acc[h] = _mm256_add_ps(acc[h], _mm256_mul_ps(_mm256_cvtepi32_ps(t), f));
+            acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t), f, acc[h]);
         }
     }
     for (int h = 0; h < nh; h++) {
@@ -145,7 +145,7 @@ AI void q_scores16(const attnq_buf *b, size_t hd, const simd_block_q8a *const *q
         for (int h = 0; h < nh; h++) {
             __m512 f = _mm512_mul_ps(kd, _mm512_set1_ps(q[h][i].d));
             __m512i t = _mm512_sub_epi32(is[h], _mm512_set1_epi32(128 * q[h][i].sum));
-            acc[h] = _mm512_add_ps(acc[h], _mm512_mul_ps(_mm512_cvtepi32_ps(t), f));
+            acc[h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), f, acc[h]);
         }
     }
     __mmask16 mk = (__mmask16)(m >= 16 ? 0xffff : (1u << m) - 1);
@@ -202,7 +202,7 @@ AI void q_vsum512(const attnq_buf *b, size_t hd, size_t n, const float *const *e
             __m512 w = _mm512_set1_ps(e[h][p]);
             ATTN_KEEP(w);
             for (int c = 0; c < nc; c++)
-                acc[h][c] = _mm512_add_ps(acc[h][c], _mm512_mul_ps(w, v[c]));
+                acc[h][c] = _mm512_fmadd_ps(w, v[c], acc[h][c]);
         }
     }
     for (int h = 0; h < nh; h++)

@@ -24,7 +24,8 @@
 #define ATTN_KEEP(x) __asm__("" : "+v"(x))
 
 AI __m256 set1(float f) { return _mm256_set1_ps(f); }
-AI __m256 madd(__m256 acc, __m256 a, __m256 b) { return _mm256_add_ps(acc, _mm256_mul_ps(a, b)); }
+/* acc + a * b rounded once (attn_fma's bits in each lane) */
+AI __m256 madd(__m256 acc, __m256 a, __m256 b) { return _mm256_fmadd_ps(a, b, acc); }
 /* eight cache halves as floats (exact, as simd_f16_to_f32) */
 AI __m256 ldh(const simd_f16 *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 

@@ -470,12 +470,14 @@ float simd_dot_f32(size_t n, const float *a, const float *b);
  *
  * simd_attn_chunk, for each head h and the chunk's positions p (s is
  * scratch + h*n):
- *   s[p]   = dot(q_h, k_p) * scale      (dot: simd_dot_f32's order)
+ *   s[p]   = dot(q_h, k_p) * scale      (dot: 8 lanes, lane = d mod 8,
+ *            each lane l = fma(q[d], k_p[d], l) for its d in order, then
+ *            simd_reduce8; fma(x, y, z) is x*y + z rounded once)
  *   s[p]   = softcap * tanh(s[p] / softcap), when softcap > 0
  *   m      = max of s[p] (NaN scores are passed over)
  *   s[p]   = exp(s[p] - m)               (the exp of simd/attn.h)
  *   sum    = sum of s[p], 8 lanes (lane = p mod 8), simd_reduce8
- *   acc[d] = sum over p increasing of s[p] * v_p[d]
+ *   acc[d] = fma(s[p], v_p[d], acc[d]) for p increasing, from 0
  * and writes the row {m, sum, acc[0..hd-1]} to part + h*pstride.
  * simd_attn_merge then combines one head's chunk rows, c increasing:
  *   M = max m_c;  f_c = exp(m_c - M);  S = sum of sum_c * f_c;
@@ -503,8 +505,8 @@ void simd_attn_chunk(const simd_attn_args *a);
  * the same n positions, token i's nq query rows at q + i*qtstride and its
  * chunk rows at part + i*ptstride (scratch as for one token), the rows
  * simd_attn_chunk would give but for the score, whose order is the tile's
- * own (one rounding per multiply and per add, d in order):
- *   s[p]   = (((0 + q[0]*k_p[0]) + q[1]*k_p[1]) + ... + q[hd-1]*k_p[hd-1]) * scale
+ * own (one sum, one rounding per fused term, d in order):
+ *   s[p]   = fma(q[hd-1], k_p[hd-1], ... fma(q[1], k_p[1], fma(q[0], k_p[0], 0))) * scale
  * the rest (softcap, m, exp, sum, acc) as simd_attn_chunk. So a tile's
  * rows are not bit for bit those of simd_attn_chunk (they differ by the
  * float rounding of the dot), but are the same on every set, and a
@@ -535,11 +537,11 @@ float simd_attn_exp(float x);
  * hd/32. Each query row is given quantized: nb simd_block_q8a blocks
  * (simd_act_quant's SIMD_ACT_Q8). For each head h (s is scratch + h*n):
  *   s[p]   = 0; for b = 0..nb-1:
- *              s[p] = s[p] + (float)isum(q_h[b], k_p[b]) * (dk_p[b] * q_h[b].d)
+ *              s[p] = fma((float)isum(q_h[b], k_p[b]), dk_p[b] * q_h[b].d, s[p])
  *            (isum: the exact integer dot of the 32 int8 codes, dk the
  *            block's f16 scale as float); s[p] = s[p] * scale
  *   softcap, m, exp, sum: as simd_attn_chunk
- *   acc[32b+j] = sum over p increasing of s[p] * (dv_p[b] * (float)cv_p[b][j])
+ *   acc[32b+j] = fma(s[p], dv_p[b] * (float)cv_p[b][j], acc[32b+j]), p increasing
  *            (cv the V block's code: qs[j] for q8_0, nibble - 8 for q4_0;
  *            dv * cv, V's value, is exact in float)
  * Every set gives these bits. */

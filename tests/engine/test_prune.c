@@ -278,8 +278,11 @@ static void check_masking(const char *src, const char *dir, const char *tag, con
     if (lp && lm && lo) {
         double scale, d = max_diff(lm, lp, (size_t)N_IDS * nv, &scale), s2;
         /* equal up to the float sums' order (the zeroed columns are
-         * added in, the removed ones are not) */
-        CHECKF(d <= 1e-5 * (1 + scale), "%s: pruned vs masked logits differ by %g (scale %g)", tag, d, scale);
+         * added in, the removed ones are not), which the layers amplify:
+         * a change of rounding alone (attention's fused multiply-adds)
+         * moved these logits by up to 1.4e-4 (qwen3), and the pruned
+         * llama file's by 4.7e-4, of a scale near 18 */
+        CHECKF(d <= 1e-4 * (1 + scale), "%s: pruned vs masked logits differ by %g (scale %g)", tag, d, scale);
         for (uint32_t t = 0; t < N_IDS; t++)
             CHECKF(argmax(lp + (size_t)t * nv, nv) == argmax(lm + (size_t)t * nv, nv), "%s: position %u", tag, t);
         double d0 = max_diff(lo, lp, (size_t)N_IDS * nv, &s2);

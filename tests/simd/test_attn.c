@@ -41,6 +41,84 @@ static void check_exp(void)
     printf("exp: worst relative error %.2g over [-87, 0]\n", worst);
 }
 
+/* The hardware's fused multiply-add, to check attn_fma's plain-C form
+ * against: the x86 instruction where the CPU has it (this file is built
+ * without -mfma, so attn_fma here is the plain-C form), else libm's fmaf
+ * (where the build has a hardware FMA, attn_fma is that instruction). */
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+__attribute__((target("fma"))) static float hw_fma(float x, float y, float z)
+{
+    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(x), _mm_set_ss(y), _mm_set_ss(z)));
+}
+static int have_hw_fma(void) { return __builtin_cpu_supports("fma"); }
+#else
+static float hw_fma(float x, float y, float z) { return fmaf(x, y, z); }
+static int have_hw_fma(void) { return 1; }
+#endif
+
+static float bits_f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* attn_fma (the references' multiply-add) is x*y + z rounded once: the
+ * cases where rounding twice differs (a product on a float midpoint, a
+ * z far below it on either side), exact cancellation, subnormal and
+ * overflowing results, infinities, and random floats of every exponent. */
+static void check_fma(void)
+{
+    if (!have_hw_fma()) {
+        printf("fma: skipped (no hardware FMA to compare with)\n");
+        return;
+    }
+    long cases = 0, bad = 0;
+#define FMA_CASE(x, y, z)                                                                                       \
+    do {                                                                                                         \
+        float want_ = hw_fma((x), (y), (z)), got_ = attn_fma((x), (y), (z));                                     \
+        cases++;                                                                                                 \
+        if (!(same(want_, got_) || (want_ != want_ && got_ != got_)) && bad++ < 5)                               \
+            CHECKF(0, "attn_fma(%a, %a, %a) = %a, want %a", (double)(x), (double)(y), (double)(z), (double)got_, \
+                   (double)want_);                                                                               \
+    } while (0)
+    /* (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24: half an ulp above a float */
+    const float a = 1.0f + 0x1p-12f;
+    const float zs[] = {0.0f, 0x1p-60f, -0x1p-60f, 0x1p-30f, -0x1p-30f, 0x1p-149f, -0x1p-149f, -1.0f, 1.0f};
+    for (size_t i = 0; i < sizeof zs / sizeof *zs; i++) {
+        FMA_CASE(a, a, zs[i]);
+        FMA_CASE(-a, a, zs[i]);
+        FMA_CASE(a, a + 0x1p-23f, zs[i]);
+    }
+    FMA_CASE(a, a, -(a * a)); /* the product's rounding error, exactly */
+    FMA_CASE(0x1p-75f, 0x1p-75f, 0.0f);            /* subnormal result */
+    FMA_CASE(0x1.8p-75f, 0x1.8p-75f, -0x1p-149f);  /* near the smallest */
+    FMA_CASE(0x1p100f, 0x1p100f, -1.0f);           /* overflows */
+    FMA_CASE(0x1.fffffep127f, 1.0f, 0x1p104f);     /* rounds up to inf */
+    FMA_CASE(INFINITY, 1.0f, -INFINITY);
+    FMA_CASE(INFINITY, 0.0f, 1.0f);
+    FMA_CASE(-0.0f, 1.0f, 0.0f);
+    FMA_CASE(0.0f, -1.0f, -0.0f);
+    for (int i = 0; i < 2000000; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t r = (uint32_t)(rng >> 16);
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t r2 = (uint32_t)(rng >> 16);
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t r3 = (uint32_t)(rng >> 16);
+        float x = bits_f(r), y = bits_f(r2), z = bits_f(r3);
+        if (i & 1) { /* exponents near each other, so products and z overlap and cancel */
+            x = bits_f((r & 0x807fffffu) | (uint32_t)(100 + (r >> 27)) << 23);
+            y = bits_f((r2 & 0x807fffffu) | (uint32_t)(100 + (r2 >> 27)) << 23);
+            z = bits_f((r3 & 0x807fffffu) | (uint32_t)(70 + (r3 >> 26)) << 23);
+        }
+        FMA_CASE(x, y, z);
+    }
+#undef FMA_CASE
+    printf("fma: %ld cases, %ld differ from the hardware's\n", cases, bad);
+}
+
 typedef struct shape {
     size_t hd, nq, n, kvstride;
     float spread; /* score magnitude: large ones make exp underflow */
@@ -499,6 +577,7 @@ int main(void)
 {
     simd_init();
     check_exp();
+    check_fma();
     check_silu();
     check_oai();
     check_merge();
