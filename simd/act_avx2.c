@@ -11,31 +11,16 @@ void simd_swiglu_oai_avx2(float *g, const float *u, size_t n, float alpha, float
 
 #include <immintrin.h>
 
-/* Eight values a conversion (vcvtps2ph, round to nearest even: IEEE's
- * conversion, as simd_f32_to_f16 does it in integer steps, subnormal
- * halves and overflow to infinity included); eight that hold a NaN, and
- * the tail, go through simd_f32_to_f16, whose NaN keeps no payload. */
-void simd_f32_to_f16_row_f16c(const float *src, simd_f16 *dst, size_t n)
-{
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 x = _mm256_loadu_ps(src + i);
-        if (_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q))) {
-            for (size_t j = i; j < i + 8; j++)
-                dst[j] = simd_f32_to_f16(src[j]);
-            continue;
-        }
-        _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    }
-    for (; i < n; i++)
-        dst[i] = simd_f32_to_f16(src[i]);
-}
+#include "attn_q_block.h"
+#include "attn_q_codes_x86.h"
 
-/* Eight products d * q to halves, as simd_f32_to_f16 gives each. */
-static inline void deq8(__m256 d, __m256i q, simd_f16 *dst)
+/* Eight values to halves by one conversion (vcvtps2ph, round to nearest
+ * even: IEEE's conversion, as simd_f32_to_f16 does it in integer steps,
+ * subnormal halves and overflow to infinity included); eight that hold a
+ * NaN go through simd_f32_to_f16, whose NaN keeps no payload. */
+static inline void cvt8(__m256 x, simd_f16 *dst)
 {
-    __m256 x = _mm256_mul_ps(d, _mm256_cvtepi32_ps(q));
-    if (_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q))) { /* an infinite scale times 0 */
+    if (_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q))) {
         float y[8];
         _mm256_storeu_ps(y, x);
         for (int j = 0; j < 8; j++)
@@ -45,24 +30,30 @@ static inline void deq8(__m256 d, __m256i q, simd_f16 *dst)
     _mm_storeu_si128((__m128i *)dst, _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
+/* cvt8 eight at a time; the tail through simd_f32_to_f16 */
+void simd_f32_to_f16_row_f16c(const float *src, simd_f16 *dst, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        cvt8(_mm256_loadu_ps(src + i), dst + i);
+    for (; i < n; i++)
+        dst[i] = simd_f32_to_f16(src[i]);
+}
+
+/* Each block's codes as one vector (attn_q_codes_x86.h), then eight
+ * products d * code a conversion (an infinite scale times 0 is the NaN
+ * cvt8 hands to simd_f32_to_f16). */
 void simd_deq_f16_row_f16c(int type, const void *blocks, size_t n, simd_f16 *dst)
 {
     for (size_t b = 0; b < n / SIMD_QK; b++, dst += SIMD_QK) {
-        if (type == SIMD_Q8_0) {
-            const simd_block_q8_0 *q = (const simd_block_q8_0 *)blocks + b;
-            __m256 d = _mm256_set1_ps(simd_f16_to_f32(q->d));
-            for (int j = 0; j < SIMD_QK; j += 8)
-                deq8(d, _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(q->qs + j))), dst + j);
-        } else {
-            const simd_block_q4_0 *q = (const simd_block_q4_0 *)blocks + b;
-            __m256 d = _mm256_set1_ps(simd_f16_to_f32(q->d));
-            __m128i raw = _mm_loadu_si128((const __m128i *)q->qs), m = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
-            __m128i lo = _mm_sub_epi8(_mm_and_si128(raw, m), eight);
-            __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(raw, 4), m), eight);
-            deq8(d, _mm256_cvtepi8_epi32(lo), dst);
-            deq8(d, _mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)), dst + 8);
-            deq8(d, _mm256_cvtepi8_epi32(hi), dst + 16);
-            deq8(d, _mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)), dst + 24);
+        const void *blk = attnq_block(type, blocks, b);
+        __m256 d = _mm256_set1_ps(attnq_scale(type, blk));
+        __m256i c = attnq_x86_codes(type, blk);
+        __m128i h[2] = {_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1)};
+        for (int i = 0; i < 2; i++) {
+            cvt8(_mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(h[i]))), dst + 16 * i);
+            cvt8(_mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(h[i], 8)))),
+                 dst + 16 * i + 8);
         }
     }
 }

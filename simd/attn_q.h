@@ -20,6 +20,7 @@
 #define NIBBLE_ATTN_Q_H
 
 #include "attn.h"
+#include "attn_q_block.h"
 
 #ifndef ATTNQ_H2F
 #define ATTNQ_H2F simd_f16_to_f32
@@ -37,31 +38,6 @@ static inline attnq_buf attnq_layout(void *buf, size_t hd)
     b.vf = b.kd + hd / 32 * SIMD_ATTN_CHUNK;
     b.kc = (int8_t *)(b.vf + SIMD_ATTN_CHUNK * hd);
     return b;
-}
-
-/* value j of a block as its code (-128..127) */
-static inline int attnq_code(int type, const void *blk, int j)
-{
-    if (type == SIMD_Q8_0)
-        return ((const simd_block_q8_0 *)blk)->qs[j];
-    const uint8_t *qs = ((const simd_block_q4_0 *)blk)->qs;
-    return j < SIMD_QK / 2 ? (qs[j] & 0x0f) - 8 : (qs[j - SIMD_QK / 2] >> 4) - 8;
-}
-
-/* The default forms of a block's unpacking, one value at a time: its 32
- * codes into c, and its values d * code into y. A set's file may define
- * ATTNQ_CODES and ATTNQ_VALUES (same arguments) with its vectors first;
- * they must give the same bytes, which exact integer and float steps do. */
-static inline void attnq_codes(int type, const void *blk, int8_t *c)
-{
-    for (int j = 0; j < SIMD_QK; j++)
-        c[j] = (int8_t)attnq_code(type, blk, j);
-}
-
-static inline void attnq_values(int type, const void *blk, float d, float *y)
-{
-    for (int j = 0; j < SIMD_QK; j++)
-        y[j] = d * (float)attnq_code(type, blk, j);
 }
 
 #ifndef ATTNQ_CODES

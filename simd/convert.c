@@ -1,5 +1,6 @@
 /* Half-precision conversions in plain C: bit-exact, no F16C needed, so the
  * scalar set runs anywhere and the other sets have a reference to match. */
+#include "attn_q_block.h"
 #include "simd_internal.h"
 
 #include <string.h>
@@ -82,19 +83,8 @@ void simd_deq_f16_row_ref(int type, const void *blocks, size_t n, simd_f16 *dst)
 {
     float y[SIMD_QK];
     for (size_t b = 0; b < n / SIMD_QK; b++) {
-        if (type == SIMD_Q8_0) {
-            const simd_block_q8_0 *q = (const simd_block_q8_0 *)blocks + b;
-            float d = simd_f16_to_f32(q->d);
-            for (int j = 0; j < SIMD_QK; j++)
-                y[j] = d * (float)q->qs[j];
-        } else {
-            const simd_block_q4_0 *q = (const simd_block_q4_0 *)blocks + b;
-            float d = simd_f16_to_f32(q->d);
-            for (int j = 0; j < SIMD_QK / 2; j++) {
-                y[j] = d * (float)((q->qs[j] & 0x0f) - 8);
-                y[j + SIMD_QK / 2] = d * (float)((q->qs[j] >> 4) - 8);
-            }
-        }
+        const void *blk = attnq_block(type, blocks, b);
+        attnq_values(type, blk, attnq_scale(type, blk), y);
         simd_f32_to_f16_row_ref(y, dst + b * SIMD_QK, SIMD_QK);
     }
 }
