@@ -130,34 +130,23 @@ int main(int argc, char **argv)
                 for (size_t g = 0; g < nkv; g++)
                     for (size_t c = 0; c < nch; c++) {
                         size_t p0 = c * SIMD_ATTN_CHUNK, n = depth - p0 < SIMD_ATTN_CHUNK ? depth - p0 : SIMD_ATTN_CHUNK;
-                        if (nt && mode) {
+                        if (mode) { /* q8_0: a tile of nt tokens, or the decode step's one */
                             simd_attn_q_args a = {.hd = hd, .nq = grp, .n = n, .q = qq, .qstride = nb,
                                                   .ktype = SIMD_Q8_0, .vtype = SIMD_Q8_0,
                                                   .k = kql + KQ_AT(p0, g), .v = vql + KQ_AT(p0, g),
                                                   .kstride = qstep, .vstride = qstep, .scale = 0.125f,
                                                   .part = part + c * grp * row, .pstride = row, .scratch = sc,
                                                   .buf = buf};
-                            simd_attn_q_tile(&a, nt, grp * nb, tokrows);
-                        } else if (nt) {
-                            simd_attn_args a = {.hd = hd, .nq = grp, .n = n, .q = q, .qstride = hd,
-                                                .k = kl + KV_AT(p0, g), .v = vl + KV_AT(p0, g),
-                                                .kvstride = hstep, .scale = 0.125f, .part = part + c * grp * row,
-                                                .pstride = row, .scratch = sc};
-                            simd_attn_tile(&a, nt, grp * hd, tokrows, kvbuf);
-                        } else if (mode) {
-                            simd_attn_q_args a = {.hd = hd, .nq = grp, .n = n, .q = qq, .qstride = nb,
-                                                  .ktype = SIMD_Q8_0, .vtype = SIMD_Q8_0,
-                                                  .k = kql + KQ_AT(p0, g), .v = vql + KQ_AT(p0, g),
-                                                  .kstride = qstep, .vstride = qstep, .scale = 0.125f,
-                                                  .part = part + c * grp * row, .pstride = row, .scratch = sc,
-                                                  .buf = buf};
-                            simd_attn_q_tile(&a, 1, 0, 0);
+                            simd_attn_q_tile(&a, nt ? nt : 1, nt ? grp * nb : 0, nt ? tokrows : 0);
                         } else {
                             simd_attn_args a = {.hd = hd, .nq = grp, .n = n, .q = q, .qstride = hd,
                                                 .k = kl + KV_AT(p0, g), .v = vl + KV_AT(p0, g),
                                                 .kvstride = hstep, .scale = 0.125f, .part = part + c * grp * row,
                                                 .pstride = row, .scratch = sc};
-                            simd_attn_chunk(&a);
+                            if (nt)
+                                simd_attn_tile(&a, nt, grp * hd, tokrows, kvbuf);
+                            else
+                                simd_attn_chunk(&a);
                         }
                     }
                 double t = now() - t0;
