@@ -584,44 +584,47 @@ static void test_cli(const char *model)
         fclose(f);
     char a[2048], cal[600];
     snprintf(cal, sizeof cal, "%s", tmp("calib.txt"));
-    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method best --calib %s", model, tmp("o.gguf"), cal);
-    CHECK(run(bin, a) == 2 && err_has("--method best: expected rtn, awq, gptq or awq+gptq"));
-    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method gptq", model, tmp("o.gguf"));
-    CHECK(run(bin, a) == 2 && err_has("needs --calib TEXT"));
-    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --calib %s", model, tmp("o.gguf"), cal);
-    CHECK(run(bin, a) == 2 && err_has("is for --method awq, gptq or awq+gptq"));
-    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method gptq --awq %s", model, tmp("o.gguf"), cal);
-    CHECK(run(bin, a) == 2 && err_has("is short for --method awq"));
-    snprintf(a, sizeof a, "quantize %s %s u4g32 -q --method gptq --calib %s", model, tmp("o.gguf"), cal);
-    CHECK(run(bin, a) == 2 && err_has("not the uniform baseline"));
-    snprintf(a, sizeof a, "quantize %s %s f16 -q --method awq+gptq --calib %s", model, tmp("o.gguf"), cal);
-    CHECK(run(bin, a) == 2 && err_has("needs a type with integer codes"));
-    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method gptq --calib %s --damp 0", model, tmp("o.gguf"), cal);
-    CHECK(run(bin, a) == 2 && err_has("--damp 0: expected a share of the diagonal"));
-    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method awq --calib %s --refine 2", model, tmp("o.gguf"), cal);
-    CHECK(run(bin, a) == 2 && err_has("--refine 2: is for --method gptq or awq+gptq"));
-    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method gptq --calib %s --refine 101", model, tmp("o.gguf"), cal);
-    CHECK(run(bin, a) == 2 && err_has("expected a number of rounds in 0..100"));
-    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --calib %s --method awq --hessian-mb 5", model, tmp("o.gguf"), cal);
-    CHECK(run(bin, a) == 2 && err_has("--hessian-mb 5: is for --method gptq or awq+gptq"));
-    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --awq %s --ffn-rows", model, tmp("o.gguf"), cal);
-    CHECK(run(bin, a) == 2 && err_has("--ffn-rows") && err_has("is for --method gptq or awq+gptq"));
-    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --attn-rows", model, tmp("o.gguf"));
-    CHECK(run(bin, a) == 2 && err_has("--attn-rows") && err_has("is for --method gptq or awq+gptq"));
-    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method gptq --calib %s", model, tmp("o.gguf"), tmp("none.txt"));
-    CHECK(run(bin, a) == 1 && err_has("calibration text"));
-    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method awq --calib %s --asym", model, tmp("o.gguf"), cal);
-    CHECK(run(bin, a) == 2 && err_has("--asym") && err_has("is for --method gptq or awq+gptq"));
-    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method gptq --calib %s --asym-blend 0.25", model, tmp("o.gguf"),
-             cal);
-    CHECK(run(bin, a) == 2 && err_has("is for --asym"));
-    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method gptq --calib %s --asym-once", model, tmp("o.gguf"), cal);
-    CHECK(run(bin, a) == 2 && err_has("--asym-once") && err_has("is for --asym"));
-    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method gptq --calib %s --asym-layers", model, tmp("o.gguf"), cal);
-    CHECK(run(bin, a) == 2 && err_has("--asym-layers") && err_has("is for --asym"));
-    snprintf(a, sizeof a, "quantize %s %s q4_0 -q --method gptq --calib %s --asym --asym-once --asym-layers", model,
-             tmp("o.gguf"), cal);
-    CHECK(run(bin, a) == 2 && err_has("exclude each other"));
+    /* refusals: `quantize MODEL OUT TYPE -q ARGS`, where @ in ARGS is the
+     * calibration text and NONE a file that does not exist; the exit code
+     * and what the message must hold */
+    static const struct {
+        const char *type, *args;
+        int rc;
+        const char *want, *want2;
+    } bad[] = {
+        {"q4_0", "--method best --calib @", 2, "--method best: expected rtn, awq, gptq or awq+gptq", NULL},
+        {"q4_0", "--method gptq", 2, "needs --calib TEXT", NULL},
+        {"q4_0", "--calib @", 2, "is for --method awq, gptq or awq+gptq", NULL},
+        {"q4_0", "--method gptq --awq @", 2, "is short for --method awq", NULL},
+        {"u4g32", "--method gptq --calib @", 2, "not the uniform baseline", NULL},
+        {"f16", "--method awq+gptq --calib @", 2, "needs a type with integer codes", NULL},
+        {"q4_0", "--method gptq --calib @ --damp 0", 2, "--damp 0: expected a share of the diagonal", NULL},
+        {"q4_0", "--method awq --calib @ --refine 2", 2, "--refine 2: is for --method gptq or awq+gptq", NULL},
+        {"q4_0", "--method gptq --calib @ --refine 101", 2, "expected a number of rounds in 0..100", NULL},
+        {"q4_0", "--calib @ --method awq --hessian-mb 5", 2, "--hessian-mb 5: is for --method gptq or awq+gptq",
+         NULL},
+        {"q4_0", "--awq @ --ffn-rows", 2, "--ffn-rows", "is for --method gptq or awq+gptq"},
+        {"q4_0", "--attn-rows", 2, "--attn-rows", "is for --method gptq or awq+gptq"},
+        {"q4_0", "--method gptq --calib NONE", 1, "calibration text", NULL},
+        {"q4_0", "--method awq --calib @ --asym", 2, "--asym", "is for --method gptq or awq+gptq"},
+        {"q4_0", "--method gptq --calib @ --asym-blend 0.25", 2, "is for --asym", NULL},
+        {"q4_0", "--method gptq --calib @ --asym-once", 2, "--asym-once", "is for --asym"},
+        {"q4_0", "--method gptq --calib @ --asym-layers", 2, "--asym-layers", "is for --asym"},
+        {"q4_0", "--method gptq --calib @ --asym --asym-once --asym-layers", 2, "exclude each other", NULL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int n = snprintf(a, sizeof a, "quantize %s %s %s -q ", model, tmp("o.gguf"), bad[i].type);
+        for (const char *c = bad[i].args; *c && n < (int)sizeof a - 1;)
+            if (*c == '@')
+                n += snprintf(a + n, sizeof a - (size_t)n, "%s", cal), c++;
+            else if (!strncmp(c, "NONE", 4))
+                n += snprintf(a + n, sizeof a - (size_t)n, "%s", tmp("none.txt")), c += 4;
+            else
+                a[n++] = *c++, a[n] = 0;
+        int rc = run(bin, a);
+        CHECKF(rc == bad[i].rc && err_has(bad[i].want) && (!bad[i].want2 || err_has(bad[i].want2)),
+               "%s: exit %d, want %d and \"%s\"", a, rc, bad[i].rc, bad[i].want);
+    }
     /* --asym on a text shorter than a window: the first pass runs, the
      * side-by-side one cannot; neither OUT nor the first file is left */
     FILE *fs = fopen(tmp("short.txt"), "w");
