@@ -29,10 +29,11 @@ static const char usage[] =
     "  --kernel LIST    kernel sets, e.g. scalar,avx2, or all usable ones (default: the best)\n"
     "  --json           one JSON object per result line instead of a table\n"
     "  --membw          only measure memory read bandwidth\n"
-    "  --peak           also measure the kernel set's int8 peak (its dot-product\n"
-    "                   instruction, and its q8_0 kernel on weights in cache) and show\n"
-    "                   prefill against it: the pp rows' roofline is then the peak /\n"
-    "                   multiply-adds per prompt token\n"
+    "  --peak           also measure the kernel set's int8 and float peaks (its\n"
+    "                   dot-product and multiply-add instructions, and its q8_0\n"
+    "                   kernel on weights in cache) and show prefill against them:\n"
+    "                   the pp rows' roofline is then the time a prompt token's\n"
+    "                   multiply-adds take at those peaks\n"
     "  --no-load        skip the load-time test\n"
     "  --no-pack        keep the weights in the file's layout (no packed copy made at\n"
     "                   load), to compare with the packed kernels\n"
@@ -47,10 +48,13 @@ static const char usage[] =
     "The roofline column is bandwidth / bytes per token: the weights, and the K and V\n"
     "rows a step halfway through the test reads (depth + n/2 positions, in the cache's\n"
     "types); 'of roof' the fraction reached.\n"
-    "Prefill is bounded by arithmetic instead: with --peak its roofline is the rate\n"
-    "of the set's int8 multiply-add instruction issued back to back (for a float\n"
-    "model, its own kernel's rate on weights in cache) over the multiply-adds of one\n"
-    "prompt token's matrix products (attention not counted).\n"
+    "Prefill is bounded by arithmetic instead: with --peak its roofline is one over\n"
+    "the time of a prompt token's matrix products at the set's int8 multiply-add\n"
+    "instruction issued back to back (for a float model, its own kernel's rate on\n"
+    "weights in cache) plus its attention at the float multiply-add instruction's\n"
+    "rate (the scores at the int8 one where K and V are both quantized): the scores\n"
+    "and V sums of its query heads over the positions it sees at -d, on average over\n"
+    "the -p tokens.\n"
     "RSS is the largest resident set after a run (mapped weights included), checked\n"
     "against the budget file + KV cache + 64 MB + what a layout decoded at load adds\n"
     "(iq3_s's, 22% of its matrices) (+ the draft model's file). Load: open the model\n"
@@ -142,6 +146,7 @@ typedef struct result {
     int type_k, type_v, kvcol; /* the cache types; kvcol: the table shows them (-ctk or -ctv given) */
     double bw, roof; /* GB/s; tokens/s the bandwidth allows */
     double peak, peak_roof; /* --peak: int8 GMAC/s in cache; prompt tokens/s it allows (0: not measured) */
+    double fpeak, mm_gmacs; /* --peak: float GMAC/s; the rate the matrix products' ceiling is */
     eng_bench_mem mem;
     char rss[64];    /* "MB (budget MB)" for the table */
 } result;
@@ -366,25 +371,42 @@ int cmd_bench(int argc, char **argv)
             r.bw = bw[ti / (ntk * ntv)];
             r.roof = r.bw * 1e9 / (double)(bpt + r.mem.kv_read_bytes);
             if (first)
-                r.peak = r.peak_roof = 0;
+                r.peak = r.peak_roof = r.fpeak = r.mm_gmacs = 0;
+            uint64_t macs = eng_bench_macs_per_prompt_token(m);
+            uint64_t attn = eng_bench_attn_macs_per_prompt_token(m, (uint32_t)n_depth, (uint32_t)n_prompt);
+            double q8 = 0, own = 0;
             if (peak && first && (r.peak = eng_bench_int8_peak(r.threads)) > 0) {
-                uint64_t macs = eng_bench_macs_per_prompt_token(m);
-                double q8 = eng_bench_peak(SIMD_Q8_0, r.threads), own = eng_bench_peak(r.in->main_type, r.threads);
+                r.fpeak = eng_bench_fma_peak(r.threads);
+                q8 = eng_bench_peak(SIMD_Q8_0, r.threads);
+                own = eng_bench_peak(r.in->main_type, r.threads);
                 /* a float model's products are float ones: its own kernel's rate is its ceiling */
                 const simd_traits *mt = simd_type_traits(r.in->main_type);
-                double ceiling = mt && mt->act == SIMD_ACT_F32 && own > 0 ? own : r.peak;
-                r.peak_roof = macs ? ceiling * 1e9 / (double)macs : 0;
+                r.mm_gmacs = mt && mt->act == SIMD_ACT_F32 && own > 0 ? own : r.peak;
+            }
+            if (r.peak > 0 && r.fpeak > 0 && macs) {
+                /* attention's scores are int8 dot products where K and V
+                 * are both quantized and a head is whole blocks (forward.c's
+                 * kv_int8), float ones otherwise; its V sums always float */
+                int int8_scores = r.type_k != ENG_KV_F16 && r.type_v != ENG_KV_F16 && r.in->head_dim % 32 == 0;
+                double ns = macs / r.mm_gmacs + attn / (int8_scores ? r.peak : r.fpeak) + attn / r.fpeak;
+                r.peak_roof = 1e9 / ns;
+            }
+            if (peak && first && r.peak > 0) {
                 if (json)
                     printf("{\"model\": \"%s\", \"kernel\": \"%s\", \"threads\": %d, \"test\": \"peak\", "
-                           "\"peak_gmacs\": %.2f, \"q8_0_gmacs\": %.2f, \"type\": \"%s\", \"type_gmacs\": %.2f, "
-                           "\"macs_per_token\": %llu, \"roofline_tps\": %.2f}\n",
-                           r.in->name, simd_kernel_name((enum simd_kernel)ks[ki]), r.threads, r.peak, q8,
-                           simd_type_name(r.in->main_type), own, (unsigned long long)macs, r.peak_roof);
+                           "\"peak_gmacs\": %.2f, \"fma_gmacs\": %.2f, \"q8_0_gmacs\": %.2f, \"type\": \"%s\", "
+                           "\"type_gmacs\": %.2f, \"macs_per_token\": %llu, \"attn_macs_per_token\": %llu, "
+                           "\"roofline_tps\": %.2f}\n",
+                           r.in->name, simd_kernel_name((enum simd_kernel)ks[ki]), r.threads, r.peak, r.fpeak, q8,
+                           simd_type_name(r.in->main_type), own, (unsigned long long)macs, (unsigned long long)attn,
+                           r.peak_roof);
                 else
-                    fprintf(stderr, "int8 peak, %s, %d thread%s: %.1f G multiply-adds/s; in-cache kernels: q8_0 %.1f, "
-                            "%s %.1f; %.1f M per prompt token: %.1f prompt tokens/s at most\n",
+                    fprintf(stderr, "peak, %s, %d thread%s: int8 %.1f G multiply-adds/s, float %.1f; in-cache kernels: "
+                            "q8_0 %.1f, %s %.1f; per prompt token %.1f M in the matrices, %.1f M in attention's "
+                            "scores and as many in its V sums (pp%d at depth %d): %.1f prompt tokens/s at most (%s/%s cache)\n",
                             simd_kernel_name((enum simd_kernel)ks[ki]), r.threads, r.threads > 1 ? "s" : "", r.peak,
-                            q8, simd_type_name(r.in->main_type), own, macs / 1e6, r.peak_roof);
+                            r.fpeak, q8, simd_type_name(r.in->main_type), own, macs / 1e6, attn / 1e6, n_prompt,
+                            n_depth, r.peak_roof, eng_kv_type_name(r.type_k), eng_kv_type_name(r.type_v));
             }
             if (dm) /* the draft model is resident too */
                 r.mem.budget += eng_model_get_info(dm)->file_size;

@@ -1,7 +1,9 @@
-/* The int8 multiply-add peak of a kernel set (`nibble bench --peak`):
- * the instruction the set's int8 dot products are built on, issued in
+/* The int8 and float multiply-add peaks of a kernel set (`nibble bench
+ * --peak`): the instruction the set's int8 dot products are built on, and
+ * the float multiply-add its attention is built on, each issued in
  * independent chains on operands held in registers, so nothing but the
- * core's execution ports limits it. Prefill is measured against this.
+ * core's execution ports limits it. Prefill is measured against these:
+ * the matrix products at the int8 rate, attention at the float one.
  *
  * Each set's loop is compiled for that set's ISA with a target attribute
  * (this file has no ISA flags of its own, like dispatch.c), and runs only
@@ -144,6 +146,106 @@ __attribute__((target("arch=armv8.2-a+dotprod"))) static uint64_t peak_neon_dotp
     return (uint64_t)iters * PEAK_DOT_CHAINS * 16;
 }
 #endif
+
+/* The float multiply-add peak: the instruction attention's score and V
+ * sums are built on (simd/attn*.c: FMA on x86, fmla on Arm), in
+ * PEAK_FMA_CHAINS independent chains, each longer than the instruction's
+ * latency is deep. Every chain multiplies by a value just under one and
+ * adds a small one, so it stays finite and normal. */
+#define PEAK_FMA_CHAINS 12
+
+/* The scalar set: plain C. Whether the compiler fuses the multiply and
+ * the add is its choice; either way it is the rate plain C gets. */
+static uint64_t fpeak_scalar(long iters, float *sink)
+{
+    float acc[8], a = 0.999f, b = 0.001f, s = 0.0f;
+    for (int c = 0; c < 8; c++)
+        acc[c] = (float)(c + 1);
+    for (long i = 0; i < iters; i++) {
+        PEAK_OPAQUE(a, "r");
+        for (int c = 0; c < 8; c++)
+            acc[c] = acc[c] * a + b;
+    }
+    for (int c = 0; c < 8; c++)
+        s += acc[c];
+    *sink = s;
+    return (uint64_t)iters * 8;
+}
+
+#if defined(NIBBLE_X86_SETS)
+/* Every x86 set but avx512vnni: vfmadd on 256 bits, 8 each. */
+__attribute__((target("avx2,fma"))) static uint64_t fpeak_avx2(long iters, float *sink)
+{
+    __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(0.001f), acc[PEAK_FMA_CHAINS];
+    for (int c = 0; c < PEAK_FMA_CHAINS; c++)
+        acc[c] = _mm256_set1_ps((float)(c + 1));
+    for (long i = 0; i < iters; i++) {
+        PEAK_OPAQUE(a, "x");
+        for (int c = 0; c < PEAK_FMA_CHAINS; c++)
+            acc[c] = _mm256_fmadd_ps(acc[c], a, b);
+    }
+    __m256 s = acc[0];
+    for (int c = 1; c < PEAK_FMA_CHAINS; c++)
+        s = _mm256_add_ps(s, acc[c]);
+    *sink = _mm256_cvtss_f32(s);
+    return (uint64_t)iters * PEAK_FMA_CHAINS * 8;
+}
+
+/* avx512vnni: vfmadd on 512 bits, 16 each (its attention's width). */
+__attribute__((target("avx512f"))) static uint64_t fpeak_avx512(long iters, float *sink)
+{
+    __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(0.001f), acc[PEAK_FMA_CHAINS];
+    for (int c = 0; c < PEAK_FMA_CHAINS; c++)
+        acc[c] = _mm512_set1_ps((float)(c + 1));
+    for (long i = 0; i < iters; i++) {
+        PEAK_OPAQUE(a, "v");
+        for (int c = 0; c < PEAK_FMA_CHAINS; c++)
+            acc[c] = _mm512_fmadd_ps(acc[c], a, b);
+    }
+    __m512 s = acc[0];
+    for (int c = 1; c < PEAK_FMA_CHAINS; c++)
+        s = _mm512_add_ps(s, acc[c]);
+    *sink = _mm512_reduce_add_ps(s);
+    return (uint64_t)iters * PEAK_FMA_CHAINS * 16;
+}
+#endif
+
+#if defined(NIBBLE_NEON_SET)
+/* Both Arm sets: fmla on 128 bits, 4 each. */
+static uint64_t fpeak_neon(long iters, float *sink)
+{
+    float32x4_t a = vdupq_n_f32(0.999f), b = vdupq_n_f32(0.001f), acc[PEAK_FMA_CHAINS];
+    for (int c = 0; c < PEAK_FMA_CHAINS; c++)
+        acc[c] = vdupq_n_f32((float)(c + 1));
+    for (long i = 0; i < iters; i++) {
+        PEAK_OPAQUE(a, "w");
+        for (int c = 0; c < PEAK_FMA_CHAINS; c++)
+            acc[c] = vfmaq_f32(b, acc[c], a);
+    }
+    float32x4_t s = acc[0];
+    for (int c = 1; c < PEAK_FMA_CHAINS; c++)
+        s = vaddq_f32(s, acc[c]);
+    *sink = vgetq_lane_f32(s, 0);
+    return (uint64_t)iters * PEAK_FMA_CHAINS * 4;
+}
+#endif
+
+uint64_t simd_fma_peak_run(long iters, float *sink)
+{
+    switch (simd_kernel_current()) {
+#if defined(NIBBLE_X86_SETS)
+    case SIMD_K_AVX2:
+    case SIMD_K_AVXVNNI:
+    case SIMD_K_AVXVNNIINT8: return fpeak_avx2(iters, sink);
+    case SIMD_K_AVX512VNNI: return fpeak_avx512(iters, sink);
+#endif
+#if defined(NIBBLE_NEON_SET)
+    case SIMD_K_NEON:
+    case SIMD_K_NEON_DOTPROD: return fpeak_neon(iters, sink);
+#endif
+    default: return fpeak_scalar(iters, sink);
+    }
+}
 
 uint64_t simd_int8_peak_run(long iters, int32_t *sink)
 {

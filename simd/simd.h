@@ -434,6 +434,10 @@ enum simd_kernel simd_kernel_current(void);
  * in registers (simd/peak.c); returns the multiply-adds done, for a rate
  * to measure prefill against. *sink takes a value of the results. */
 uint64_t simd_int8_peak_run(long iters, int32_t *sink);
+/* The same for the float multiply-add attention's sums are built on
+ * (vfmadd on 512 bits for avx512vnni, 256 for the other x86 sets, fmla
+ * on NEON, plain C for scalar). */
+uint64_t simd_fma_peak_run(long iters, float *sink);
 
 /* One line naming the CPU and the features the kernel sets care about
  * (present, or prefixed '-' when absent), for `nibble info --cpu`.

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "model_layout.h"
 #include "pool.h"
 #include "simd.h"
 #include "session.h"
@@ -151,33 +152,39 @@ out:
     return best;
 }
 
-typedef struct int8_job {
+/* One of simd's peak loops on every thread of a pool (int8 or float). */
+typedef struct peak_loop_job {
+    int fma; /* 0: simd_int8_peak_run, 1: simd_fma_peak_run */
     long iters;
     uint64_t macs[256];
     int32_t sink[256];
-} int8_job;
+    float fsink[256];
+} peak_loop_job;
 
-static void int8_worker(void *arg, int ith, int nth)
+static void peak_loop_worker(void *arg, int ith, int nth)
 {
     (void)nth;
-    int8_job *j = arg;
-    j->macs[ith & 255] = simd_int8_peak_run(j->iters, &j->sink[ith & 255]);
+    peak_loop_job *j = arg;
+    j->macs[ith & 255] = j->fma ? simd_fma_peak_run(j->iters, &j->fsink[ith & 255])
+                                : simd_int8_peak_run(j->iters, &j->sink[ith & 255]);
 }
 
-double eng_bench_int8_peak(int n_threads)
+/* The loop's rate on n_threads threads, G multiply-adds/s: the best of
+ * three passes of about 0.2 s each, or -1. */
+static double peak_loop(int fma, int n_threads)
 {
     eng_pool *p = eng_pool_new(n_threads);
     if (!p)
         return -1;
-    int8_job j = {.iters = 10000};
+    peak_loop_job j = {.fma = fma, .iters = 10000};
     double t0 = now_s();
-    eng_pool_run(p, int8_worker, &j);
+    eng_pool_run(p, peak_loop_worker, &j);
     double one = now_s() - t0;
     j.iters = one > 0 ? (long)(10000 * 0.2 / one) + 1 : 10000;
     double best = -1;
     for (int pass = 0; pass < 3; pass++) {
         t0 = now_s();
-        eng_pool_run(p, int8_worker, &j);
+        eng_pool_run(p, peak_loop_worker, &j);
         double dt = now_s() - t0;
         uint64_t macs = 0;
         for (int i = 0; i < n_threads && i < 256; i++)
@@ -187,6 +194,30 @@ double eng_bench_int8_peak(int n_threads)
     }
     eng_pool_free(p);
     return best;
+}
+
+double eng_bench_int8_peak(int n_threads) { return peak_loop(0, n_threads); }
+
+double eng_bench_fma_peak(int n_threads) { return peak_loop(1, n_threads); }
+
+uint64_t eng_bench_attn_macs_per_prompt_token(const eng_model *m, uint32_t depth, uint32_t n_prompt)
+{
+    const eng_model_info *in = eng_model_get_info(m);
+    if (!n_prompt)
+        return 0;
+    uint64_t total = 0;
+    for (uint32_t l = 0; l < in->n_layers; l++) {
+        const eng_layer *L = eng_model_layer(m, l);
+        /* the positions token t of the prompt sees: depth + t + 1, or the
+         * layer's window */
+        uint64_t seen = 0;
+        for (uint64_t t = 0; t < n_prompt; t++) {
+            uint64_t p = (uint64_t)depth + t + 1;
+            seen += L->window && p > L->window ? L->window : p;
+        }
+        total += seen * L->n_heads * in->head_dim;
+    }
+    return (total + n_prompt / 2) / n_prompt;
 }
 
 uint64_t eng_bench_macs_per_prompt_token(const eng_model *m)

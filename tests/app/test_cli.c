@@ -285,14 +285,16 @@ static void check_bench_depth(void)
     done(&r);
 }
 
-/* --peak: a peak line per kernel set and thread count (the instruction
- * rate, the q8_0 kernel's and the model type's, the multiply-adds per
- * prompt token), and the pp row measured against it, in JSON and in the
- * table. The embedded model is f32, so its ceiling is its own kernel's. */
+/* --peak: a peak line per kernel set and thread count (the int8 and
+ * float instruction rates, the q8_0 kernel's and the model type's, the
+ * multiply-adds per prompt token in the matrices and in attention at the
+ * depth), and the pp row measured against it, in JSON and in the table.
+ * The embedded model is f32, so its matrices' ceiling is its own
+ * kernel's; its f16 cache makes attention's sums float ones. */
 static void check_bench_peak(void)
 {
-    const char *args[] = {"bench", "-m", model, "-p", "16", "-n", "0", "-r", "1", "-t", "1", "--json", "--no-load",
-                          "--peak", "--kernel", "scalar", NULL};
+    const char *args[] = {"bench", "-m", model, "-p", "16", "-n", "0", "-d", "8", "-r", "1", "-t", "1", "--json",
+                          "--no-load", "--peak", "--kernel", "scalar", NULL};
     result r = run(args);
     CHECKF(r.status == 0, "bench --peak exited %d: %s", r.status, r.err);
     int peaks = 0, pps = 0;
@@ -310,6 +312,14 @@ static void check_bench_peak(void)
              * 704 values, are counted too); the 512-token embedding and output matrices are not */
             long long want = 5LL * (2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 172);
             CHECKF(mt && llabs(atoll(mt) - want) <= want / 100, "multiply-adds per token (want %lld): %s", want, line);
+            /* attention: 5 layers of 8 heads of 8 values against 8 + (1 + ... + 16) / 16 = 16.5 positions on
+             * average; the roofline is the time of both at their peaks, the V sums as many as the scores */
+            const char *f = js_find(line, "fma_gmacs"), *am = js_find(line, "attn_macs_per_token");
+            CHECKF(f && am && atof(f) > 0 && atoll(am) == 5 * 8 * 8 * 33 / 2, "attention's multiply-adds: %s", line);
+            if (f && am && o && mt && rt && atof(f) > 0 && atof(o) > 0) {
+                double roof = 1e9 / (atof(mt) / atof(o) + 2 * atof(am) / atof(f));
+                CHECKF(fabs(atof(rt) / roof - 1) < 0.02, "roofline %s, want %.1f: %s", rt, roof, line);
+            }
             peaks++;
         } else if (t && !strncmp(t, "\"pp16\"", 6)) {
             const char *rt = js_find(line, "roofline_tps"), *p = js_find(line, "peak_gmacs");
@@ -323,7 +333,8 @@ static void check_bench_peak(void)
     const char *table[] = {"bench", "-m", model, "-p", "16", "-n", "0", "-r", "1", "-t", "1", "--no-load", "--peak",
                            NULL};
     r = run(table);
-    CHECKF(r.status == 0 && strstr(r.out, " peak | ") && strstr(r.err, "int8 peak, "), "bench --peak table:\n%s%s",
+    CHECKF(r.status == 0 && strstr(r.out, " peak | ") && strstr(r.err, "peak, ") && strstr(r.err, " in attention's "),
+           "bench --peak table:\n%s%s",
            r.out, r.err);
     done(&r);
 }

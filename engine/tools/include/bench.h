@@ -22,6 +22,10 @@ double eng_bench_membw(int n_threads, size_t bytes);
  * (simd_int8_peak_run), best of a few passes; billions per second. */
 double eng_bench_int8_peak(int n_threads);
 
+/* The float multiply-add peak of the active kernel set, as above
+ * (simd_fma_peak_run): the instruction its attention's sums run on. */
+double eng_bench_fma_peak(int n_threads);
+
 /* The in-cache int8 multiply-add rate of the active kernel set: the
  * weight type's prefill kernel (packed rows where the set has them, else
  * plain rows) over PEAK_ROWS x PEAK_COLS weights that stay in each core's
@@ -33,8 +37,16 @@ double eng_bench_peak(int type, int n_threads);
 
 /* Multiply-adds of one prompt token's matrix products (the weights a
  * token runs, less the embedding table, and less the output matrix,
- * which a prompt runs only for its last token); attention not counted. */
+ * which a prompt runs only for its last token); attention not counted
+ * (eng_bench_attn_macs_per_prompt_token). */
 uint64_t eng_bench_macs_per_prompt_token(const eng_model *m);
+
+/* Multiply-adds of one prompt token's attention scores, averaged over a
+ * prompt of n_prompt tokens after depth already in the context (each
+ * token's query heads against every position its layer lets it see:
+ * the ones before it and itself, or the layer's window). Its V sums are
+ * as many again. */
+uint64_t eng_bench_attn_macs_per_prompt_token(const eng_model *m, uint32_t depth, uint32_t n_prompt);
 
 /* eng_model_bytes_per_token (model.h), under the name app/cmd_bench.c
  * calls. */
