@@ -47,13 +47,9 @@ void simd_deq_f16_row_f16c(int type, const void *blocks, size_t n, simd_f16 *dst
 {
     for (size_t b = 0; b < n / SIMD_QK; b++, dst += SIMD_QK) {
         const void *blk = attnq_block(type, blocks, b);
-        __m256 d = _mm256_set1_ps(attnq_scale(type, blk));
-        __m256i c = attnq_x86_codes(type, blk);
-        __m128i h[2] = {_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1)};
-        for (int i = 0; i < 2; i++) {
-            cvt8(_mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(h[i]))), dst + 16 * i);
-            cvt8(_mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(h[i], 8)))),
-                 dst + 16 * i + 8);
-        }
+        __m256 v[4];
+        attnq_x86_floats(type, blk, attnq_scale(type, blk), v);
+        for (int i = 0; i < 4; i++)
+            cvt8(v[i], dst + 8 * i);
     }
 }

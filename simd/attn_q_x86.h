@@ -37,15 +37,10 @@ static inline __attribute__((always_inline)) void attnq_x86_store_codes(int type
 /* d * code for the 32 codes, 8 at a time (each product exact) */
 static inline __attribute__((always_inline)) void attnq_x86_values(int type, const void *blk, float d, float *y)
 {
-    __m256i c = attnq_x86_codes(type, blk);
-    __m256 dv = _mm256_set1_ps(d);
-    __m128i h[2] = {_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1)};
-    for (int i = 0; i < 2; i++) {
-        __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(h[i]));
-        __m256 hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(h[i], 8)));
-        _mm256_storeu_ps(y + 16 * i, _mm256_mul_ps(lo, dv));
-        _mm256_storeu_ps(y + 16 * i + 8, _mm256_mul_ps(hi, dv));
-    }
+    __m256 v[4];
+    attnq_x86_floats(type, blk, d, v);
+    for (int i = 0; i < 4; i++)
+        _mm256_storeu_ps(y + 8 * i, v[i]);
 }
 
 #define ATTNQ_H2F(h) _cvtsh_ss(h)

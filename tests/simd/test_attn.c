@@ -13,11 +13,15 @@
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
+/* the generator's next state (a 64-bit LCG) */
+static uint64_t next_rng(void) { return rng = rng * 6364136223846793005ull + 1442695040888963407ull; }
+
 static float frand(void) /* uniform in [-1, 1) */
 {
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((double)(rng >> 40) / (double)(1ull << 23) - 1.0);
+    return (float)((double)(next_rng() >> 40) / (double)(1ull << 23) - 1.0);
 }
+
+static uint32_t next_u32(void) { return (uint32_t)(next_rng() >> 16); }
 
 static int same(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
 
@@ -101,12 +105,7 @@ static void check_fma(void)
     FMA_CASE(-0.0f, 1.0f, 0.0f);
     FMA_CASE(0.0f, -1.0f, -0.0f);
     for (int i = 0; i < 2000000; i++) {
-        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-        uint32_t r = (uint32_t)(rng >> 16);
-        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-        uint32_t r2 = (uint32_t)(rng >> 16);
-        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-        uint32_t r3 = (uint32_t)(rng >> 16);
+        uint32_t r = next_u32(), r2 = next_u32(), r3 = next_u32();
         float x = bits_f(r), y = bits_f(r2), z = bits_f(r3);
         if (i & 1) { /* exponents near each other, so products and z overlap and cancel */
             x = bits_f((r & 0x807fffffu) | (uint32_t)(100 + (r >> 27)) << 23);
