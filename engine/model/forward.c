@@ -73,6 +73,7 @@ struct eng_ctx {
     uint32_t grp_max;      /* most query heads sharing a kv head, over layers */
     size_t nch_max;        /* attention chunks in n_ctx positions */
     float *apart;          /* [n_heads][nch_max][head_dim+2]: chunk rows of one token, split over threads */
+    atomic_uint *kv_left;  /* [n_kv_heads]: a decode step's chunks of each kv head not yet done */
     int scores_threads;
     void *act;             /* [batch] activation rows, q8 format */
     void *act_k;           /* [batch] activation rows, q8k format (K-quant weights) */
@@ -804,40 +805,33 @@ static void att_worker(void *arg, int ith, int nth)
  * head's rows (kv_row: a head's rows follow one another) and the last
  * pieces still balance (a task per kv head and part of the span left the
  * caller waiting for a late worker, and both threads idle while the caller
- * merged the heads alone). Rows go to c->apart ([head][chunk]);
- * att_merge_range merges them after. No bit depends on the split: each
- * chunk row is computed alone and merged in chunk order. */
+ * merged the heads alone). Rows go to c->apart ([head][chunk]). The
+ * participant that computes a kv head's last chunks merges its query
+ * heads (c->kv_left counts what is left of each), so the merge needs no
+ * job and no wait of its own: one wake-up and barrier a layer fewer. No
+ * bit depends on the split: each chunk row is computed alone and merged
+ * in chunk order, whoever merges. */
 static void att_decode_range(void *arg, uint32_t u0, uint32_t u1)
 {
     const att_job *j = arg;
     eng_ctx *c = j->c;
     const eng_layer *L = &c->m->layers[j->layer];
     uint32_t grp = L->n_heads / L->n_kv_heads;
-    size_t row = (size_t)c->m->info.head_dim + 2, lo, nch;
+    size_t hd = c->m->info.head_dim, row = hd + 2, lo, nch;
     float *scratch = c->scores + (size_t)eng_pool_self() * c->scores_per_thread;
     att_span(L->window, j->pos, &lo, &nch);
     while (u0 < u1) {
         uint32_t g = u0 / (uint32_t)nch, ch = u0 % (uint32_t)nch, end = (g + 1) * (uint32_t)nch;
         uint32_t e = end < u1 ? end : u1;
-        att_chunks(j, scratch, 0, g, ch, ch + (e - u0), c->apart + (size_t)g * grp * c->nch_max * row, row,
-                   c->nch_max * row);
+        float *rows = c->apart + (size_t)g * grp * c->nch_max * row;
+        att_chunks(j, scratch, 0, g, ch, ch + (e - u0), rows, row, c->nch_max * row);
+        /* acq_rel: the last to finish sees every other participant's rows */
+        if (atomic_fetch_sub_explicit(&c->kv_left[g], e - u0, memory_order_acq_rel) == e - u0)
+            for (uint32_t h = 0; h < grp; h++)
+                att_merge(L, g * grp + h, hd, nch, rows + (size_t)h * c->nch_max * row, row,
+                          c->att + (size_t)(g * grp + h) * hd);
         u0 = e;
     }
-}
-
-typedef struct merge_job {
-    const eng_layer *L;
-    const eng_ctx *c;
-    size_t nch;
-} merge_job;
-
-static void att_merge_range(void *arg, uint32_t h0, uint32_t h1)
-{
-    const merge_job *mj = arg;
-    size_t hd = mj->c->m->info.head_dim, row = hd + 2;
-    for (uint32_t h = h0; h < h1; h++)
-        att_merge(mj->L, h, hd, mj->nch, mj->c->apart + (size_t)h * mj->c->nch_max * row, row,
-                  mj->c->att + (size_t)h * hd);
 }
 
 /* Tiles per kv head for a batch on nth threads: the fewest that make
@@ -984,9 +978,9 @@ static void attention_block(eng_ctx *c, uint32_t l, uint32_t nt)
         uint32_t nth = (uint32_t)eng_pool_threads(c->pool);
         att_span(L->window, c->pos + nt - 1, &lo, &nch);
         if (nt == 1) {
+            for (uint32_t g = 0; g < L->n_kv_heads; g++) /* published by the job's start */
+                atomic_store_explicit(&c->kv_left[g], (unsigned)nch, memory_order_relaxed);
             eng_pool_run_range(c->pool, att_decode_range, &aj, (uint32_t)(L->n_kv_heads * nch), 1);
-            merge_job mj = {L, c, nch};
-            tok_run(c, L->n_heads, nch * (hd + 2), att_merge_range, &mj);
             matmul1(c, c->att, nt, &L->wo, c->xb2);
             residual(c, c->xb2, nt, L->bo, L->attn_post_norm);
             return;
@@ -1595,6 +1589,7 @@ int eng_ctx_new_opts(eng_model *m, const eng_ctx_opts *o, eng_ctx **out, eng_err
         maxc = ffn;
     size_t kvb[2] = {0, 0};
     c->apart = malloc((in->head_dim ? nq / in->head_dim : 1) * c->nch_max * (in->head_dim + 2) * sizeof(float) + 1);
+    c->kv_left = malloc((in->head_dim ? nkvd / in->head_dim : 1) * sizeof *c->kv_left + 1);
     c->kv_off[0] = malloc(in->n_layers * sizeof *c->kv_off[0]);
     c->kv_off[1] = malloc(in->n_layers * sizeof *c->kv_off[1]);
     c->kv_slots = malloc(in->n_layers * sizeof *c->kv_slots);
@@ -1626,7 +1621,7 @@ int eng_ctx_new_opts(eng_model *m, const eng_ctx_opts *o, eng_ctx **out, eng_err
         c->qq = malloc((size_t)c->batch * nq / SIMD_QK * sizeof *c->qq + 1);
     if (!c->embrow || !c->kc || !c->vc || !c->x || !c->xb || !c->xb2 || !c->q || !c->k || !c->v || !c->att || !c->hb || !c->hb2 ||
         !c->act || !c->act_k || !c->inv_freq || !c->rcos || !c->rsin || !c->kv_off[0] || !c->kv_off[1] ||
-        !c->kv_slots || !c->apart || (c->kv_int8 && !c->qq)) {
+        !c->kv_slots || !c->apart || !c->kv_left || (c->kv_int8 && !c->qq)) {
         eng_ctx_free(c);
         return eng_errf(e, ENG_ENOMEM, "out of memory for a context of %u tokens (KV cache %.1f MB)", n_ctx,
                         (double)(kvb[0] + kvb[1]) / 1e6);
@@ -1655,7 +1650,7 @@ void eng_ctx_free(eng_ctx *c)
     free(c->rlog); free(c->sel); free(c->selw); free(c->gidx); free(c->gtok); free(c->gexp); free(c->ecount);
     free(c->estart); free(c->xe); free(c->ye); free(c->he); free(c->he2); free(c->eact); free(c->eact_k);
     free(c->eparts); free(c->eview);
-    free(c->scores); free(c->apart); free(c->act); free(c->act_k); free(c->inv_freq); free(c->rcos); free(c->rsin); free(c->embrow); free(c->qq); free(c->kv_off[0]); free(c->kv_off[1]); free(c->kv_slots);
+    free(c->scores); free(c->apart); free(c->kv_left); free(c->act); free(c->act_k); free(c->inv_freq); free(c->rcos); free(c->rsin); free(c->embrow); free(c->qq); free(c->kv_off[0]); free(c->kv_off[1]); free(c->kv_slots);
     free(c);
 }
 

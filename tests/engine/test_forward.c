@@ -766,7 +766,8 @@ static void run_case(const mcase *mc, int ti, const int32_t *toks, const char *d
 }
 
 /* ---- a long context: attention in many chunks, split over threads ----
- * The MQA case over N_LONG tokens, f32 weights: the one-call run against
+ * The MQA case and a GQA case (two kv heads, so the split's units and
+ * merges reach a second head's rows) over N_LONG tokens, f32 weights: the one-call run against
  * the reference at every position, every other kernel set's one-call run
  * bit for bit equal to it, the same batch on two threads bit for bit
  * equal too, and the last tokens run one by one on two threads (one
@@ -774,14 +775,15 @@ static void run_case(const mcase *mc, int ti, const int32_t *toks, const char *d
  * threads, then merges them) bit for bit equal to one thread, and within
  * SAME_BOUND of the batch (whose full chunks take simd_attn_tile's order
  * of the scores, a token alone simd_attn_chunk's). */
-#define N_LONG 1600 /* the split needs (pos+1) * kv floats * 8 bytes >= 192 KiB: pos >= 1536 here */
+#define N_LONG 1600 /* the split needs (pos+1) * kv floats * 4 bytes * heads per kv head >= 192 KiB:
+                     * pos >= 1536 in both cases */
 #define N_LONG_TAIL 8
 
-static void test_long_context(const char *dir, enum simd_kernel best)
+static void test_long_context(const char *dir, enum simd_kernel best, const mcase *mc)
 {
-    const mcase *mc = &cases[5];
-    CHECK(mc->n_kv == 1);
     static tmodel tm;
+    char label[96];
+    snprintf(label, sizeof label, "long/%s/f32", mc->name);
     tm_build(&tm, mc, SIMD_F32, 4711);
     int32_t *toks = xmalloc(N_LONG * sizeof *toks);
     toks[0] = 1;
@@ -799,14 +801,14 @@ static void test_long_context(const char *dir, enum simd_kernel best)
     eng_model *m = NULL;
     if (fd >= 0) {
         close(fd);
-        CHECKF(tm_write(&tm, path, &e) == 0, "long: write: %s", e.msg);
-        CHECKF(eng_model_open(path, &m, &e) == 0, "long: open: %s", e.msg);
+        CHECKF(tm_write(&tm, path, &e) == 0, "long %s: write: %s", mc->name, e.msg);
+        CHECKF(eng_model_open(path, &m, &e) == 0, "long %s: open: %s", mc->name, e.msg);
         unlink(path);
     }
     eng_ctx *c = NULL;
     if (m && tm_ctx_new(m, N_LONG, 1, &c, &e) == 0) {
         CHECK(eval_steps(c, toks, 0, N_LONG, N_LONG, la, &e) == 0);
-        vs_ref("long/f32/threads=1", "reference", la, ref, 0, N_LONG, F_BOUND);
+        vs_ref(label, "reference", la, ref, 0, N_LONG, F_BOUND);
         eng_ctx_free(c);
         for (int k = 0; k < SIMD_K_COUNT; k++) {
             if (k == (int)best || !simd_kernel_supported((enum simd_kernel)k, NULL))
@@ -814,8 +816,8 @@ static void test_long_context(const char *dir, enum simd_kernel best)
             CHECK(simd_kernel_select((enum simd_kernel)k) == 0);
             if (tm_ctx_new(m, N_LONG, 1, &c, &e) == 0) {
                 CHECK(eval_steps(c, toks, 0, N_LONG, N_LONG, lb, &e) == 0);
-                CHECKF(memcmp(la, lb, nl * sizeof *la) == 0, "long: %s differs from %s",
-                       simd_kernel_name((enum simd_kernel)k), simd_kernel_name(best));
+                CHECKF(memcmp(la, lb, nl * sizeof *la) == 0, "long %s: %s differs from %s",
+                       mc->name, simd_kernel_name((enum simd_kernel)k), simd_kernel_name(best));
                 eng_ctx_free(c);
             }
         }
@@ -833,12 +835,12 @@ static void test_long_context(const char *dir, enum simd_kernel best)
     }
     if (m && tm_ctx_new(m, N_LONG, 2, &c, &e) == 0) {
         CHECK(eval_steps(c, toks, 0, N_LONG - N_LONG_TAIL, N_LONG - N_LONG_TAIL, lb, &e) == 0);
-        CHECKF(memcmp(la, lb, nh * sizeof *la) == 0, "long: two threads, first %d tokens in one batch, differ",
-               N_LONG - N_LONG_TAIL);
+        CHECKF(memcmp(la, lb, nh * sizeof *la) == 0, "long %s: two threads, first %d tokens in one batch, differ",
+               mc->name, N_LONG - N_LONG_TAIL);
         CHECK(eval_steps(c, toks, N_LONG - N_LONG_TAIL, N_LONG, 1, lb, &e) == 0);
         CHECKF(memcmp(lt + nh, lb + nh, (nl - nh) * sizeof *la) == 0,
-               "long: last %d tokens one by one, two threads differ from one", N_LONG_TAIL);
-        vs_batch("long", "last tokens one by one", lb, la, N_LONG - N_LONG_TAIL, N_LONG, SAME_BOUND);
+               "long %s: last %d tokens one by one, two threads differ from one", mc->name, N_LONG_TAIL);
+        vs_batch(label, "last tokens one by one", lb, la, N_LONG - N_LONG_TAIL, N_LONG, SAME_BOUND);
         eng_ctx_free(c);
     }
     free(lt);
@@ -877,7 +879,9 @@ int main(void)
     for (int c = 0; c < N_CASES; c++)
         for (int ti = 0; ti < N_WTYPES; ti++)
             run_case(&cases[c], ti, toks, dir, best);
-    test_long_context(dir, best);
+    CHECK(cases[5].n_kv == 1 && cases[0].n_kv == 2);
+    test_long_context(dir, best, &cases[5]);
+    test_long_context(dir, best, &cases[0]);
     for (int ti = 0; ti < N_WTYPES; ti++)
         if (wtypes[ti] == SIMD_Q4_0)
             printf("q4_0: engine error / unquantized model's distance: %.3g (bound %g)\n", stats[ti].q4_ratio,
