@@ -384,10 +384,10 @@ int cmd_bench(int argc, char **argv)
                 r.mm_gmacs = mt && mt->act == SIMD_ACT_F32 && own > 0 ? own : r.peak;
             }
             if (r.peak > 0 && r.fpeak > 0 && macs) {
-                /* attention's scores are int8 dot products where K and V
-                 * are both quantized and a head is whole blocks (forward.c's
-                 * kv_int8), float ones otherwise; its V sums always float */
-                int int8_scores = r.type_k != ENG_KV_F16 && r.type_v != ENG_KV_F16 && r.in->head_dim % 32 == 0;
+                /* attention's scores at the int8 peak where the engine
+                 * takes them as int8 dot products, else at the float one;
+                 * its V sums always float */
+                int int8_scores = eng_kv_int8_scores(r.in->head_dim, r.type_k, r.type_v);
                 double ns = macs / r.mm_gmacs + attn / (int8_scores ? r.peak : r.fpeak) + attn / r.fpeak;
                 r.peak_roof = 1e9 / ns;
             }

@@ -1429,6 +1429,11 @@ int eng_kv_type_parse(const char *s)
     return -1;
 }
 
+int eng_kv_int8_scores(uint32_t head_dim, int type_k, int type_v)
+{
+    return type_k != ENG_KV_F16 && type_v != ENG_KV_F16 && head_dim % SIMD_QK == 0;
+}
+
 uint64_t eng_model_kv_bytes_typed(const eng_model *m, uint32_t n_ctx, int full, int type_k, int type_v)
 {
     uint64_t b = 0;
@@ -1567,7 +1572,7 @@ int eng_ctx_new_opts(eng_model *m, const eng_ctx_opts *o, eng_ctx **out, eng_err
     c->kv_type[1] = o->type_v;
     if (o->type_k != ENG_KV_F16 || o->type_v != ENG_KV_F16)
         c->kvq_floats = (size_t)SIMD_ATTN_CHUNK * in->head_dim; /* 2 x 64 rows of halves */
-    c->kv_int8 = o->type_k != ENG_KV_F16 && o->type_v != ENG_KV_F16 && in->head_dim % SIMD_QK == 0;
+    c->kv_int8 = eng_kv_int8_scores(in->head_dim, o->type_k, o->type_v);
     c->kv_heads = in->head_dim && (in->head_dim % SIMD_QK == 0 || (o->type_k == ENG_KV_F16 && o->type_v == ENG_KV_F16));
     if (c->kv_int8) /* simd_attn_q_tile's buffer instead */
         c->kvq_floats = (SIMD_ATTN_Q_BUF(in->head_dim) + sizeof(float) - 1) / sizeof(float);

@@ -1193,6 +1193,10 @@ static void test_kv_quant(void)
     }
     CHECK(eng_kv_type_parse("q4_0") == ENG_KV_Q4_0 && eng_kv_type_parse("f16") == ENG_KV_F16);
     CHECK(eng_kv_type_parse("q5_0") == -1 && eng_kv_type_parse(NULL) == -1);
+    /* int8 scores only with both caches quantized and whole blocks a head */
+    CHECK(eng_kv_int8_scores(64, ENG_KV_Q8_0, ENG_KV_Q4_0) && eng_kv_int8_scores(32, ENG_KV_Q4_0, ENG_KV_Q4_0));
+    CHECK(!eng_kv_int8_scores(64, ENG_KV_F16, ENG_KV_Q8_0) && !eng_kv_int8_scores(64, ENG_KV_Q8_0, ENG_KV_F16));
+    CHECK(!eng_kv_int8_scores(80, ENG_KV_Q8_0, ENG_KV_Q8_0) && !eng_kv_int8_scores(64, ENG_KV_F16, ENG_KV_F16));
     eng_model_close(m);
     tm_free(&tm.ts);
 }

@@ -98,6 +98,11 @@ const char *eng_kv_type_name(int t);
 /* The type named s, or -1 (the names: ENG_KV_TYPE_NAMES). */
 int eng_kv_type_parse(const char *s);
 #define ENG_KV_TYPE_NAMES "f16, q8_0, q4_0"
+/* 1 where attention with these cache types (enum eng_kv_type) takes its
+ * scores as int8 dot products of the cache's blocks against int8 queries
+ * (both caches quantized, a head whole blocks of 32), 0 where it takes
+ * them on floats (the cache's rows converted to halves' values). */
+int eng_kv_int8_scores(uint32_t head_dim, int type_k, int type_v);
 /* eng_model_kv_bytes with the K and V caches in these types (enum
  * eng_kv_type); 0 if a type does not fit a layer's rows. */
 uint64_t eng_model_kv_bytes_typed(const eng_model *m, uint32_t n_ctx, int full, int type_k, int type_v);
