@@ -34,31 +34,16 @@
 #ifndef NIBBLE_KERNELS_NEON_H
 #define NIBBLE_KERNELS_NEON_H
 
-#include "simd_internal.h"
+#include "kernels_common.h"
 
 #include <arm_neon.h>
 #include <stddef.h>
 #include <string.h>
 
-#define NB_INLINE static inline __attribute__((always_inline))
 /* Tokens that share one expansion of a weight block in the batched
  * kernels. With 4, four expanded blocks (8 registers) and 2 accumulators
  * per token stay well inside the 32 vector registers. */
 #define NB_MAXT 4
-
-NB_INLINE uint16_t nb_ld16(const unsigned char *p)
-{
-    uint16_t v;
-    memcpy(&v, p, 2);
-    return v;
-}
-
-NB_INLINE uint32_t nb_ld32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
 
 NB_INLINE uint64_t nb_ld64(const void *p)
 {
@@ -101,8 +86,6 @@ NB_INLINE void nb_wload8(int type, const void *w, size_t i, float32x4_t *lo, flo
         break;
     }
 }
-
-NB_INLINE size_t nb_welem(int type) { return type == SIMD_F32 ? 4 : 2; }
 
 /* nt (1..NB_MAXT, a constant after inlining) activation rows at a +
  * t*astride bytes, results to out[t*ostride]. */
@@ -257,19 +240,6 @@ static void nb_q8k_quant(const float *x, void *dst, size_t n)
 }
 
 /* ---- quantized dots ---- */
-
-NB_INLINE size_t nb_bbytes(int type)
-{
-    switch (type) {
-    case SIMD_Q8_0: return sizeof(simd_block_q8_0);
-    case SIMD_Q4_0: return sizeof(simd_block_q4_0);
-    case SIMD_Q4_1: return sizeof(simd_block_q4_1);
-    case SIMD_Q5_0: return sizeof(simd_block_q5_0);
-    default: return sizeof(simd_block_q5_1);
-    }
-}
-
-NB_INLINE int nb_has_min(int type) { return type == SIMD_Q4_1 || type == SIMD_Q5_1; }
 
 /* 0xff in byte j of the result where bit j (of 16) of the 32-bit word
  * held in v is set, starting at bit 8*first_byte: each byte takes a copy

@@ -22,35 +22,20 @@
 #ifndef NIBBLE_KERNELS_X86_H
 #define NIBBLE_KERNELS_X86_H
 
-#include "simd_internal.h"
+#include "kernels_common.h"
 #include "reduce_x86.h"
 
 #include <immintrin.h>
 #include <stddef.h>
 #include <string.h>
 
-#define NB_INLINE static inline __attribute__((always_inline))
 /* Tokens per register-blocked batch step: the weights of a block are
  * expanded once for this many activation rows. 4 fits AVX2's 16 vector
  * registers; 8 measured no better with AVX-512's 32. NB_BATCH_DRIVER
  * assumes 4. */
 #define NB_MAXT 4
 
-/* ---- small loads ---- */
-
-NB_INLINE uint16_t nb_ld16(const unsigned char *p)
-{
-    uint16_t v;
-    memcpy(&v, p, 2);
-    return v;
-}
-
-NB_INLINE uint32_t nb_ld32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
+/* ---- float rows ---- */
 
 NB_INLINE float nb_reduce(__m256 acc)
 {
@@ -78,8 +63,6 @@ NB_INLINE __m256 nb_wload8(int type, const void *w, size_t i)
         return _mm256_loadu_ps((const float *)w + i);
     }
 }
-
-NB_INLINE size_t nb_welem(int type) { return type == SIMD_F32 ? 4 : 2; }
 
 /* nt (1..NB_MAXT, a constant after inlining) activation rows at a +
  * t*astride bytes; out[t*ostride]. */
@@ -330,20 +313,6 @@ static void nb_q8k_quant(const float *x, void *dst, size_t n)
 }
 
 /* ---- pieces of the quantized dots ---- */
-
-NB_INLINE size_t nb_bbytes(int type)
-{
-    switch (type) {
-    case SIMD_Q8_0: return sizeof(simd_block_q8_0);
-    case SIMD_Q4_0: return sizeof(simd_block_q4_0);
-    case SIMD_Q4_1: return sizeof(simd_block_q4_1);
-    case SIMD_Q5_0: return sizeof(simd_block_q5_0);
-    case SIMD_MXFP4: return sizeof(simd_block_mxfp4);
-    default: return sizeof(simd_block_q5_1);
-    }
-}
-
-NB_INLINE int nb_has_min(int type) { return type == SIMD_Q4_1 || type == SIMD_Q5_1; }
 
 /* The weight types store unsigned codes q and mean q - bias; the dot
  * kernels multiply the unsigned codes and subtract bias * (sum of the
