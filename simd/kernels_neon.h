@@ -325,6 +325,31 @@ NB_INLINE void nb_act4(const simd_block_q8a *y, float32x4_t *d, int32x4_t *s)
     *s = vreinterpretq_s32_u32(vuzp2q_u32(p01, p23));
 }
 
+/* Four expanded weight blocks w (scales dw, minimums mw if has_min)
+ * against blocks b..b+3 of nt activation rows, each row's terms added to
+ * acc[t]: lane k takes block k's (dw * da) * isum, plus (mw * da) * sum
+ * with minimums. The legacy types (nb_qgroup4) and the table types
+ * (NB_GROUP4_DOTS's groups) share it. */
+NB_INLINE void nb_tokens4(int8x16_t w[4][2], float32x4_t dw, float32x4_t mw, int has_min, const char *a,
+                          size_t astride, size_t b, int nt, float32x4_t acc[])
+{
+    for (int t = 0; t < nt; t++) {
+        const simd_block_q8a *y = (const simd_block_q8a *)(a + t * astride) + b;
+        int32x4_t s[4];
+        for (int k = 0; k < 4; k++)
+            s[k] = nb_bdot(w[k][0], w[k][1], vld1q_s8(y[k].qs), vld1q_s8(y[k].qs + 16));
+        /* two rounds of pairwise adds leave block k's total in lane k */
+        int32x4_t isum = vpaddq_s32(vpaddq_s32(s[0], s[1]), vpaddq_s32(s[2], s[3]));
+        float32x4_t da;
+        int32x4_t as;
+        nb_act4(y, &da, &as);
+        float32x4_t term = vmulq_f32(vmulq_f32(dw, da), vcvtq_f32_s32(isum));
+        if (has_min)
+            term = vaddq_f32(term, vmulq_f32(vmulq_f32(mw, da), vcvtq_f32_s32(as)));
+        acc[t] = vaddq_f32(acc[t], term);
+    }
+}
+
 /* Blocks 0..3 of the weight blocks at wb against blocks b..b+3 of nt
  * activation rows, added to acc[t] (the lanes 0-3 or 4-7 vector, chosen
  * by the caller from b mod 8). */
@@ -337,21 +362,7 @@ NB_INLINE void nb_qgroup4(int type, const unsigned char *wb, const char *a, size
         nb_wexp(type, wb + (size_t)k * bs, &w[k][0], &w[k][1]);
     float32x4_t dw, mw;
     nb_wscales4(type, wb, bs, &dw, &mw);
-    for (int t = 0; t < nt; t++) {
-        const simd_block_q8a *y = (const simd_block_q8a *)(a + t * astride) + b;
-        int32x4_t s[4];
-        for (int k = 0; k < 4; k++)
-            s[k] = nb_bdot(w[k][0], w[k][1], vld1q_s8(y[k].qs), vld1q_s8(y[k].qs + 16));
-        /* two rounds of pairwise adds leave block k's total in lane k */
-        int32x4_t isum = vpaddq_s32(vpaddq_s32(s[0], s[1]), vpaddq_s32(s[2], s[3]));
-        float32x4_t da;
-        int32x4_t as;
-        nb_act4(y, &da, &as);
-        float32x4_t term = vmulq_f32(vmulq_f32(dw, da), vcvtq_f32_s32(isum));
-        if (nb_has_min(type))
-            term = vaddq_f32(term, vmulq_f32(vmulq_f32(mw, da), vcvtq_f32_s32(as)));
-        acc[t] = vaddq_f32(acc[t], term);
-    }
+    nb_tokens4(w, dw, mw, nb_has_min(type), a, astride, b, nt, acc);
 }
 
 /* The last m < 4 blocks, copied next to zero blocks. */

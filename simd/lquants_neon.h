@@ -1,7 +1,7 @@
 /* q2_k, q3_k, iq4_xs (against q8k) and iq4_nl (against q8a) dots for the
  * Arm sets. Included at the end of kernels_neon.c and
  * kernels_neon_dotprod.c, after kernels_neon.h and kquants_neon.h (whose
- * pieces it uses: nbk_dot16, nbk_h2f, nb_bdot, nb_act4, NB_BATCH), with
+ * pieces it uses: nbk_dot16, nbk_h2f, nb_tokens4, NB_BATCH), with
  * NBL_SET_FN naming the function that installs the kernels.
  *
  * Codes are signed bytes, one vector a 16-value sub-block (q2_k 0..3,
@@ -179,17 +179,7 @@ NB_INLINE void nbl_nl_group4(const unsigned char *wb, const char *a, size_t astr
         memcpy(&h[k], blk, 2);
     }
     const float32x4_t dw = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
-    for (int t = 0; t < nt; t++) {
-        const simd_block_q8a *y = (const simd_block_q8a *)(a + t * astride) + b;
-        int32x4_t s[4];
-        for (int k = 0; k < 4; k++)
-            s[k] = nb_bdot(w[k][0], w[k][1], vld1q_s8(y[k].qs), vld1q_s8(y[k].qs + 16));
-        int32x4_t isum = vpaddq_s32(vpaddq_s32(s[0], s[1]), vpaddq_s32(s[2], s[3]));
-        float32x4_t da;
-        int32x4_t as;
-        nb_act4(y, &da, &as);
-        acc[t] = vaddq_f32(acc[t], vmulq_f32(vmulq_f32(dw, da), vcvtq_f32_s32(isum)));
-    }
+    nb_tokens4(w, dw, dw, 0, a, astride, b, nt, acc);
 }
 
 NB_GROUP4_DOTS(nbl_nl_dot, nbl_nl_group4, NBL_NL_BS)

@@ -1,7 +1,7 @@
 /* MXFP4 dots for the Arm sets. Included at the end of kernels_neon.c and
  * kernels_neon_dotprod.c, after kernels_neon.h, with NB_MXFP4_SET_FN
  * naming the function that installs them; it uses the set's signed block
- * dot nb_bdot and the shared pieces (nb_act4, nb_reduce, NB_BATCH).
+ * dot nb_bdot and the shared pieces (nb_tokens4, nb_reduce, NB_BATCH).
  *
  * Weights as bytes: one table lookup (tbl) per 16 codes turns them into
  * the doubled E2M1 values, signed bytes of at most 12 in magnitude, which
@@ -46,17 +46,7 @@ NB_INLINE void nb_mx_group4(const unsigned char *wb, const char *a, size_t astri
         w[k][1] = vqtbl1q_s8(lut, vshrq_n_u8(qs, 4));
     }
     const float32x4_t dw = nb_mx_scale4(wb);
-    for (int t = 0; t < nt; t++) {
-        const simd_block_q8a *y = (const simd_block_q8a *)(a + t * astride) + b;
-        int32x4_t s[4];
-        for (int k = 0; k < 4; k++)
-            s[k] = nb_bdot(w[k][0], w[k][1], vld1q_s8(y[k].qs), vld1q_s8(y[k].qs + 16));
-        int32x4_t isum = vpaddq_s32(vpaddq_s32(s[0], s[1]), vpaddq_s32(s[2], s[3]));
-        float32x4_t da;
-        int32x4_t as;
-        nb_act4(y, &da, &as);
-        acc[t] = vaddq_f32(acc[t], vmulq_f32(vmulq_f32(dw, da), vcvtq_f32_s32(isum)));
-    }
+    nb_tokens4(w, dw, dw, 0, a, astride, b, nt, acc);
 }
 
 NB_GROUP4_DOTS(nb_mx_dot, nb_mx_group4, NB_MX_BS)
