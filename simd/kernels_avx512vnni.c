@@ -33,13 +33,8 @@ NB_INLINE __m512i nb_wexp2(int type, const unsigned char *blk, size_t bs)
         __m256i hi = _mm256_loadu_si256((const __m256i *)(blk + bs + o));
         return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
     }
-    size_t o, oh = 0;
-    switch (type) {
-    case SIMD_Q4_0: o = offsetof(simd_block_q4_0, qs); break;
-    case SIMD_Q4_1: o = offsetof(simd_block_q4_1, qs); break;
-    case SIMD_Q5_0: o = offsetof(simd_block_q5_0, qs); oh = offsetof(simd_block_q5_0, qh); break;
-    default: o = offsetof(simd_block_q5_1, qs); oh = offsetof(simd_block_q5_1, qh); break;
-    }
+    size_t o, oh;
+    nb_code_offsets(type, &o, &oh);
     /* t = qs_k | qs_k+1; z = t | t>>4 = [lo_k lo_k+1 hi_k hi_k+1] as
      * 128-bit chunks; reorder the chunks to [lo_k hi_k lo_k+1 hi_k+1] */
     __m256i t = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(blk + o))),
@@ -286,13 +281,8 @@ NB_INLINE void nb_lane_wblock(int type, const unsigned char *const rp[16], const
             V[k] = _mm512_xor_si512(V[k], _mm512_set1_epi8((char)0x80));
         return;
     }
-    size_t o, oh = 0;
-    switch (type) {
-    case SIMD_Q4_0: o = offsetof(simd_block_q4_0, qs); break;
-    case SIMD_Q4_1: o = offsetof(simd_block_q4_1, qs); break;
-    case SIMD_Q5_0: o = offsetof(simd_block_q5_0, qs); oh = offsetof(simd_block_q5_0, qh); break;
-    default: o = offsetof(simd_block_q5_1, qs); oh = offsetof(simd_block_q5_1, qh); break;
-    }
+    size_t o, oh;
+    nb_code_offsets(type, &o, &oh);
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     for (int j = 0; j < 4; j++) {
         __m512i g = nb_ld4x16(rp[j] + o, rp[4 + j] + o, rp[8 + j] + o, rp[12 + j] + o);

@@ -43,6 +43,19 @@ NB_INLINE size_t nb_bbytes(int type)
     }
 }
 
+/* Where a 4- or 5-bit legacy block keeps its low nibbles (*qs) and its
+ * fifth bits (*qh; 0 for the 4-bit types). */
+NB_INLINE void nb_code_offsets(int type, size_t *qs, size_t *qh)
+{
+    *qh = 0;
+    switch (type) {
+    case SIMD_Q4_0: *qs = offsetof(simd_block_q4_0, qs); break;
+    case SIMD_Q4_1: *qs = offsetof(simd_block_q4_1, qs); break;
+    case SIMD_Q5_0: *qs = offsetof(simd_block_q5_0, qs); *qh = offsetof(simd_block_q5_0, qh); break;
+    default: *qs = offsetof(simd_block_q5_1, qs); *qh = offsetof(simd_block_q5_1, qh); break;
+    }
+}
+
 /* the types whose blocks carry a minimum beside the scale */
 NB_INLINE int nb_has_min(int type) { return type == SIMD_Q4_1 || type == SIMD_Q5_1; }
 

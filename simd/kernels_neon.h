@@ -265,13 +265,8 @@ NB_INLINE void nb_wexp(int type, const unsigned char *blk, int8x16_t *w0, int8x1
         *w1 = vld1q_s8(q + 16);
         return;
     }
-    size_t o, oh = 0;
-    switch (type) {
-    case SIMD_Q4_0: o = offsetof(simd_block_q4_0, qs); break;
-    case SIMD_Q4_1: o = offsetof(simd_block_q4_1, qs); break;
-    case SIMD_Q5_0: o = offsetof(simd_block_q5_0, qs); oh = offsetof(simd_block_q5_0, qh); break;
-    default: o = offsetof(simd_block_q5_1, qs); oh = offsetof(simd_block_q5_1, qh); break;
-    }
+    size_t o, oh;
+    nb_code_offsets(type, &o, &oh);
     const uint8x16_t qs = vld1q_u8(blk + o);
     uint8x16_t lo = vandq_u8(qs, vdupq_n_u8(0x0f)), hi = vshrq_n_u8(qs, 4);
     if (type == SIMD_Q5_0 || type == SIMD_Q5_1) {
