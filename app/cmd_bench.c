@@ -171,7 +171,7 @@ static void print_result(const result *r, int test, int count, const eng_bench_s
         printf("{\"model\": \"%s\", \"file_bytes\": %llu, \"params\": %llu, \"type\": \"%s\", "
                "\"kernel\": \"%s\", \"threads\": %d, \"test\": \"%s\", \"depth\": %d, \"tps\": %.2f, \"sd\": %.2f, "
                "\"membw_gbs\": %.2f, \"roofline_tps\": %.2f, \"rss_bytes\": %llu, \"kv_bytes\": %llu, "
-               "\"rss_budget_bytes\": %llu, \"peak_gmacs\": %.2f, \"type_k\": \"%s\", \"type_v\": \"%s\", "
+               "\"rss_budget_bytes\": %llu, \"peak_gmacs\": %.6g, \"type_k\": \"%s\", \"type_v\": \"%s\", "
                "\"kv_read_bytes\": %llu}\n",
                in->name, (unsigned long long)in->file_size, (unsigned long long)in->n_params, type, kname, r->threads,
                test_id, r->depth, s->mean, s->sd, r->bw, test ? r->roof : r->peak_roof, (unsigned long long)r->mem.rss,
@@ -392,10 +392,13 @@ int cmd_bench(int argc, char **argv)
                 r.peak_roof = 1e9 / ns;
             }
             if (peak && first && r.peak > 0) {
+                /* rates to six figures: a slow set's (scalar under a
+                 * sanitizer, 0.08 G/s) would lose several percent to two
+                 * decimals, and the roofline could not be checked from them */
                 if (json)
                     printf("{\"model\": \"%s\", \"kernel\": \"%s\", \"threads\": %d, \"test\": \"peak\", "
-                           "\"peak_gmacs\": %.2f, \"fma_gmacs\": %.2f, \"q8_0_gmacs\": %.2f, \"type\": \"%s\", "
-                           "\"type_gmacs\": %.2f, \"macs_per_token\": %llu, \"attn_macs_per_token\": %llu, "
+                           "\"peak_gmacs\": %.6g, \"fma_gmacs\": %.6g, \"q8_0_gmacs\": %.6g, \"type\": \"%s\", "
+                           "\"type_gmacs\": %.6g, \"macs_per_token\": %llu, \"attn_macs_per_token\": %llu, "
                            "\"roofline_tps\": %.2f}\n",
                            r.in->name, simd_kernel_name((enum simd_kernel)ks[ki]), r.threads, r.peak, r.fpeak, q8,
                            simd_type_name(r.in->main_type), own, (unsigned long long)macs, (unsigned long long)attn,
