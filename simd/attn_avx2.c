@@ -12,18 +12,23 @@
 
 #define TILE_ROWS 6
 
+/* 8 values at p + i: floats, or halves converted (exactly). */
+AI __m256 tile_ld8(const void *p, size_t i, int half)
+{
+    return half ? ldh((const simd_f16 *)p + i) : _mm256_loadu_ps((const float *)p + i);
+}
+
 /* Scores of nr rows for positions p < n16: acc[p] += q[d] * kT[d][p],
- * d in order, then * scale. */
-AI void tile_scores(const float *kt, size_t hd, size_t n16, float scale, const float *const *q, int nr,
-                    float (*s)[SIMD_ATTN_CHUNK])
+ * d in order, then * scale; K's row d at k + d*ks (floats, or halves). */
+AI void tile_scores(const void *k, size_t ks, int half, size_t hd, size_t n16, float scale, const float *const *q,
+                    int nr, float (*s)[SIMD_ATTN_CHUNK])
 {
     for (size_t p0 = 0; p0 < n16; p0 += 16) {
         __m256 acc[TILE_ROWS][2];
         for (int i = 0; i < nr; i++)
             acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-        const float *k = kt + p0;
-        for (size_t d = 0; d < hd; d++, k += SIMD_ATTN_CHUNK) {
-            __m256 k0 = _mm256_loadu_ps(k), k1 = _mm256_loadu_ps(k + 8);
+        for (size_t d = 0, r = p0; d < hd; d++, r += ks) {
+            __m256 k0 = tile_ld8(k, r, half), k1 = tile_ld8(k, r + 8, half);
             ATTN_KEEP(k0);
             ATTN_KEEP(k1);
             for (int i = 0; i < nr; i++) {
@@ -39,17 +44,17 @@ AI void tile_scores(const float *kt, size_t hd, size_t n16, float scale, const f
     }
 }
 
-/* The V sum of nr rows for columns [d0, d0 + 8*nv), positions in order. */
-AI void tile_vcols(const float *vf, size_t hd, size_t n, const float *const *e, int nr, int nv, size_t d0,
+/* The V sum of nr rows for columns [d0, d0 + 8*nv), positions in order,
+ * V's row p at v + p*vs. */
+AI void tile_vcols(const void *v, size_t vs, int half, size_t n, const float *const *e, int nr, int nv, size_t d0,
                    float *const *o)
 {
     __m256 acc[TILE_ROWS][2];
     for (int i = 0; i < nr; i++)
         for (int c = 0; c < nv; c++)
             acc[i][c] = _mm256_setzero_ps();
-    const float *v = vf + d0;
-    for (size_t p = 0; p < n; p++, v += hd) {
-        __m256 v0 = _mm256_loadu_ps(v), v1 = nv > 1 ? _mm256_loadu_ps(v + 8) : v0;
+    for (size_t p = 0, r = d0; p < n; p++, r += vs) {
+        __m256 v0 = tile_ld8(v, r, half), v1 = nv > 1 ? tile_ld8(v, r + 8, half) : v0;
         ATTN_KEEP(v0);
         ATTN_KEEP(v1);
         for (int i = 0; i < nr; i++) {
@@ -64,20 +69,21 @@ AI void tile_vcols(const float *vf, size_t hd, size_t n, const float *const *e, 
             _mm256_storeu_ps(o[i] + d0 + 8 * c, acc[i][c]);
 }
 
-AI void tile_vsum(const float *vf, size_t hd, size_t n, const float *const *e, int nr, float *const *o)
+AI void tile_vsum(const void *v, size_t vs, int half, size_t hd, size_t n, const float *const *e, int nr,
+                  float *const *o)
 {
     size_t d = 0;
     for (; d + 16 <= hd; d += 16)
-        tile_vcols(vf, hd, n, e, nr, 2, d, o);
+        tile_vcols(v, vs, half, n, e, nr, 2, d, o);
     if (d + 8 <= hd) {
-        tile_vcols(vf, hd, n, e, nr, 1, d, o);
+        tile_vcols(v, vs, half, n, e, nr, 1, d, o);
         d += 8;
     }
-    for (; d < hd; d++) /* the last hd mod 8 columns one at a time, in the same order */
+    for (; d < hd; d++) /* the last hd mod 8 columns one at a time, in the same order (never half: hd % 16 == 0 then) */
         for (int i = 0; i < nr; i++) {
             float acc = 0.0f;
             for (size_t p = 0; p < n; p++)
-                acc = attn_fma(e[i][p], vf[p * hd + d], acc);
+                acc = attn_fma(e[i][p], ((const float *)v)[p * vs + d], acc);
             o[i][d] = acc;
         }
 }

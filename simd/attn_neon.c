@@ -77,16 +77,22 @@ AI void attn_vsum(const simd_attn_args *a, const float *const *e, int nh, int wi
 
 #define TILE_ROWS 4
 
-/* K transposed into kt (zeros from n to n16), V as rows of floats: the
+/* K's rows (transposed already) into kt (zeros from n to n16), V as rows of floats: the
  * conversion is exact, so the values are the halves' wherever they go. */
 static void tile_convert(const simd_attn_args *a, float *kt, size_t n16)
 {
     size_t hd = a->hd, n = a->n, d4 = hd & ~(size_t)3;
     float *vf = kt + SIMD_ATTN_CHUNK * hd;
-    for (size_t p = 0; p < n16; p++) {
-        const simd_f16 *k = p < n ? a->k + p * a->kvstride : NULL;
-        for (size_t d = 0; d < hd; d++)
-            kt[d * SIMD_ATTN_CHUNK + p] = k ? simd_f16_to_f32(k[d]) : 0.0f;
+    for (size_t d = 0; d < hd; d++) { /* K comes transposed: row d is n halves */
+        const simd_f16 *k = a->k + d * a->ktstride;
+        float *o = kt + d * SIMD_ATTN_CHUNK;
+        size_t p = 0;
+        for (; p + 4 <= n; p += 4)
+            vst1q_f32(o + p, ldh(k + p));
+        for (; p < n; p++)
+            o[p] = simd_f16_to_f32(k[p]);
+        for (; p < n16; p++)
+            o[p] = 0.0f;
     }
     for (size_t p = 0; p < n; p++) {
         const simd_f16 *v = a->v + p * a->kvstride;
@@ -98,19 +104,26 @@ static void tile_convert(const simd_attn_args *a, float *kt, size_t n16)
     }
 }
 
-AI void tile_scores(const float *kt, size_t hd, size_t n16, float scale, const float *const *q, int nr,
-                    float (*s)[SIMD_ATTN_CHUNK])
+/* 4 values at p + i: floats, or halves converted (exactly). */
+AI float32x4_t tile_ld4(const void *p, size_t i, int half)
+{
+    return half ? ldh((const simd_f16 *)p + i) : vld1q_f32((const float *)p + i);
+}
+
+/* Scores of nr rows for positions p < n16, K's row d at k + d*ks (floats,
+ * or halves). */
+AI void tile_scores(const void *k, size_t ks, int half, size_t hd, size_t n16, float scale, const float *const *q,
+                    int nr, float (*s)[SIMD_ATTN_CHUNK])
 {
     for (size_t p0 = 0; p0 < n16; p0 += 16) {
         float32x4_t acc[TILE_ROWS][4];
         for (int i = 0; i < nr; i++)
             for (int j = 0; j < 4; j++)
                 acc[i][j] = vdupq_n_f32(0.0f);
-        const float *k = kt + p0;
-        for (size_t d = 0; d < hd; d++, k += SIMD_ATTN_CHUNK) {
+        for (size_t d = 0, r = p0; d < hd; d++, r += ks) {
             float32x4_t kv[4];
             for (int j = 0; j < 4; j++)
-                kv[j] = vld1q_f32(k + 4 * j);
+                kv[j] = tile_ld4(k, r + 4 * (size_t)j, half);
             for (int i = 0; i < nr; i++) {
                 float qd = q[i][d];
                 for (int j = 0; j < 4; j++)
@@ -123,19 +136,19 @@ AI void tile_scores(const float *kt, size_t hd, size_t n16, float scale, const f
     }
 }
 
-/* The V sum of nr rows for columns [d0, d0 + 4*nv), positions in order. */
-AI void tile_vcols(const float *vf, size_t hd, size_t n, const float *const *e, int nr, int nv, size_t d0,
+/* The V sum of nr rows for columns [d0, d0 + 4*nv), positions in order,
+ * V's row p at v + p*vs. */
+AI void tile_vcols(const void *v, size_t vs, int half, size_t n, const float *const *e, int nr, int nv, size_t d0,
                    float *const *o)
 {
     float32x4_t acc[TILE_ROWS][4];
     for (int i = 0; i < nr; i++)
         for (int c = 0; c < nv; c++)
             acc[i][c] = vdupq_n_f32(0.0f);
-    const float *v = vf + d0;
-    for (size_t p = 0; p < n; p++, v += hd) {
+    for (size_t p = 0, r = d0; p < n; p++, r += vs) {
         float32x4_t vv[4];
         for (int c = 0; c < nv; c++)
-            vv[c] = vld1q_f32(v + 4 * c);
+            vv[c] = tile_ld4(v, r + 4 * (size_t)c, half);
         for (int i = 0; i < nr; i++) {
             float w = e[i][p];
             for (int c = 0; c < nv; c++)
@@ -147,18 +160,19 @@ AI void tile_vcols(const float *vf, size_t hd, size_t n, const float *const *e, 
             vst1q_f32(o[i] + d0 + 4 * c, acc[i][c]);
 }
 
-AI void tile_vsum(const float *vf, size_t hd, size_t n, const float *const *e, int nr, float *const *o)
+AI void tile_vsum(const void *v, size_t vs, int half, size_t hd, size_t n, const float *const *e, int nr,
+                  float *const *o)
 {
     size_t d = 0;
     for (; d + 16 <= hd; d += 16)
-        tile_vcols(vf, hd, n, e, nr, 4, d, o);
+        tile_vcols(v, vs, half, n, e, nr, 4, d, o);
     for (; d + 4 <= hd; d += 4)
-        tile_vcols(vf, hd, n, e, nr, 1, d, o);
-    for (; d < hd; d++) /* the last hd mod 4 columns one at a time, in the same order */
+        tile_vcols(v, vs, half, n, e, nr, 1, d, o);
+    for (; d < hd; d++) /* the last hd mod 4 columns one at a time, in the same order (never half: hd % 16 == 0 then) */
         for (int i = 0; i < nr; i++) {
             float acc = 0.0f;
             for (size_t p = 0; p < n; p++)
-                acc = attn_fma(e[i][p], vf[p * hd + d], acc);
+                acc = attn_fma(e[i][p], ((const float *)v)[p * vs + d], acc);
             o[i][d] = acc;
         }
 }

@@ -12,29 +12,44 @@
  * K vector loaded serves TILE_ROWS of them; rows are independent, so the
  * blocking changes no bits.
  *
+ * One token (a decode step, or a token of a batch over the chunk that
+ * holds its own position) has no K or V vector to share with another,
+ * so converting the chunk into kvbuf first would cost as much as the
+ * arithmetic: the forms then read the halves where they lie (half = 1
+ * below; the conversion is exact, so the bits are the same). Row blocks are as even as TILE_ROWS allows (7 rows: 4 and
+ * 3), since each block reads the chunk again.
+ *
  * The including file defines, before including it:
  *   TILE_ROWS                       query rows per block (4..6)
  *   TILE_ENTRY                      the name of the simd_attn_tile_* it defines
  *   tile_convert(a, kt, n16)        kvbuf: kt[d*SIMD_ATTN_CHUNK + p] = k_p[d]
  *                                   for p < n16 (zeros from n on), and V as
  *                                   n rows of hd floats at kt + SIMD_ATTN_CHUNK*hd
- *   tile_scores(kt, hd, n16, scale, q, nr, s)
- *                                   s[i][p] for the nr rows q[i], p < n16
- *   tile_vsum(vf, hd, n, e, nr, o)  o[i][d] = the sum over p < n in order of
- *                                   e[i][p] * vf[p*hd + d], every d
+ *   tile_scores(k, ks, half, hd, n16, scale, q, nr, s)
+ *                                   s[i][p] for the nr rows q[i], p < n16, K's
+ *                                   row d at k + d*ks: floats (half 0) or halves
+ *   tile_vsum(v, vs, half, hd, n, e, nr, o)
+ *                                   o[i][d] = the sum over p < n in order of
+ *                                   e[i][p] * v_p[d], every d, V's row p at
+ *                                   v + p*vs: floats (half 0) or halves
  * and the set's attn_max and attn_exp_sum (attn_x86.h, attn_neon.h). */
 #ifndef NIBBLE_ATTN_TILE_DRIVER_H
 #define NIBBLE_ATTN_TILE_DRIVER_H
 
 /* nr rows: scores, then the chunk step of simd_attn_chunk for each, then
- * their V sums together (each V row read once for the block). */
+ * their V sums together (each V row read once for the block); half: K
+ * and V read as halves from the cache, else as floats from kvbuf (kt). */
 static inline __attribute__((always_inline)) void tile_rows(const simd_attn_args *a, const float *kt, size_t n16,
-                                                            const float *const *q, float *const *o, int nr)
+                                                            const float *const *q, float *const *o, int nr,
+                                                            int half)
 {
     float s[TILE_ROWS][SIMD_ATTN_CHUNK] __attribute__((aligned(64)));
     const float *e[TILE_ROWS];
     size_t n = a->n;
-    tile_scores(kt, a->hd, n16, a->scale, q, nr, s);
+    if (half)
+        tile_scores(a->k, a->ktstride, 1, a->hd, n16, a->scale, q, nr, s);
+    else
+        tile_scores(kt, SIMD_ATTN_CHUNK, 0, a->hd, n16, a->scale, q, nr, s);
     for (int i = 0; i < nr; i++) {
         if (a->softcap > 0)
             attn_softcap(s[i], n, a->softcap);
@@ -42,15 +57,42 @@ static inline __attribute__((always_inline)) void tile_rows(const simd_attn_args
         o[i][-1] = attn_exp_sum(s[i], n, o[i][-2]);
         e[i] = s[i];
     }
-    tile_vsum(kt + SIMD_ATTN_CHUNK * a->hd, a->hd, n, e, nr, o);
+    if (half)
+        tile_vsum(a->v, a->kvstride, 1, a->hd, n, e, nr, o);
+    else
+        tile_vsum(kt + SIMD_ATTN_CHUNK * a->hd, a->hd, 0, a->hd, n, e, nr, o);
+}
+
+/* tile_rows with a constant row count, so each form is unrolled. */
+static inline __attribute__((always_inline)) void tile_block(const simd_attn_args *a, const float *kt, size_t n16,
+                                                             const float *const *q, float *const *o, int nr,
+                                                             int half)
+{
+    switch (nr) {
+#if TILE_ROWS > 5
+    case 6: tile_rows(a, kt, n16, q, o, 6, half); break;
+#endif
+#if TILE_ROWS > 4
+    case 5: tile_rows(a, kt, n16, q, o, 5, half); break;
+#endif
+    case 4: tile_rows(a, kt, n16, q, o, 4, half); break;
+    case 3: tile_rows(a, kt, n16, q, o, 3, half); break;
+    case 2: tile_rows(a, kt, n16, q, o, 2, half); break;
+    default: tile_rows(a, kt, n16, q, o, 1, half); break;
+    }
 }
 
 void TILE_ENTRY(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride, float *kvbuf)
 {
     size_t n16 = (a->n + 15) & ~(size_t)15, rows = nt * a->nq;
-    tile_convert(a, kvbuf, n16);
-    for (size_t r0 = 0; r0 < rows; r0 += TILE_ROWS) {
-        int nr = rows - r0 < TILE_ROWS ? (int)(rows - r0) : TILE_ROWS;
+    size_t blocks = (rows + TILE_ROWS - 1) / TILE_ROWS, per = (rows + blocks - 1) / blocks;
+    /* one token: the halves where they lie (simd.h: K's rows are read to
+     * n rounded up to 16 positions) */
+    int half = nt == 1 && a->hd % 16 == 0;
+    if (!half)
+        tile_convert(a, kvbuf, n16);
+    for (size_t r0 = 0; r0 < rows; r0 += per) {
+        int nr = rows - r0 < per ? (int)(rows - r0) : (int)per;
         const float *q[TILE_ROWS];
         float *o[TILE_ROWS];
         for (int i = 0; i < nr; i++) {
@@ -58,22 +100,10 @@ void TILE_ENTRY(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptst
             q[i] = a->q + t * qtstride + h * a->qstride;
             o[i] = a->part + t * ptstride + h * a->pstride + 2;
         }
-        /* a constant row count, so each form is unrolled */
-        if (nr == TILE_ROWS) {
-            tile_rows(a, kvbuf, n16, q, o, TILE_ROWS);
-            continue;
-        }
-        switch (nr) {
-#if TILE_ROWS > 5
-        case 5: tile_rows(a, kvbuf, n16, q, o, 5); break;
-#endif
-#if TILE_ROWS > 4
-        case 4: tile_rows(a, kvbuf, n16, q, o, 4); break;
-#endif
-        case 3: tile_rows(a, kvbuf, n16, q, o, 3); break;
-        case 2: tile_rows(a, kvbuf, n16, q, o, 2); break;
-        default: tile_rows(a, kvbuf, n16, q, o, 1); break;
-        }
+        if (half)
+            tile_block(a, kvbuf, n16, q, o, nr, 1);
+        else
+            tile_block(a, kvbuf, n16, q, o, nr, 0);
     }
 }
 

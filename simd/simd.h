@@ -493,7 +493,8 @@ typedef struct simd_attn_args {
     size_t hd, nq, n;    /* head size, query heads, positions (1..SIMD_ATTN_CHUNK) */
     const float *q;      /* nq rows of hd, qstride floats apart */
     size_t qstride;
-    const simd_f16 *k, *v; /* n rows of hd (the chunk's first position first), kvstride halves apart */
+    const simd_f16 *k, *v; /* n rows of hd (the chunk's first position first), kvstride halves apart;
+                            * for simd_attn_tile, k is K transposed (below) */
     size_t kvstride;
     float scale;
     float *part;         /* nq rows of hd+2 floats, pstride apart: m, sum, acc */
@@ -501,24 +502,32 @@ typedef struct simd_attn_args {
     float *scratch;      /* nq*n floats, caller's; overwritten */
     float softcap;       /* > 0: s[p] = softcap * tanh(s[p] / softcap) after the
                           * scale (Gemma 2; attn_softcap in attn.h); 0: none */
+    size_t ktstride;     /* simd_attn_tile: halves from K's row d to row d+1 */
 } simd_attn_args;
 typedef void (*simd_attn_fn)(const simd_attn_args *a);
 /* The active set's chunk (n >= 1, nq >= 1). */
 void simd_attn_chunk(const simd_attn_args *a);
-/* Many tokens over one chunk (prefill): for nt tokens whose queries see
- * the same n positions, token i's nq query rows at q + i*qtstride and its
- * chunk rows at part + i*ptstride (scratch as for one token), the rows
- * simd_attn_chunk would give but for the score, whose order is the tile's
- * own (one sum, one rounding per fused term, d in order):
+/* Many tokens over one chunk (prefill, and each chunk of a decode step:
+ * the engine's f16 cache takes this order only): for nt tokens whose
+ * queries see the same n positions, token i's nq query rows at
+ * q + i*qtstride and its chunk rows at part + i*ptstride (scratch as for
+ * one token), the rows simd_attn_chunk would give but for the score,
+ * whose order is the tile's own (one sum, one rounding per fused term,
+ * d in order):
  *   s[p]   = fma(q[hd-1], k_p[hd-1], ... fma(q[1], k_p[1], fma(q[0], k_p[0], 0))) * scale
  * the rest (softcap, m, exp, sum, acc) as simd_attn_chunk. So a tile's
  * rows are not bit for bit those of simd_attn_chunk (they differ by the
- * float rounding of the dot), but are the same on every set, and a
- * token's chunks may come from either (simd_attn_merge takes both). On
- * SIMD this is positions in lanes with no reduction: K is converted to
- * float once into kvbuf (SIMD_ATTN_TILE_BUF(hd) floats of the caller's,
- * overwritten), transposed, and each K vector is read once for several
- * query rows (tokens x heads). Any hd. */
+ * float rounding of the dot), but are the same on every set
+ * (simd_attn_merge takes either). K comes transposed, as the f16 cache
+ * keeps it: position p's value d at k[d*ktstride + p] (p < n); V as
+ * rows, kvstride apart. On SIMD this is positions in lanes with no
+ * reduction: K is converted to float once into kvbuf
+ * (SIMD_ATTN_TILE_BUF(hd) floats of the caller's, overwritten) and each
+ * K vector is read once for several query rows (tokens x heads); one
+ * token (nt = 1) reads the halves where they lie instead, each K row d
+ * from position 0 to n rounded up to 16 (the values past n are not
+ * used, but the caller keeps them readable: after the last row too).
+ * Any hd. */
 #define SIMD_ATTN_TILE_BUF(hd) (2 * (size_t)SIMD_ATTN_CHUNK * (hd))
 typedef void (*simd_attn_tile_fn)(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride,
                                   float *kvbuf);

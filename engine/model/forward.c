@@ -54,6 +54,7 @@ struct eng_ctx {
      * n_kv(l)*head_dim values (kv_row) */
     unsigned char *kc, *vc;
     int kv_heads;          /* each kv head's rows contiguous: f16, or a head of whole blocks */
+    int kt;                /* K is f16 with kv_heads: kept transposed chunk by chunk (kv_kt) */
     size_t *kv_off[2];     /* [n_layers] each */
     int kv_type[2];        /* enum eng_kv_type */
     size_t kvq_floats;     /* 0 for f16 caches; else the floats at the end of each thread's
@@ -383,29 +384,33 @@ static void rope(float *v, uint32_t nh, uint32_t hd, uint32_t rd, int neox, cons
 }
 
 /* ---- attention ----
- * The query heads that share a kv head go to simd_attn_chunk together, so
- * each cached K and V row is read once for all of them. Positions go in
+ * The query heads that share a kv head go to simd_attn_tile together, so
+ * each cached K and V value is read once for all of them. Positions go in
  * chunks of SIMD_ATTN_CHUNK whose rows simd_attn_merge combines; the
  * result does not depend on which heads or chunks a task was given
  * (simd.h), so how the work is cut changes no bits.
  *
  * One token (decode): one task per kv head, or per (kv head, range of
- * chunks) when that would leave threads idle, merged by the caller.
+ * chunks) when that would leave threads idle (att_decode_range).
  * A batch (prefill): one task per (kv head, tile of tokens). A task walks
  * the chunks in order and, for each chunk, runs every token of its tile
- * over it before the next chunk, so a chunk's K and V rows come from
- * memory once per tile and from L1 for the tile's other tokens (one token
- * at a time, they came from memory once per token: at depth 2048 a batch
- * of 32 read each layer's cache 32 times). Each token keeps its chunk
- * rows until its last chunk and is merged then. The chunks a token sees
- * whole go through simd_attn_tile, whose scores have their own order
- * (simd.h), so a batch's bits are not those of running the tokens one by
- * one (simd_attn_chunk's order), but they do not depend on how the batch
- * is cut into tiles or threads. A tile holds as many tokens as their
- * chunk rows fit in the thread's buffer (ATT_TILE_BYTES). */
+ * over it before the next chunk, so a chunk's K and V come from memory
+ * once per tile and from L1 for the tile's other tokens (one token at a
+ * time, they came from memory once per token: at depth 2048 a batch of
+ * 32 read each layer's cache 32 times). Each token keeps its chunk rows
+ * until its last chunk and is merged then. The tokens that see a chunk
+ * whole go through simd_attn_tile together, the others (the chunk holds
+ * their own position, or their window starts inside it) one by one. The
+ * scores have the tile's order everywhere (one sum a position, d in
+ * order: positions fill the vectors, K kept transposed for it, kv_kt),
+ * so a token's bits are the same whether it came in a batch, in a tile
+ * of any size, on any thread count or alone in a decode step. A tile
+ * holds as many tokens as their chunk rows fit in the thread's buffer
+ * (ATT_TILE_BYTES). */
 
 /* ---- the cache's rows ----
- * An f16 cache is read where it lies. When K and V are both q8_0/q4_0 and
+ * An f16 cache is read where it lies (K transposed chunk by chunk, V as
+ * rows). When K and V are both q8_0/q4_0 and
  * a head's values are whole blocks (kv_int8), attention reads the blocks
  * where they lie too (kv_qargs, simd_attn_q_tile): the queries are
  * quantized once per layer (c->qq) and the scores are integer dots. Any
@@ -468,6 +473,20 @@ static unsigned char *kv_row(const eng_ctx *c, int w, uint32_t l, uint32_t g, si
     return base + slot * *stride;
 }
 
+/* With c->kt, K's halves of kv head g in layer l, chunk by chunk: the
+ * chunk of slot (its SIMD_ATTN_CHUNK slots, fewer for the last one of a
+ * cache whose slots are not whole chunks) as [head_dim][its slots], so
+ * simd_attn_tile reads positions along its vectors (a decode step's
+ * scores run at 1.7x the rate of rows, nibble_attnbench -g 3 -kv 3).
+ * Returns where slot's value 0 lies; value d is d * *kts halves on. The
+ * head's chunks follow one another, as its rows did. */
+static simd_f16 *kv_kt(const eng_ctx *c, uint32_t l, uint32_t g, size_t slot, size_t *kts)
+{
+    size_t hd = c->m->info.head_dim, slots = c->kv_slots[l], c0 = slot - slot % SIMD_ATTN_CHUNK;
+    *kts = slots - c0 < SIMD_ATTN_CHUNK ? slots - c0 : SIMD_ATTN_CHUNK;
+    return (simd_f16 *)(c->kc + c->kv_off[0][l]) + ((size_t)g * slots + c0) * hd + slot % SIMD_ATTN_CHUNK;
+}
+
 /* Store position slot's K (v = 0) or V (v = 1) of layer l from n floats
  * (all its kv heads). */
 static void kv_store(eng_ctx *c, int v, uint32_t l, size_t slot, const float *x, size_t n)
@@ -475,6 +494,15 @@ static void kv_store(eng_ctx *c, int v, uint32_t l, size_t slot, const float *x,
     int t = c->kv_type[v];
     size_t hd = c->m->info.head_dim, stride, off;
     size_t nh = c->kv_heads ? n / hd : 1, len = c->kv_heads ? hd : n;
+    if (!v && c->kt) {
+        for (size_t g = 0; g < nh; g++) {
+            size_t kts;
+            simd_f16 *dst = kv_kt(c, l, (uint32_t)g, slot, &kts);
+            for (size_t d = 0; d < hd; d++)
+                dst[d * kts] = simd_f32_to_f16(x[g * hd + d]);
+        }
+        return;
+    }
     for (size_t g = 0; g < nh; g++) {
         unsigned char *dst = kv_row(c, v, l, (uint32_t)g, slot, &stride, &off);
         if (t == ENG_KV_F16)
@@ -484,22 +512,26 @@ static void kv_store(eng_ctx *c, int v, uint32_t l, size_t slot, const float *x,
     }
 }
 
-/* The K and V rows of kv head g of layer l for positions [p0, p1) of one
- * chunk: *k and *v are position p0's, the next ones *stride halves on
- * (a chunk is contiguous in a windowed layer's ring too). A quantized
- * cache's (or a mixed pair's quantized half) go through buf (the
- * thread's kvq_floats: K, then V, SIMD_ATTN_CHUNK rows of head_dim each),
- * whole blocks a row at a time by simd_deq_f16_row (the per-block path,
- * kv_deq_slice, made a q8_0 K beside an f16 V, llama.cpp's common
- * -ctk q8_0, 3x slower than f16 in a decode step at depth 4096); the f16
- * half of a pair is read where it lies when its rows are hd halves
- * apart, the buffer's stride. */
+/* The K and V of kv head g of layer l for positions [p0, p1) of one
+ * chunk, as simd_attn_tile takes them: *k is K transposed (position p0's
+ * value d at *k + d * *kts, the next positions after it), *v position
+ * p0's V row, the next ones *stride halves on (a chunk is contiguous in
+ * a windowed layer's ring too). An f16 K is read where it lies (c->kt);
+ * a quantized one (or an f16 K whose rows hold every kv head: a head
+ * size that splits a block beside a quantized V) goes through buf (the
+ * thread's kvq_floats: K transposed, SIMD_ATTN_CHUNK halves a row, then V
+ * as SIMD_ATTN_CHUNK rows of head_dim), whole blocks a row at a time by
+ * simd_deq_f16_row (the per-block path, kv_deq_slice, made a q8_0 K
+ * beside an f16 V, llama.cpp's common -ctk q8_0, 3x slower than f16 in
+ * a decode step at depth 4096); an f16 V is read where it lies when its
+ * rows are hd halves apart, the buffer's stride. */
 static void kv_chunk(const eng_ctx *c, uint32_t l, uint32_t g, size_t p0, size_t p1, simd_f16 *buf,
-                     const simd_f16 **k, const simd_f16 **v, size_t *stride)
+                     const simd_f16 **k, size_t *kts, const simd_f16 **v, size_t *stride)
 {
     size_t hd = c->m->info.head_dim, slots = c->kv_slots[l], rb, off;
+    if (c->kt)
+        *k = kv_kt(c, l, g, p0 % slots, kts);
     if (!c->kvq_floats) {
-        *k = (const simd_f16 *)kv_row(c, 0, l, g, p0 % slots, &rb, &off) + off;
         *v = (const simd_f16 *)kv_row(c, 1, l, g, p0 % slots, &rb, &off) + off;
         *stride = rb / sizeof(simd_f16);
         return;
@@ -507,9 +539,10 @@ static void kv_chunk(const eng_ctx *c, uint32_t l, uint32_t g, size_t p0, size_t
     /* a chunk never wraps in a ring (rings are whole chunks), so its rows
      * are rb apart from the first */
     int whole = p0 % slots + (p1 - p0) <= slots;
-    for (int w = 0; w < 2; w++) {
+    for (int w = c->kt; w < 2; w++) {
         size_t qb = kv_row_bytes(c->kv_type[w], SIMD_QK); /* a block's bytes */
-        simd_f16 *out = buf + (size_t)w * SIMD_ATTN_CHUNK * hd;
+        /* V's place in buf; K's rows go there first, then transposed */
+        simd_f16 *out = buf + (size_t)SIMD_ATTN_CHUNK * hd;
         const unsigned char *r = kv_row(c, w, l, g, p0 % slots, &rb, &off);
         if (whole && c->kv_type[w] == ENG_KV_F16 && rb == hd * sizeof(simd_f16))
             out = (simd_f16 *)r + off;
@@ -522,10 +555,15 @@ static void kv_chunk(const eng_ctx *c, uint32_t l, uint32_t g, size_t p0, size_t
                 r = kv_row(c, w, l, g, p % slots, &rb, &off);
                 kv_deq_slice(c->kv_type[w], r, off, hd, out + (p - p0) * hd);
             }
-        if (w)
+        if (w) {
             *v = out;
-        else
-            *k = out;
+            continue;
+        }
+        for (size_t p = 0; p < p1 - p0; p++)
+            for (size_t d = 0; d < hd; d++)
+                buf[d * SIMD_ATTN_CHUNK + p] = out[p * hd + d];
+        *k = buf;
+        *kts = SIMD_ATTN_CHUNK;
     }
     *stride = hd;
 }
@@ -537,7 +575,13 @@ static void kv_chunk(const eng_ctx *c, uint32_t l, uint32_t g, size_t p0, size_t
 static void kv_prefetch(const eng_ctx *c, uint32_t l, uint32_t g, size_t p0, size_t p1)
 {
     size_t hd = c->m->info.head_dim, slots = c->kv_slots[l], rb, off;
-    for (int w = 0; w < 2; w++) {
+    if (c->kt) { /* [p0, p1) lies in one chunk: its K, all of it */
+        size_t kts;
+        const char *k = (const char *)(kv_kt(c, l, g, p0 % slots, &kts) - p0 % SIMD_ATTN_CHUNK);
+        for (size_t b = 0; b < hd * kts * sizeof(simd_f16); b += 64)
+            __builtin_prefetch(k + b, 0, 2);
+    }
+    for (int w = c->kt; w < 2; w++) {
         size_t len = kv_row_bytes(c->kv_type[w], hd);
         /* one kv_row for each run of slots up to the ring's end: the
          * slots of a run are rb bytes apart */
@@ -624,11 +668,9 @@ static size_t att_tile_chunks(const eng_layer *L, size_t pos, uint32_t nt, size_
 /* Tokens [t0, t1) of a batch for kv head g, chunk by chunk (above): the
  * tokens that see the whole chunk go to simd_attn_tile together, the
  * others (the chunk holds their own position, or their window starts
- * inside it) one by one through simd_attn_chunk (which of the two a
- * token's chunk takes depends only on its position and window, never on
- * the tile). Token t's rows sit at rows + (t - t0)*tokstride,
- * one per chunk of the tile's span, so that their stride is the same for
- * every token. */
+ * inside it) one by one, with the same order of the scores. Token t's
+ * rows sit at rows + (t - t0)*tokstride, one per chunk of the tile's
+ * span, so that their stride is the same for every token. */
 static void att_tile(const att_job *j, float *scratch, uint32_t g, uint32_t t0, uint32_t t1)
 {
     eng_ctx *c = j->c;
@@ -662,7 +704,7 @@ static void att_tile(const att_job *j, float *scratch, uint32_t g, uint32_t t0, 
             kv_prefetch(c, j->layer, g, c1, c1 + SIMD_ATTN_CHUNK < (size_t)j->pos + t1 ? c1 + SIMD_ATTN_CHUNK
                                                                                       : (size_t)j->pos + t1);
         if (!c->kv_int8)
-            kv_chunk(c, j->layer, g, u0, un, kvb, &kl, &vl, &a.kvstride);
+            kv_chunk(c, j->layer, g, u0, un, kvb, &kl, &a.ktstride, &vl, &a.kvstride);
         for (uint32_t t = t0; t < t1; t++) {
             size_t p = (size_t)j->pos + t;
             att_span(L->window, p, &lo, &tn);
@@ -685,10 +727,10 @@ static void att_tile(const att_job *j, float *scratch, uint32_t g, uint32_t t0, 
             }
             a.n = p1 - p0;
             a.q = q + (size_t)t * qts;
-            a.k = kl + (p0 - u0) * a.kvstride;
+            a.k = kl + (p0 - u0);
             a.v = vl + (p0 - u0) * a.kvstride;
             a.part = rows + (t - t0) * tokstride + (ch - first) * cstride;
-            simd_attn_chunk(&a);
+            simd_attn_tile(&a, 1, 0, 0, kvbuf);
         }
         if (ta < tb && c->kv_int8) {
             qa.n = SIMD_ATTN_CHUNK;
@@ -699,7 +741,7 @@ static void att_tile(const att_job *j, float *scratch, uint32_t g, uint32_t t0, 
         } else if (ta < tb) {
             a.n = SIMD_ATTN_CHUNK;
             a.q = q + (size_t)ta * qts;
-            a.k = kl + (c0 - u0) * a.kvstride;
+            a.k = kl + (c0 - u0);
             a.v = vl + (c0 - u0) * a.kvstride;
             a.part = rows + (ta - t0) * tokstride + (ch - first) * cstride;
             simd_attn_tile(&a, tb - ta, qts, tokstride, kvbuf);
@@ -742,6 +784,7 @@ static void att_chunks(const att_job *j, float *scratch, uint32_t t, uint32_t g,
     uint32_t hd = c->m->info.head_dim, nh = L->n_heads, nkv = L->n_kv_heads, grp = nh / nkv;
     size_t nkvd = (size_t)nkv * hd, nbh = hd / SIMD_QK;
     simd_f16 *kvb = kv_buf(c, scratch);
+    float *kvbuf = scratch + (size_t)c->grp_max * SIMD_ATTN_CHUNK; /* as att_tile's */
     simd_attn_args a = {.hd = hd, .nq = grp, .qstride = hd, .kvstride = nkvd, .scale = c->m->attn_scale,
                         .softcap = c->m->attn_softcap, .scratch = scratch, .pstride = pstride};
     simd_attn_q_args qa = {.hd = hd, .nq = grp, .qstride = nbh, .scale = c->m->attn_scale,
@@ -766,9 +809,9 @@ static void att_chunks(const att_job *j, float *scratch, uint32_t t, uint32_t g,
             continue;
         }
         a.n = p1 - p0;
-        kv_chunk(c, j->layer, g, p0, p1, kvb, &a.k, &a.v, &a.kvstride);
+        kv_chunk(c, j->layer, g, p0, p1, kvb, &a.k, &a.ktstride, &a.v, &a.kvstride);
         a.part = base + ch * cstride;
-        simd_attn_chunk(&a);
+        simd_attn_tile(&a, 1, 0, 0, kvbuf);
     }
 }
 
@@ -780,7 +823,8 @@ static void att_worker(void *arg, int ith, int nth)
     uint32_t hd = c->m->info.head_dim, nh = L->n_heads, nkv = L->n_kv_heads, grp = nh / nkv;
     size_t row = (size_t)hd + 2;
     float *scratch = c->scores + (size_t)ith * c->scores_per_thread;
-    float *tparts = scratch + (size_t)c->grp_max * SIMD_ATTN_CHUNK; /* [chunk][head of the group][row] */
+    /* after the scores and the tile's kvbuf (att_chunks): [chunk][head of the group][row] */
+    float *tparts = scratch + (size_t)c->grp_max * SIMD_ATTN_CHUNK + SIMD_ATTN_TILE_BUF(hd);
     if (j->tile) {
         uint32_t ntiles = (j->nt + j->tile - 1) / j->tile;
         for (uint32_t task = (uint32_t)ith; task < nkv * ntiles; task += (uint32_t)nth) {
@@ -1574,6 +1618,7 @@ int eng_ctx_new_opts(eng_model *m, const eng_ctx_opts *o, eng_ctx **out, eng_err
         c->kvq_floats = (size_t)SIMD_ATTN_CHUNK * in->head_dim; /* 2 x 64 rows of halves */
     c->kv_int8 = eng_kv_int8_scores(in->head_dim, o->type_k, o->type_v);
     c->kv_heads = in->head_dim && (in->head_dim % SIMD_QK == 0 || (o->type_k == ENG_KV_F16 && o->type_v == ENG_KV_F16));
+    c->kt = c->kv_heads && o->type_k == ENG_KV_F16;
     if (c->kv_int8) /* simd_attn_q_tile's buffer instead */
         c->kvq_floats = (SIMD_ATTN_Q_BUF(in->head_dim) + sizeof(float) - 1) / sizeof(float);
     uint32_t grp_max = 1;
@@ -1605,7 +1650,7 @@ int eng_ctx_new_opts(eng_model *m, const eng_ctx_opts *o, eng_ctx **out, eng_err
             kvb[w] += kv_row_bytes(c->kv_type[w], (size_t)m->layers[l].n_kv_heads * in->head_dim) * c->kv_slots[l];
         }
     }
-    c->kc = malloc(kvb[0] + 1);
+    c->kc = malloc(kvb[0] + 64); /* simd_attn_tile reads a K row up to 15 halves past its last position */
     c->vc = malloc(kvb[1] + 1);
     c->x = malloc((size_t)c->batch * dim * sizeof(float));
     c->xb = malloc((size_t)c->batch * maxc * sizeof(float));

@@ -150,7 +150,7 @@ static void attend(int ref, size_t hd, size_t nq, size_t n, const float *q, cons
     for (size_t c = 0; c < nch; c++) {
         size_t p0 = c * SIMD_ATTN_CHUNK, len = n - p0 < SIMD_ATTN_CHUNK ? n - p0 : SIMD_ATTN_CHUNK;
         simd_attn_args a = {hd, nq, len, q, hd, k + p0 * kvstride, v + p0 * kvstride, kvstride,
-                            1.0f / sqrtf((float)hd), part + c * nq * row, row, scratch, softcap_now};
+                            1.0f / sqrtf((float)hd), part + c * nq * row, row, scratch, softcap_now, 0};
         if (ref)
             simd_attn_ref(&a);
         else
@@ -435,13 +435,15 @@ static void check_oai(void)
     printf("attention merge with a sink: as the softmax with one more logit\n");
 }
 
-/* simd_attn_tile (prefill: many tokens over one chunk) on every set
- * against simd_attn_tile_ref, bit for bit: head sizes (multiples of 16,
- * of 8 only, odd ones; the AVX-512 V sum's 64-, 32- and masked passes),
- * group sizes (GQA), chunk lengths below and at SIMD_ATTN_CHUNK, 1..13
- * tokens (blocks of rows across tokens and heads, and their rests),
- * strided caches with subnormal halves and underflowing weights,
- * soft-capped scores. Each token's row, merged (with a sink too), is then
+/* simd_attn_tile (many tokens over one chunk, or one: the halves read
+ * where they lie) on every set against simd_attn_tile_ref, bit for bit:
+ * head sizes (multiples of 16, of 8 only, odd ones; the AVX-512 V sum's
+ * 64-, 32- and masked passes), group sizes (GQA), chunk lengths below and
+ * at SIMD_ATTN_CHUNK, 1..13 tokens (blocks of rows across tokens and
+ * heads, and their rests), K transposed with the cache's row stride and
+ * with a chunk's own (NaN everywhere else, so a form that used a value
+ * past n would show it), strided V with subnormal halves and underflowing
+ * weights, soft-capped scores. Each token's row, merged (with a sink too), is then
  * held to a softmax in double: |out - exact| <= 1e-5 times the weighted
  * magnitude of V, the chunk reference's bound in check_ref. The tile's
  * order is not the chunk's: on these inputs some rows must differ from
@@ -459,8 +461,12 @@ static void check_tile(void)
     float *got = malloc(MAXT * (MAXNQ * row + 3) * sizeof *got);
     float *kvbuf = malloc(SIMD_ATTN_TILE_BUF(MAXHD) * sizeof *kvbuf), out[MAXHD];
     simd_f16 *k = malloc(N * kvs * sizeof *k), *v = malloc(N * kvs * sizeof *v);
+    /* K transposed, as the tile takes it, and the 16 halves a row may be
+     * read past its n-th position (simd.h) */
+    size_t ktn = MAXHD * (N + 3) + 16;
+    simd_f16 *kt = malloc(ktn * sizeof *kt);
     double *w = malloc(N * sizeof *w);
-    if (!q || !sc || !want || !got || !kvbuf || !k || !v || !w) {
+    if (!q || !sc || !want || !got || !kvbuf || !k || !v || !kt || !w) {
         CHECK(0);
         return;
     }
@@ -486,11 +492,19 @@ static void check_tile(void)
                             fillh(k, n * kvstride, 1.0f, variant);
                             fillh(v, n * kvstride, 1.0f, variant);
                             const simd_f16 *kk = k + (variant ? hd : 0), *vv = v + (variant ? 2 * hd : 0);
-                            simd_attn_args a = {hd, nq, n, q, hd, kk, vv, kvstride, 1.0f / sqrtf((float)hd), want,
-                                                row, sc, softcap_now};
+                            /* the cache's stride (SIMD_ATTN_CHUNK), or a shorter chunk's odd one */
+                            size_t kts = variant ? n + 3 : SIMD_ATTN_CHUNK;
+                            for (size_t x = 0; x < ktn; x++) /* NaN wherever no K value lies */
+                                kt[x] = 0x7e00;
+                            for (size_t p = 0; p < n; p++)
+                                for (size_t d = 0; d < hd; d++)
+                                    kt[d * kts + p] = kk[p * kvstride + d];
+                            simd_attn_args a = {hd, nq, n, q, hd, kt, vv, kvstride, 1.0f / sqrtf((float)hd), want,
+                                                row, sc, softcap_now, kts};
                             memset(want, 0xff, nt * pts * sizeof *want);
                             simd_attn_tile_ref(&a, nt, qts, pts, NULL);
-                            if (kset == 0) { /* the chunk's order, token by token */
+                            if (kset == 0) { /* the chunk's order, token by token (K as rows) */
+                                a.k = kk;
                                 for (size_t t = 0; t < nt; t++) {
                                     a.q = q + t * qts;
                                     a.part = got + t * pts;
@@ -502,6 +516,7 @@ static void check_tile(void)
                             }
                             memset(got, 0xff, nt * pts * sizeof *got);
                             a.q = q;
+                            a.k = kt;
                             a.part = got;
                             simd_attn_tile(&a, nt, qts, pts, kvbuf);
                             int bad = 0;
@@ -569,7 +584,7 @@ static void check_tile(void)
            differ);
     CHECKF(differ > 0, "the tile reference gave the chunk reference's bits on every row");
     simd_init();
-    free(q); free(sc); free(want); free(got); free(kvbuf); free(k); free(v); free(w);
+    free(q); free(sc); free(want); free(got); free(kvbuf); free(k); free(kt); free(v); free(w);
 }
 
 int main(void)
