@@ -3,7 +3,8 @@
  * the query heads of a kv head together), for each kernel set this CPU
  * runs but scalar: an f16 cache as forward.c keeps it (K transposed per
  * chunk, simd_attn_tile), the same values as rows through
- * simd_attn_chunk (the decode form before the transposed K), and a q8_0
+ * simd_attn_chunk (the f16 decode form before the transposed K; still a
+ * quantized K's, whose halves come as rows), and a q8_0
  * cache (simd_attn_q_tile). With -t NT, a prefill tile instead: NT tokens that
  * all see the whole depth, each chunk once for them (simd_attn_tile,
  * simd_attn_q_tile with nt = NT), as forward.c's att_tile runs the

@@ -48,10 +48,12 @@ void simd_attn_tile_ref(const simd_attn_args *a, size_t nt, size_t qtstride, siz
             const float *q = a->q + t * qtstride + h * a->qstride;
             float *s = a->scratch + h * n, *row = a->part + t * ptstride + h * a->pstride;
             for (size_t p = 0; p < n; p++) {
-                const simd_f16 *k = a->k + p; /* K transposed: value i at k[i * ktstride] */
+                /* K transposed: value i at k[i * ktstride]; as rows (ktstride 0): at k[i] */
+                const simd_f16 *k = a->ktstride ? a->k + p : a->k + p * a->kvstride;
+                size_t step = a->ktstride ? a->ktstride : 1;
                 float acc = 0.0f; /* one sum, d in order: positions fill the lanes */
                 for (size_t i = 0; i < hd; i++)
-                    acc = attn_fma(q[i], simd_f16_to_f32(k[i * a->ktstride]), acc);
+                    acc = attn_fma(q[i], simd_f16_to_f32(k[i * step]), acc);
                 s[p] = acc * a->scale;
             }
             attn_ref_softmax(s, n, a->softcap, row);

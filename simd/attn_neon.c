@@ -77,13 +77,18 @@ AI void attn_vsum(const simd_attn_args *a, const float *const *e, int nh, int wi
 
 #define TILE_ROWS 4
 
-/* K's rows (transposed already) into kt (zeros from n to n16), V as rows of floats: the
+/* K's rows into kt (transposing K given as rows; zeros from n to n16), V as rows of floats: the
  * conversion is exact, so the values are the halves' wherever they go. */
 static void tile_convert(const simd_attn_args *a, float *kt, size_t n16)
 {
     size_t hd = a->hd, n = a->n, d4 = hd & ~(size_t)3;
     float *vf = kt + SIMD_ATTN_CHUNK * hd;
-    for (size_t d = 0; d < hd; d++) { /* K comes transposed: row d is n halves */
+    for (size_t p = 0; !a->ktstride && p < n16; p++) { /* K as rows: transposed here */
+        const simd_f16 *k = p < n ? a->k + p * a->kvstride : NULL;
+        for (size_t d = 0; d < hd; d++)
+            kt[d * SIMD_ATTN_CHUNK + p] = k ? simd_f16_to_f32(k[d]) : 0.0f;
+    }
+    for (size_t d = 0; a->ktstride && d < hd; d++) { /* K transposed: row d is n halves */
         const simd_f16 *k = a->k + d * a->ktstride;
         float *o = kt + d * SIMD_ATTN_CHUNK;
         size_t p = 0;

@@ -23,7 +23,8 @@
  *   TILE_ROWS                       query rows per block (4..6)
  *   TILE_ENTRY                      the name of the simd_attn_tile_* it defines
  *   tile_convert(a, kt, n16)        kvbuf: kt[d*SIMD_ATTN_CHUNK + p] = k_p[d]
- *                                   for p < n16 (zeros from n on), and V as
+ *                                   for p < n16 (zeros from n on; K given
+ *                                   transposed or as rows), and V as
  *                                   n rows of hd floats at kt + SIMD_ATTN_CHUNK*hd
  *   tile_scores(k, ks, half, hd, n16, scale, q, nr, s)
  *                                   s[i][p] for the nr rows q[i], p < n16, K's
@@ -88,7 +89,7 @@ void TILE_ENTRY(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptst
     size_t blocks = (rows + TILE_ROWS - 1) / TILE_ROWS, per = (rows + blocks - 1) / blocks;
     /* one token: the halves where they lie (simd.h: K's rows are read to
      * n rounded up to 16 positions) */
-    int half = nt == 1 && a->hd % 16 == 0;
+    int half = nt == 1 && a->hd % 16 == 0 && a->ktstride;
     if (!half)
         tile_convert(a, kvbuf, n16);
     for (size_t r0 = 0; r0 < rows; r0 += per) {

@@ -76,15 +76,36 @@ AI __m512 exp16(__m512 x)
 }
 #endif
 
-/* The tile's kvbuf (attn_tile_driver.h) for both x86 forms: K's rows
- * (transposed already, as the cache keeps them) and V's as floats, zeros
- * from n to n16 in K's. The conversion is exact, so the values are the
- * halves' wherever they go. */
+/* r[j] = column j of the 8x8 block whose rows were r[0..7]. */
+AI void transpose8(__m256 r[8])
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) { /* rows 4i..4i+3: u[4i + c] holds columns c and c + 4 */
+        u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
+        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
+    }
+    for (int c = 0; c < 4; c++) {
+        r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+        r[c + 4] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+    }
+}
+
+/* The tile's kvbuf (attn_tile_driver.h) for both x86 forms: K's rows as
+ * floats, zeros from n to n16 (K given transposed: row by row; given as
+ * rows, ktstride 0: transposed eight positions by eight columns at a
+ * time), then V's rows as floats. The conversion is exact, so the values
+ * are the halves' wherever they go. */
 static inline void tile_convert(const simd_attn_args *a, float *kt, size_t n16)
 {
-    size_t hd = a->hd, n = a->n, d8 = hd & ~(size_t)7, p;
+    size_t hd = a->hd, n = a->n, d8 = hd & ~(size_t)7, p = 0;
     float *vf = kt + SIMD_ATTN_CHUNK * hd;
-    for (size_t d = 0; d < hd; d++) { /* K comes transposed: row d is n halves */
+    for (size_t d = 0; a->ktstride && d < hd; d++) {
         const simd_f16 *k = a->k + d * a->ktstride;
         float *o = kt + d * SIMD_ATTN_CHUNK;
         for (p = 0; p + 8 <= n; p += 8)
@@ -94,6 +115,25 @@ static inline void tile_convert(const simd_attn_args *a, float *kt, size_t n16)
         for (; p < n16; p++)
             o[p] = 0.0f;
     }
+    for (p = 0; !a->ktstride && p < n; p += 8) {
+        const simd_f16 *k[8]; /* rows past n are neither read nor pointed at */
+        for (int j = 0; j < 8; j++)
+            k[j] = p + (size_t)j < n ? a->k + (p + (size_t)j) * a->kvstride : NULL;
+        for (size_t d = 0; d < d8; d += 8) {
+            __m256 r[8];
+            for (int j = 0; j < 8; j++)
+                r[j] = k[j] ? ldh(k[j] + d) : _mm256_setzero_ps();
+            transpose8(r);
+            for (int j = 0; j < 8; j++)
+                _mm256_storeu_ps(kt + (d + (size_t)j) * SIMD_ATTN_CHUNK + p, r[j]);
+        }
+        for (size_t d = d8; d < hd; d++)
+            for (int j = 0; j < 8; j++)
+                kt[d * SIMD_ATTN_CHUNK + p + (size_t)j] = k[j] ? simd_f16_to_f32(k[j][d]) : 0.0f;
+    }
+    for (; !a->ktstride && p < n16; p += 8) /* p is n rounded up to 8 here */
+        for (size_t d = 0; d < hd; d++)
+            _mm256_storeu_ps(kt + d * SIMD_ATTN_CHUNK + p, _mm256_setzero_ps());
     for (p = 0; p < n; p++) {
         const simd_f16 *v = a->v + p * a->kvstride;
         size_t d = 0;

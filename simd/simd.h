@@ -502,13 +502,13 @@ typedef struct simd_attn_args {
     float *scratch;      /* nq*n floats, caller's; overwritten */
     float softcap;       /* > 0: s[p] = softcap * tanh(s[p] / softcap) after the
                           * scale (Gemma 2; attn_softcap in attn.h); 0: none */
-    size_t ktstride;     /* simd_attn_tile: halves from K's row d to row d+1 */
+    size_t ktstride;     /* simd_attn_tile: halves from K's row d to row d+1; 0: K as rows */
 } simd_attn_args;
 typedef void (*simd_attn_fn)(const simd_attn_args *a);
 /* The active set's chunk (n >= 1, nq >= 1). */
 void simd_attn_chunk(const simd_attn_args *a);
 /* Many tokens over one chunk (prefill, and each chunk of a decode step:
- * the engine's f16 cache takes this order only): for nt tokens whose
+ * the engine's f16 K takes this order only): for nt tokens whose
  * queries see the same n positions, token i's nq query rows at
  * q + i*qtstride and its chunk rows at part + i*ptstride (scratch as for
  * one token), the rows simd_attn_chunk would give but for the score,
@@ -519,12 +519,13 @@ void simd_attn_chunk(const simd_attn_args *a);
  * rows are not bit for bit those of simd_attn_chunk (they differ by the
  * float rounding of the dot), but are the same on every set
  * (simd_attn_merge takes either). K comes transposed, as the f16 cache
- * keeps it: position p's value d at k[d*ktstride + p] (p < n); V as
+ * keeps it: position p's value d at k[d*ktstride + p] (p < n), or with
+ * ktstride 0 as rows kvstride apart (a quantized cache's halves); V as
  * rows, kvstride apart. On SIMD this is positions in lanes with no
  * reduction: K is converted to float once into kvbuf
  * (SIMD_ATTN_TILE_BUF(hd) floats of the caller's, overwritten) and each
  * K vector is read once for several query rows (tokens x heads); one
- * token (nt = 1) reads the halves where they lie instead, each K row d
+ * token (nt = 1) over a transposed K reads the halves where they lie instead, each K row d
  * from position 0 to n rounded up to 16 (the values past n are not
  * used, but the caller keeps them readable: after the last row too).
  * Any hd. */

@@ -400,11 +400,13 @@ static void rope(float *v, uint32_t nh, uint32_t hd, uint32_t rd, int neox, cons
  * 32 read each layer's cache 32 times). Each token keeps its chunk rows
  * until its last chunk and is merged then. The tokens that see a chunk
  * whole go through simd_attn_tile together, the others (the chunk holds
- * their own position, or their window starts inside it) one by one. The
- * scores have the tile's order everywhere (one sum a position, d in
- * order: positions fill the vectors, K kept transposed for it, kv_kt),
- * so a token's bits are the same whether it came in a batch, in a tile
- * of any size, on any thread count or alone in a decode step. A tile
+ * their own position, or their window starts inside it) one by one. On
+ * an f16 K the scores have the tile's order everywhere (one sum a
+ * position, d in order: positions fill the vectors, K kept transposed
+ * for it, kv_kt), so a token's bits are the same whether it came in a
+ * batch, in a tile of any size, on any thread count or alone in a decode
+ * step; a quantized K's halves come as rows, and one token takes
+ * simd_attn_chunk's order there (att_one). A tile
  * holds as many tokens as their chunk rows fit in the thread's buffer
  * (ATT_TILE_BYTES). */
 
@@ -513,14 +515,15 @@ static void kv_store(eng_ctx *c, int v, uint32_t l, size_t slot, const float *x,
 }
 
 /* The K and V of kv head g of layer l for positions [p0, p1) of one
- * chunk, as simd_attn_tile takes them: *k is K transposed (position p0's
- * value d at *k + d * *kts, the next positions after it), *v position
- * p0's V row, the next ones *stride halves on (a chunk is contiguous in
- * a windowed layer's ring too). An f16 K is read where it lies (c->kt);
- * a quantized one (or an f16 K whose rows hold every kv head: a head
- * size that splits a block beside a quantized V) goes through buf (the
- * thread's kvq_floats: K transposed, SIMD_ATTN_CHUNK halves a row, then V
- * as SIMD_ATTN_CHUNK rows of head_dim), whole blocks a row at a time by
+ * chunk: with c->kt, *k is K transposed where it lies (position p0's
+ * value d at *k + d * *kts, the next positions after it); else *k is
+ * position p0's K row and *kts 0 (simd_attn_tile's two forms of K).
+ * *v is position p0's V row. The next rows are *stride halves on (a
+ * chunk is contiguous in a windowed layer's ring too). A quantized K or
+ * V (or an f16 K whose rows hold every kv head: a head size that splits
+ * a block beside a quantized V) goes through buf (the thread's
+ * kvq_floats: K, then V, SIMD_ATTN_CHUNK rows of head_dim each), whole
+ * blocks a row at a time by
  * simd_deq_f16_row (the per-block path, kv_deq_slice, made a q8_0 K
  * beside an f16 V, llama.cpp's common -ctk q8_0, 3x slower than f16 in
  * a decode step at depth 4096); an f16 V is read where it lies when its
@@ -541,8 +544,7 @@ static void kv_chunk(const eng_ctx *c, uint32_t l, uint32_t g, size_t p0, size_t
     int whole = p0 % slots + (p1 - p0) <= slots;
     for (int w = c->kt; w < 2; w++) {
         size_t qb = kv_row_bytes(c->kv_type[w], SIMD_QK); /* a block's bytes */
-        /* V's place in buf; K's rows go there first, then transposed */
-        simd_f16 *out = buf + (size_t)SIMD_ATTN_CHUNK * hd;
+        simd_f16 *out = buf + (size_t)w * SIMD_ATTN_CHUNK * hd;
         const unsigned char *r = kv_row(c, w, l, g, p0 % slots, &rb, &off);
         if (whole && c->kv_type[w] == ENG_KV_F16 && rb == hd * sizeof(simd_f16))
             out = (simd_f16 *)r + off;
@@ -557,13 +559,10 @@ static void kv_chunk(const eng_ctx *c, uint32_t l, uint32_t g, size_t p0, size_t
             }
         if (w) {
             *v = out;
-            continue;
+        } else {
+            *k = out;
+            *kts = 0;
         }
-        for (size_t p = 0; p < p1 - p0; p++)
-            for (size_t d = 0; d < hd; d++)
-                buf[d * SIMD_ATTN_CHUNK + p] = out[p * hd + d];
-        *k = buf;
-        *kts = SIMD_ATTN_CHUNK;
     }
     *stride = hd;
 }
@@ -655,6 +654,20 @@ static void att_merge(const eng_layer *L, uint32_t h, size_t hd, size_t nch, con
         simd_attn_merge(hd, nch, part, cstride, out);
 }
 
+/* One token over one chunk (a decode step's, or a batch token's own):
+ * with K transposed (the f16 cache) the tile for one token, whose order
+ * every path of that cache takes; with K as rows (a quantized K's halves)
+ * simd_attn_chunk, which reads them where they lie (the tile would
+ * transpose each chunk first: a decode step with -ctk q8_0 at depth 4096
+ * ran at 0.63x). */
+static void att_one(const simd_attn_args *a, float *kvbuf)
+{
+    if (a->ktstride)
+        simd_attn_tile(a, 1, 0, 0, kvbuf);
+    else
+        simd_attn_chunk(a);
+}
+
 /* The chunks tokens [pos, pos + nt) see together in layer L: from the
  * first token's first to the last token's last. */
 static size_t att_tile_chunks(const eng_layer *L, size_t pos, uint32_t nt, size_t *first)
@@ -727,10 +740,10 @@ static void att_tile(const att_job *j, float *scratch, uint32_t g, uint32_t t0, 
             }
             a.n = p1 - p0;
             a.q = q + (size_t)t * qts;
-            a.k = kl + (p0 - u0);
+            a.k = kl + (p0 - u0) * (a.ktstride ? 1 : a.kvstride);
             a.v = vl + (p0 - u0) * a.kvstride;
             a.part = rows + (t - t0) * tokstride + (ch - first) * cstride;
-            simd_attn_tile(&a, 1, 0, 0, kvbuf);
+            att_one(&a, kvbuf);
         }
         if (ta < tb && c->kv_int8) {
             qa.n = SIMD_ATTN_CHUNK;
@@ -741,7 +754,7 @@ static void att_tile(const att_job *j, float *scratch, uint32_t g, uint32_t t0, 
         } else if (ta < tb) {
             a.n = SIMD_ATTN_CHUNK;
             a.q = q + (size_t)ta * qts;
-            a.k = kl + (c0 - u0);
+            a.k = kl + (c0 - u0) * (a.ktstride ? 1 : a.kvstride);
             a.v = vl + (c0 - u0) * a.kvstride;
             a.part = rows + (ta - t0) * tokstride + (ch - first) * cstride;
             simd_attn_tile(&a, tb - ta, qts, tokstride, kvbuf);
@@ -811,7 +824,7 @@ static void att_chunks(const att_job *j, float *scratch, uint32_t t, uint32_t g,
         a.n = p1 - p0;
         kv_chunk(c, j->layer, g, p0, p1, kvb, &a.k, &a.ktstride, &a.v, &a.kvstride);
         a.part = base + ch * cstride;
-        simd_attn_tile(&a, 1, 0, 0, kvbuf);
+        att_one(&a, kvbuf);
     }
 }
 

@@ -442,7 +442,7 @@ static void check_oai(void)
  * at SIMD_ATTN_CHUNK, 1..13 tokens (blocks of rows across tokens and
  * heads, and their rests), K transposed with the cache's row stride and
  * with a chunk's own (NaN everywhere else, so a form that used a value
- * past n would show it), strided V with subnormal halves and underflowing
+ * past n would show it) and as rows, strided V with subnormal halves and underflowing
  * weights, soft-capped scores. Each token's row, merged (with a sink too), is then
  * held to a softmax in double: |out - exact| <= 1e-5 times the weighted
  * magnitude of V, the chunk reference's bound in check_ref. The tile's
@@ -492,14 +492,16 @@ static void check_tile(void)
                             fillh(k, n * kvstride, 1.0f, variant);
                             fillh(v, n * kvstride, 1.0f, variant);
                             const simd_f16 *kk = k + (variant ? hd : 0), *vv = v + (variant ? 2 * hd : 0);
-                            /* the cache's stride (SIMD_ATTN_CHUNK), or a shorter chunk's odd one */
-                            size_t kts = variant ? n + 3 : SIMD_ATTN_CHUNK;
+                            /* K transposed with the cache's stride (SIMD_ATTN_CHUNK) or a
+                             * shorter chunk's odd one; the soft-capped variant as rows */
+                            size_t kts = variant == 2 ? 0 : variant ? n + 3 : SIMD_ATTN_CHUNK;
                             for (size_t x = 0; x < ktn; x++) /* NaN wherever no K value lies */
                                 kt[x] = 0x7e00;
                             for (size_t p = 0; p < n; p++)
                                 for (size_t d = 0; d < hd; d++)
                                     kt[d * kts + p] = kk[p * kvstride + d];
-                            simd_attn_args a = {hd, nq, n, q, hd, kt, vv, kvstride, 1.0f / sqrtf((float)hd), want,
+                            const simd_f16 *ka = kts ? kt : kk;
+                            simd_attn_args a = {hd, nq, n, q, hd, ka, vv, kvstride, 1.0f / sqrtf((float)hd), want,
                                                 row, sc, softcap_now, kts};
                             memset(want, 0xff, nt * pts * sizeof *want);
                             simd_attn_tile_ref(&a, nt, qts, pts, NULL);
@@ -516,7 +518,7 @@ static void check_tile(void)
                             }
                             memset(got, 0xff, nt * pts * sizeof *got);
                             a.q = q;
-                            a.k = kt;
+                            a.k = ka;
                             a.part = got;
                             simd_attn_tile(&a, nt, qts, pts, kvbuf);
                             int bad = 0;
