@@ -16,8 +16,9 @@
  * holds its own position) has no K or V vector to share with another,
  * so converting the chunk into kvbuf first would cost as much as the
  * arithmetic: the forms then read the halves where they lie (half = 1
- * below; the conversion is exact, so the bits are the same). Row blocks are as even as TILE_ROWS allows (7 rows: 4 and
- * 3), since each block reads the chunk again.
+ * below; the conversion is exact, so the bits are the same). Row blocks
+ * are as even as TILE_ROWS allows (7 rows: 4 and 3), since each block
+ * reads the chunk again.
  *
  * The including file defines, before including it:
  *   TILE_ROWS                       query rows per block (4..6)

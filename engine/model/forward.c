@@ -496,12 +496,17 @@ static void kv_store(eng_ctx *c, int v, uint32_t l, size_t slot, const float *x,
     int t = c->kv_type[v];
     size_t hd = c->m->info.head_dim, stride, off;
     size_t nh = c->kv_heads ? n / hd : 1, len = c->kv_heads ? hd : n;
-    if (!v && c->kt) {
+    if (!v && c->kt) { /* the set's row conversion, 64 halves at a time, then down K's column */
+        simd_f16 h[SIMD_ATTN_CHUNK];
         for (size_t g = 0; g < nh; g++) {
             size_t kts;
             simd_f16 *dst = kv_kt(c, l, (uint32_t)g, slot, &kts);
-            for (size_t d = 0; d < hd; d++)
-                dst[d * kts] = simd_f32_to_f16(x[g * hd + d]);
+            for (size_t d0 = 0; d0 < hd; d0 += SIMD_ATTN_CHUNK) {
+                size_t m = hd - d0 < SIMD_ATTN_CHUNK ? hd - d0 : SIMD_ATTN_CHUNK;
+                simd_f32_to_f16_row(x + g * hd + d0, h, m);
+                for (size_t i = 0; i < m; i++)
+                    dst[(d0 + i) * kts] = h[i];
+            }
         }
         return;
     }
