@@ -8,8 +8,9 @@
  *   attn_scores(a, q, p, m, s)       scores of query q for positions
  *                                    p..p+m-1 (1 <= m <= ATTN_SB) into s[p..]
  *   attn_max(s, n)                   largest of s[0..n), NaN passed over
- *   attn_exp_sum(s, n, mx)           s[p] = exp(s[p] - mx), their sum as
- *                                    simd_attn_ref's lanes[p & 7] give it
+ *   attn_exp_rows(s, nr, n, mx, sum) for each of nr rows s[i]:
+ *                                    s[i][p] = exp(s[i][p] - mx[i]), sum[i]
+ *                                    as simd_attn_ref's lanes[p & 7] give it
  *   attn_vsum(a, e, nh, width, d0, p0, p1, o)
  *                                    the V sum of nh heads for columns
  *                                    d0..d0+width-1 (16 or 8) and positions
@@ -75,10 +76,12 @@ static inline __attribute__((always_inline)) void attn_heads(const simd_attn_arg
     if (a->softcap > 0)
         for (int i = 0; i < nh; i++)
             attn_softcap((float *)e[i], n, a->softcap);
-    for (int i = 0; i < nh; i++) {
-        o[i][-2] = attn_max(e[i], n);
-        o[i][-1] = attn_exp_sum((float *)e[i], n, o[i][-2]);
-    }
+    float mx[ATTN_HB], sum[ATTN_HB];
+    for (int i = 0; i < nh; i++)
+        o[i][-2] = mx[i] = attn_max(e[i], n);
+    attn_exp_rows((float *const *)e, nh, n, mx, sum);
+    for (int i = 0; i < nh; i++)
+        o[i][-1] = sum[i];
     /* V in tiles of ATTN_VT positions, every column of a tile before the
      * next tile: the tile's rows come from memory once and stay in L1 for
      * the other column chunks */

@@ -1,7 +1,7 @@
 /* Private to simd/: the Advanced SIMD pieces of attention that the Arm
  * forms share (attn_neon.c for an f16 cache, attn_q_neon.h for a
  * quantized one): the exp four lanes at a time, the max and the
- * exp-and-sum of a row of scores, each in simd_attn_ref's order of float
+ * exp-and-sum of rows of scores, each in simd_attn_ref's order of float
  * operations (attn_neon.c says how). */
 #ifndef NIBBLE_ATTN_NEON_H
 #define NIBBLE_ATTN_NEON_H
@@ -61,34 +61,48 @@ static inline float attn_max(const float *s, size_t n)
     return mx;
 }
 
-/* s[p] = exp(s[p] - mx); returns their sum (lane p mod 8). */
-static inline float attn_exp_sum(float *s, size_t n, float mx)
+/* Rows an attn_exp_rows call takes at most (the forms' row blocks and
+ * head groups). */
+#define ATTN_EXP_ROWS 8
+
+/* For each of nr rows: s[i][p] = exp(s[i][p] - mx[i]) for p < n, sum[i]
+ * their sum (lane p mod 8, added in increasing p, then simd_reduce8),
+ * the rows' vectors interleaved so that their exp chains overlap; each
+ * row's bits are what it gives alone (attn_x86.h's form says why). */
+AI void attn_exp_rows(float *const *s, int nr, size_t n, const float *mx, float *sum)
 {
-    float32x4_t mv = set1(mx), slo = vdupq_n_f32(0.0f), shi = slo;
+    float32x4_t slo[ATTN_EXP_ROWS], shi[ATTN_EXP_ROWS];
+    for (int i = 0; i < nr; i++)
+        slo[i] = shi[i] = vdupq_n_f32(0.0f);
     size_t p = 0;
-    for (; p + 8 <= n; p += 8) {
-        float32x4_t e0 = exp4(vsubq_f32(vld1q_f32(s + p), mv));
-        float32x4_t e1 = exp4(vsubq_f32(vld1q_f32(s + p + 4), mv));
-        vst1q_f32(s + p, e0);
-        vst1q_f32(s + p + 4, e1);
-        slo = vaddq_f32(slo, e0);
-        shi = vaddq_f32(shi, e1);
+    for (; p + 8 <= n; p += 8)
+        for (int i = 0; i < nr; i++) {
+            float32x4_t mv = set1(mx[i]);
+            float32x4_t e0 = exp4(vsubq_f32(vld1q_f32(s[i] + p), mv));
+            float32x4_t e1 = exp4(vsubq_f32(vld1q_f32(s[i] + p + 4), mv));
+            vst1q_f32(s[i] + p, e0);
+            vst1q_f32(s[i] + p + 4, e1);
+            slo[i] = vaddq_f32(slo[i], e0);
+            shi[i] = vaddq_f32(shi[i], e1);
+        }
+    for (int i = 0; i < nr; i++) {
+        if (p < n) { /* padding lanes are -inf: exp gives +0, which adds nothing */
+            float32x4_t mv = set1(mx[i]);
+            float tmp[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+            memcpy(tmp, s[i] + p, (n - p) * sizeof(float));
+            float32x4_t e0 = exp4(vsubq_f32(vld1q_f32(tmp), mv));
+            float32x4_t e1 = exp4(vsubq_f32(vld1q_f32(tmp + 4), mv));
+            vst1q_f32(tmp, e0);
+            vst1q_f32(tmp + 4, e1);
+            memcpy(s[i] + p, tmp, (n - p) * sizeof(float));
+            slo[i] = vaddq_f32(slo[i], e0);
+            shi[i] = vaddq_f32(shi[i], e1);
+        }
+        float l[8];
+        vst1q_f32(l, slo[i]);
+        vst1q_f32(l + 4, shi[i]);
+        sum[i] = simd_reduce8(l);
     }
-    if (p < n) { /* padding lanes are -inf: exp gives +0, which adds nothing */
-        float tmp[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
-        memcpy(tmp, s + p, (n - p) * sizeof(float));
-        float32x4_t e0 = exp4(vsubq_f32(vld1q_f32(tmp), mv));
-        float32x4_t e1 = exp4(vsubq_f32(vld1q_f32(tmp + 4), mv));
-        vst1q_f32(tmp, e0);
-        vst1q_f32(tmp + 4, e1);
-        memcpy(s + p, tmp, (n - p) * sizeof(float));
-        slo = vaddq_f32(slo, e0);
-        shi = vaddq_f32(shi, e1);
-    }
-    float l[8];
-    vst1q_f32(l, slo);
-    vst1q_f32(l + 4, shi);
-    return simd_reduce8(l);
 }
 
 #endif

@@ -114,7 +114,7 @@ AI void q_heads(const simd_attn_q_args *a, const attnq_buf *b, const simd_block_
 {
     size_t hd = a->hd, n = a->n;
     const float *e[ATTN_HB];
-    float *o[ATTN_HB];
+    float *o[ATTN_HB], *sr[ATTN_HB], mx[ATTN_HB], sum[ATTN_HB];
     for (int i = 0; i < nh; i++) {
         float *s = a->scratch + (h0 + i) * n;
         const simd_block_q8a *q = qt + (h0 + i) * a->qstride;
@@ -123,10 +123,12 @@ AI void q_heads(const simd_attn_q_args *a, const attnq_buf *b, const simd_block_
         if (a->softcap > 0)
             attn_softcap(s, n, a->softcap);
         o[i] = part + (h0 + i) * a->pstride + 2;
-        o[i][-2] = attn_max(s, n);
-        o[i][-1] = attn_exp_sum(s, n, o[i][-2]);
-        e[i] = s;
+        o[i][-2] = mx[i] = attn_max(s, n);
+        e[i] = sr[i] = s;
     }
+    attn_exp_rows(sr, nh, n, mx, sum);
+    for (int i = 0; i < nh; i++)
+        o[i][-1] = sum[i];
     for (size_t d = 0; d < hd; d += 16)
         q_vsum(b, hd, n, e, nh, d, o);
 }

@@ -214,14 +214,17 @@ AI void q_heads(const simd_attn_q_args *a, const attnq_buf *b, const simd_block_
     for (size_t p = 0; p < n; p += 8)
         q_scores(b, hd, q, nh, p, n - p < 8 ? (int)(n - p) : 8, a->scale, s);
 #endif
+    float mx[ATTN_HB], sum[ATTN_HB];
     for (int i = 0; i < nh; i++) {
         if (a->softcap > 0)
             attn_softcap(s[i], n, a->softcap);
         o[i] = part + (h0 + i) * a->pstride + 2;
-        o[i][-2] = attn_max(s[i], n);
-        o[i][-1] = attn_exp_sum(s[i], n, o[i][-2]);
+        o[i][-2] = mx[i] = attn_max(s[i], n);
         e[i] = s[i];
     }
+    attn_exp_rows(s, nh, n, mx, sum);
+    for (int i = 0; i < nh; i++)
+        o[i][-1] = sum[i];
 #if defined(__AVX512F__)
     size_t d = 0;
     for (; d + 64 <= hd; d += 64)

@@ -34,7 +34,7 @@
  *                                   o[i][d] = the sum over p < n in order of
  *                                   e[i][p] * v_p[d], every d, V's row p at
  *                                   v + p*vs: floats (half 0) or halves
- * and the set's attn_max and attn_exp_sum (attn_x86.h, attn_neon.h). */
+ * and the set's attn_max and attn_exp_rows (attn_x86.h, attn_neon.h). */
 #ifndef NIBBLE_ATTN_TILE_DRIVER_H
 #define NIBBLE_ATTN_TILE_DRIVER_H
 
@@ -52,13 +52,17 @@ static inline __attribute__((always_inline)) void tile_rows(const simd_attn_args
         tile_scores(a->k, a->ktstride, 1, a->hd, n16, a->scale, q, nr, s);
     else
         tile_scores(kt, SIMD_ATTN_CHUNK, 0, a->hd, n16, a->scale, q, nr, s);
+    float *sr[TILE_ROWS], mx[TILE_ROWS], sum[TILE_ROWS];
     for (int i = 0; i < nr; i++) {
         if (a->softcap > 0)
             attn_softcap(s[i], n, a->softcap);
-        o[i][-2] = attn_max(s[i], n);
-        o[i][-1] = attn_exp_sum(s[i], n, o[i][-2]);
+        o[i][-2] = mx[i] = attn_max(s[i], n);
+        sr[i] = s[i];
         e[i] = s[i];
     }
+    attn_exp_rows(sr, nr, n, mx, sum);
+    for (int i = 0; i < nr; i++)
+        o[i][-1] = sum[i];
     if (half)
         tile_vsum(a->v, a->kvstride, 1, a->hd, n, e, nr, o);
     else

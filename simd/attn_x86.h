@@ -1,7 +1,7 @@
 /* Private to simd/: the AVX2 pieces of attention that the x86 forms
  * (attn_avx2.c, attn_avx512.c) share: the exp eight lanes at a time
  * (sixteen in the AVX-512 builds), the eight-position lane reduction,
- * the max and the exp-and-sum of a row of scores, the tile's K transposed
+ * the max and the exp-and-sum of rows of scores, the tile's K transposed
  * into kvbuf. Each keeps simd_attn_ref's order of float operations lane by
  * lane (attn_avx2.c says how). Included by files built with AVX2 or
  * AVX-512 flags only. */
@@ -162,39 +162,54 @@ static inline float attn_max(const float *s, size_t n)
     return mx;
 }
 
-/* s[p] = exp(s[p] - mx); returns their sum (lane p mod 8). */
-static inline float attn_exp_sum(float *s, size_t n, float mx)
+/* Rows an attn_exp_rows call takes at most (the forms' row blocks and
+ * head groups). */
+#define ATTN_EXP_ROWS 8
+
+/* For each of nr rows: s[i][p] = exp(s[i][p] - mx[i]) for p < n, sum[i]
+ * their sum (lane p mod 8, added in increasing p, then simd_reduce8).
+ * The exp is a chain of about twenty dependent steps, so one row at a
+ * time left the multiply and add ports idle between its few vectors;
+ * here the rows' vectors are interleaved (all rows at p before any at
+ * p + 16), so their chains overlap. Each row's values and sum are
+ * computed in the same order as alone: the bits do not depend on nr. */
+AI void attn_exp_rows(float *const *s, int nr, size_t n, const float *mx, float *sum)
 {
-    __m256 mv = set1(mx), sum = _mm256_setzero_ps();
+    __m256 acc[ATTN_EXP_ROWS];
+    for (int i = 0; i < nr; i++)
+        acc[i] = _mm256_setzero_ps();
     size_t p = 0;
 #if defined(__AVX512F__)
     /* sixteen exps at a time; the two halves are added to the eight lanes
      * one after the other, positions p..p+7 then p+8..p+15, the order of
      * the loop below */
-    __m512 mv16 = _mm512_set1_ps(mx);
-    for (; p + 16 <= n; p += 16) {
-        __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + p), mv16));
-        _mm512_storeu_ps(s + p, e);
-        sum = _mm256_add_ps(sum, _mm512_castps512_ps256(e));
-        sum = _mm256_add_ps(sum, _mm256_castsi256_ps(_mm512_extracti64x4_epi64(_mm512_castps_si512(e), 1)));
-    }
+    for (; p + 16 <= n; p += 16)
+        for (int i = 0; i < nr; i++) {
+            __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s[i] + p), _mm512_set1_ps(mx[i])));
+            _mm512_storeu_ps(s[i] + p, e);
+            acc[i] = _mm256_add_ps(acc[i], _mm512_castps512_ps256(e));
+            acc[i] = _mm256_add_ps(acc[i], _mm256_castsi256_ps(_mm512_extracti64x4_epi64(_mm512_castps_si512(e), 1)));
+        }
 #endif
-    for (; p + 8 <= n; p += 8) {
-        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + p), mv));
-        _mm256_storeu_ps(s + p, e);
-        sum = _mm256_add_ps(sum, e);
+    for (; p + 8 <= n; p += 8)
+        for (int i = 0; i < nr; i++) {
+            __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s[i] + p), set1(mx[i])));
+            _mm256_storeu_ps(s[i] + p, e);
+            acc[i] = _mm256_add_ps(acc[i], e);
+        }
+    for (int i = 0; i < nr; i++) {
+        if (p < n) { /* padding lanes are -inf: exp gives +0, which adds nothing */
+            float tmp[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+            memcpy(tmp, s[i] + p, (n - p) * sizeof(float));
+            __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(tmp), set1(mx[i])));
+            _mm256_storeu_ps(tmp, e);
+            memcpy(s[i] + p, tmp, (n - p) * sizeof(float));
+            acc[i] = _mm256_add_ps(acc[i], e);
+        }
+        float l[8];
+        _mm256_storeu_ps(l, acc[i]);
+        sum[i] = simd_reduce8(l);
     }
-    if (p < n) { /* padding lanes are -inf: exp gives +0, which adds nothing */
-        float tmp[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
-        memcpy(tmp, s + p, (n - p) * sizeof(float));
-        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(tmp), mv));
-        _mm256_storeu_ps(tmp, e);
-        memcpy(s + p, tmp, (n - p) * sizeof(float));
-        sum = _mm256_add_ps(sum, e);
-    }
-    float l[8];
-    _mm256_storeu_ps(l, sum);
-    return simd_reduce8(l);
 }
 
 #endif
