@@ -4,21 +4,23 @@
  * simd_attn_tile_ref's order of float operations lane by lane.
  *
  * The tile's score is one sum per position, d in order, so a vector holds
- * positions, not columns: kvbuf holds the chunk's K transposed (column d
- * of every position in one row of SIMD_ATTN_CHUNK floats) and a query row
- * adds broadcast(q[d]) * kT[d][p..p+15] into its accumulators for each d,
- * with no reduction at the end. The rows of a block are any of the
- * tile's tokens x heads (row r: token r / nq, head r % nq), so that each
- * K vector loaded serves TILE_ROWS of them; rows are independent, so the
- * blocking changes no bits.
+ * positions, not columns: K comes transposed (column d of every position
+ * in one row) and a query row adds broadcast(q[d]) * kT[d][p..p+15] into
+ * its accumulators for each d, with no reduction at the end. The rows of
+ * a block are any of the tile's tokens x heads (row r: token r / nq,
+ * head r % nq), so that each K vector loaded serves TILE_ROWS of them;
+ * rows are independent, so the blocking changes no bits.
  *
- * One token (a decode step, or a token of a batch over the chunk that
- * holds its own position) has no K or V vector to share with another,
- * so converting the chunk into kvbuf first would cost as much as the
- * arithmetic: the forms then read the halves where they lie (half = 1
- * below; the conversion is exact, so the bits are the same). Row blocks
- * are as even as TILE_ROWS allows (7 rows: 4 and 3), since each block
- * reads the chunk again.
+ * A transposed K (the f16 cache's) and its V are read as halves where
+ * they lie, converted as each vector is loaded (half = 1 below; the
+ * conversion is exact, so the bits are the same): converting the chunk
+ * into floats in kvbuf first cost as much as the arithmetic for one
+ * token, and for a batch it was slower too (a chunk's halves are half
+ * the bytes to keep in L1; nibble_attnbench -t 32, 1.18x on AVX-512 and
+ * AVX2). K as rows (a quantized K's halves) and head sizes that are not
+ * whole vectors go through kvbuf (tile_convert). Row blocks are as even
+ * as TILE_ROWS allows (7 rows: 4 and 3), since each block reads the
+ * chunk again.
  *
  * The including file defines, before including it:
  *   TILE_ROWS                       query rows per block (4..6)
@@ -92,9 +94,9 @@ void TILE_ENTRY(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptst
 {
     size_t n16 = (a->n + 15) & ~(size_t)15, rows = nt * a->nq;
     size_t blocks = (rows + TILE_ROWS - 1) / TILE_ROWS, per = (rows + blocks - 1) / blocks;
-    /* one token: the halves where they lie (simd.h: K's rows are read to
-     * n rounded up to 16 positions) */
-    int half = nt == 1 && a->hd % 16 == 0 && a->ktstride;
+    /* K transposed: the halves where they lie (simd.h: K's rows are read
+     * to n rounded up to 16 positions) */
+    int half = a->hd % 16 == 0 && a->ktstride;
     if (!half)
         tile_convert(a, kvbuf, n16);
     for (size_t r0 = 0; r0 < rows; r0 += per) {

@@ -522,13 +522,13 @@ void simd_attn_chunk(const simd_attn_args *a);
  * keeps it: position p's value d at k[d*ktstride + p] (p < n), or with
  * ktstride 0 as rows kvstride apart (a quantized cache's halves); V as
  * rows, kvstride apart. On SIMD this is positions in lanes with no
- * reduction: K is converted to float once into kvbuf
- * (SIMD_ATTN_TILE_BUF(hd) floats of the caller's, overwritten) and each
- * K vector is read once for several query rows (tokens x heads); one
- * token (nt = 1) over a transposed K reads the halves where they lie instead, each K row d
+ * reduction, each K vector read once for several query rows (tokens x
+ * heads). A transposed K is read as halves where it lies, each K row d
  * from position 0 to n rounded up to 16 (the values past n are not
- * used, but the caller keeps them readable: after the last row too).
- * Any hd. */
+ * used, but the caller keeps them readable: after the last row too);
+ * K as rows, or a head size not a multiple of 16, is converted to float
+ * once into kvbuf (SIMD_ATTN_TILE_BUF(hd) floats of the caller's,
+ * overwritten). Any hd. */
 #define SIMD_ATTN_TILE_BUF(hd) (2 * (size_t)SIMD_ATTN_CHUNK * (hd))
 typedef void (*simd_attn_tile_fn)(const simd_attn_args *a, size_t nt, size_t qtstride, size_t ptstride,
                                   float *kvbuf);
