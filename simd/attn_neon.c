@@ -77,35 +77,19 @@ AI void attn_vsum(const simd_attn_args *a, const float *const *e, int nh, int wi
 
 #define TILE_ROWS 4
 
-/* K's rows into kt (transposing K given as rows; zeros from n to n16), V as rows of floats: the
- * conversion is exact, so the values are the halves' wherever they go. */
-static void tile_convert(const simd_attn_args *a, float *kt, size_t n16)
+/* Four halves at src as floats at dst (exact, as simd_f16_to_f32): the
+ * step of the tile's runs into kvbuf (attn_tile_driver.h's tile_convert). */
+#define TILE_CVT_W 4
+AI void tile_cvt_vec(const simd_f16 *src, float *dst) { vst1q_f32(dst, ldh(src)); }
+
+/* K given as rows (ktstride 0) into kvbuf transposed, a position at a
+ * time: kt[d*SIMD_ATTN_CHUNK + p] = k_p[d] for p < n16, zeros from n on. */
+static inline void tile_k_rows(const simd_attn_args *a, float *kt, size_t n16)
 {
-    size_t hd = a->hd, n = a->n, d4 = hd & ~(size_t)3;
-    float *vf = kt + SIMD_ATTN_CHUNK * hd;
-    for (size_t p = 0; !a->ktstride && p < n16; p++) { /* K as rows: transposed here */
-        const simd_f16 *k = p < n ? a->k + p * a->kvstride : NULL;
-        for (size_t d = 0; d < hd; d++)
+    for (size_t p = 0; p < n16; p++) {
+        const simd_f16 *k = p < a->n ? a->k + p * a->kvstride : NULL;
+        for (size_t d = 0; d < a->hd; d++)
             kt[d * SIMD_ATTN_CHUNK + p] = k ? simd_f16_to_f32(k[d]) : 0.0f;
-    }
-    for (size_t d = 0; a->ktstride && d < hd; d++) { /* K transposed: row d is n halves */
-        const simd_f16 *k = a->k + d * a->ktstride;
-        float *o = kt + d * SIMD_ATTN_CHUNK;
-        size_t p = 0;
-        for (; p + 4 <= n; p += 4)
-            vst1q_f32(o + p, ldh(k + p));
-        for (; p < n; p++)
-            o[p] = simd_f16_to_f32(k[p]);
-        for (; p < n16; p++)
-            o[p] = 0.0f;
-    }
-    for (size_t p = 0; p < n; p++) {
-        const simd_f16 *v = a->v + p * a->kvstride;
-        size_t d = 0;
-        for (; d < d4; d += 4)
-            vst1q_f32(vf + p * hd + d, ldh(v + d));
-        for (; d < hd; d++)
-            vf[p * hd + d] = simd_f16_to_f32(v[d]);
     }
 }
 

@@ -25,10 +25,11 @@
  * The including file defines, before including it:
  *   TILE_ROWS                       query rows per block (4..6)
  *   TILE_ENTRY                      the name of the simd_attn_tile_* it defines
- *   tile_convert(a, kt, n16)        kvbuf: kt[d*SIMD_ATTN_CHUNK + p] = k_p[d]
- *                                   for p < n16 (zeros from n on; K given
- *                                   transposed or as rows), and V as
- *                                   n rows of hd floats at kt + SIMD_ATTN_CHUNK*hd
+ *   TILE_CVT_W, tile_cvt_vec(src, dst)
+ *                                   TILE_CVT_W halves at src as floats at dst
+ *   tile_k_rows(a, kt, n16)         K given as rows (ktstride 0) into kvbuf
+ *                                   transposed: kt[d*SIMD_ATTN_CHUNK + p] =
+ *                                   k_p[d] for p < n16, zeros from n on
  *   tile_scores(k, ks, half, hd, n16, scale, q, nr, s)
  *                                   s[i][p] for the nr rows q[i], p < n16, K's
  *                                   row d at k + d*ks: floats (half 0) or halves
@@ -39,6 +40,37 @@
  * and the set's attn_max and attn_exp_rows (attn_x86.h, attn_neon.h). */
 #ifndef NIBBLE_ATTN_TILE_DRIVER_H
 #define NIBBLE_ATTN_TILE_DRIVER_H
+
+/* n halves at src as floats at dst. */
+static inline void tile_cvt_run(const simd_f16 *src, float *dst, size_t n)
+{
+    size_t i = 0;
+    for (; i + TILE_CVT_W <= n; i += TILE_CVT_W)
+        tile_cvt_vec(src + i, dst + i);
+    for (; i < n; i++)
+        dst[i] = simd_f16_to_f32(src[i]);
+}
+
+/* kvbuf: K as kt[d*SIMD_ATTN_CHUNK + p] = k_p[d] for p < n16 (zeros
+ * from n on), then V as n rows of hd floats at kt + SIMD_ATTN_CHUNK*hd.
+ * The conversion is exact, so the values are the halves' wherever they
+ * go. */
+static inline void tile_convert(const simd_attn_args *a, float *kt, size_t n16)
+{
+    size_t hd = a->hd, n = a->n;
+    if (a->ktstride) { /* K transposed: row d is n halves */
+        for (size_t d = 0; d < hd; d++) {
+            float *o = kt + d * SIMD_ATTN_CHUNK;
+            tile_cvt_run(a->k + d * a->ktstride, o, n);
+            for (size_t p = n; p < n16; p++)
+                o[p] = 0.0f;
+        }
+    } else {
+        tile_k_rows(a, kt, n16);
+    }
+    for (size_t p = 0; p < n; p++)
+        tile_cvt_run(a->v + p * a->kvstride, kt + SIMD_ATTN_CHUNK * hd + p * hd, hd);
+}
 
 /* nr rows: scores, then the chunk step of simd_attn_chunk for each, then
  * their V sums together (each V row read once for the block); half: K

@@ -1,8 +1,8 @@
 /* Private to simd/: the AVX2 pieces of attention that the x86 forms
  * (attn_avx2.c, attn_avx512.c) share: the exp eight lanes at a time
  * (sixteen in the AVX-512 builds), the eight-position lane reduction,
- * the max and the exp-and-sum of rows of scores, the tile's K transposed
- * into kvbuf. Each keeps simd_attn_ref's order of float operations lane by
+ * the max and the exp-and-sum of rows of scores, the tile's conversions
+ * into kvbuf (a run of halves, K's rows transposed). Each keeps simd_attn_ref's order of float operations lane by
  * lane (attn_avx2.c says how). Included by files built with AVX2 or
  * AVX-512 flags only. */
 #ifndef NIBBLE_ATTN_X86_H
@@ -96,26 +96,18 @@ AI void transpose8(__m256 r[8])
     }
 }
 
-/* The tile's kvbuf (attn_tile_driver.h) for both x86 forms: K's rows as
- * floats, zeros from n to n16 (K given transposed: row by row; given as
- * rows, ktstride 0: transposed eight positions by eight columns at a
- * time), then V's rows as floats. The conversion is exact, so the values
- * are the halves' wherever they go. */
-static inline void tile_convert(const simd_attn_args *a, float *kt, size_t n16)
+/* Eight halves at src as floats at dst (exact, as simd_f16_to_f32): the
+ * step of the tile's runs into kvbuf (attn_tile_driver.h's tile_convert). */
+#define TILE_CVT_W 8
+AI void tile_cvt_vec(const simd_f16 *src, float *dst) { _mm256_storeu_ps(dst, ldh(src)); }
+
+/* K given as rows (ktstride 0) into kvbuf transposed, eight positions by
+ * eight columns at a time: kt[d*SIMD_ATTN_CHUNK + p] = k_p[d] for p < n16,
+ * zeros from n on. */
+static inline void tile_k_rows(const simd_attn_args *a, float *kt, size_t n16)
 {
     size_t hd = a->hd, n = a->n, d8 = hd & ~(size_t)7, p = 0;
-    float *vf = kt + SIMD_ATTN_CHUNK * hd;
-    for (size_t d = 0; a->ktstride && d < hd; d++) {
-        const simd_f16 *k = a->k + d * a->ktstride;
-        float *o = kt + d * SIMD_ATTN_CHUNK;
-        for (p = 0; p + 8 <= n; p += 8)
-            _mm256_storeu_ps(o + p, ldh(k + p));
-        for (; p < n; p++)
-            o[p] = simd_f16_to_f32(k[p]);
-        for (; p < n16; p++)
-            o[p] = 0.0f;
-    }
-    for (p = 0; !a->ktstride && p < n; p += 8) {
+    for (; p < n; p += 8) {
         const simd_f16 *k[8]; /* rows past n are neither read nor pointed at */
         for (int j = 0; j < 8; j++)
             k[j] = p + (size_t)j < n ? a->k + (p + (size_t)j) * a->kvstride : NULL;
@@ -131,17 +123,9 @@ static inline void tile_convert(const simd_attn_args *a, float *kt, size_t n16)
             for (int j = 0; j < 8; j++)
                 kt[d * SIMD_ATTN_CHUNK + p + (size_t)j] = k[j] ? simd_f16_to_f32(k[j][d]) : 0.0f;
     }
-    for (; !a->ktstride && p < n16; p += 8) /* p is n rounded up to 8 here */
+    for (; p < n16; p += 8) /* p is n rounded up to 8 here */
         for (size_t d = 0; d < hd; d++)
             _mm256_storeu_ps(kt + d * SIMD_ATTN_CHUNK + p, _mm256_setzero_ps());
-    for (p = 0; p < n; p++) {
-        const simd_f16 *v = a->v + p * a->kvstride;
-        size_t d = 0;
-        for (; d < d8; d += 8)
-            _mm256_storeu_ps(vf + p * hd + d, ldh(v + d));
-        for (; d < hd; d++)
-            vf[p * hd + d] = simd_f16_to_f32(v[d]);
-    }
 }
 
 /* Largest score, NaN passed over (max_ps(s, m) is s > m ? s : m). */
