@@ -64,6 +64,7 @@ static inline float attn_max(const float *s, size_t n)
 /* Rows an attn_exp_rows call takes at most (the forms' row blocks and
  * head groups). */
 #define ATTN_EXP_ROWS 8
+_Static_assert(ATTN_HB <= ATTN_EXP_ROWS, "attn_exp_rows takes a pass's heads at once");
 
 /* For each of nr rows: s[i][p] = exp(s[i][p] - mx[i]) for p < n, sum[i]
  * their sum (lane p mod 8, added in increasing p, then simd_reduce8),

@@ -41,6 +41,8 @@
 #ifndef NIBBLE_ATTN_TILE_DRIVER_H
 #define NIBBLE_ATTN_TILE_DRIVER_H
 
+_Static_assert(TILE_ROWS <= ATTN_EXP_ROWS, "attn_exp_rows takes a block's rows at once");
+
 /* n halves at src as floats at dst. */
 static inline void tile_cvt_run(const simd_f16 *src, float *dst, size_t n)
 {

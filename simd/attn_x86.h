@@ -1,10 +1,10 @@
 /* Private to simd/: the AVX2 pieces of attention that the x86 forms
  * (attn_avx2.c, attn_avx512.c) share: the exp eight lanes at a time
  * (sixteen in the AVX-512 builds), the eight-position lane reduction,
- * the max and the exp-and-sum of rows of scores, the tile's conversions
- * into kvbuf (a run of halves, K's rows transposed). Each keeps simd_attn_ref's order of float operations lane by
- * lane (attn_avx2.c says how). Included by files built with AVX2 or
- * AVX-512 flags only. */
+ * the max and the exp-and-sum of rows of scores, the tile's steps into
+ * kvbuf (eight halves to floats, K's rows transposed). Each keeps
+ * simd_attn_ref's order of float operations lane by lane (attn_avx2.c
+ * says how). Included by files built with AVX2 or AVX-512 flags only. */
 #ifndef NIBBLE_ATTN_X86_H
 #define NIBBLE_ATTN_X86_H
 
@@ -149,6 +149,7 @@ static inline float attn_max(const float *s, size_t n)
 /* Rows an attn_exp_rows call takes at most (the forms' row blocks and
  * head groups). */
 #define ATTN_EXP_ROWS 8
+_Static_assert(ATTN_HB <= ATTN_EXP_ROWS, "attn_exp_rows takes a pass's heads at once");
 
 /* For each of nr rows: s[i][p] = exp(s[i][p] - mx[i]) for p < n, sum[i]
  * their sum (lane p mod 8, added in increasing p, then simd_reduce8).
