@@ -125,9 +125,16 @@ void simd_attn_merge_avx2(size_t hd, size_t nchunks, const float *part, size_t c
     for (size_t c0 = 0; c0 < nchunks; c0 += 8) {
         const float *rows = part + c0 * cstride;
         size_t nb = nchunks - c0 < 8 ? nchunks - c0 : 8;
-        for (size_t i = 0; i < 8; i++) /* the missing chunks' -inf gives 0, unused */
-            f[i] = i < nb ? rows[i * cstride] : -INFINITY;
-        _mm256_storeu_ps(f, exp8(_mm256_sub_ps(_mm256_loadu_ps(f), set1(mx))));
+        __m256 m;
+        if (nb == 8) /* built in registers: eight stores and a vector load of them stalled the load */
+            m = _mm256_setr_ps(rows[0], rows[cstride], rows[2 * cstride], rows[3 * cstride], rows[4 * cstride],
+                               rows[5 * cstride], rows[6 * cstride], rows[7 * cstride]);
+        else {
+            for (size_t i = 0; i < 8; i++) /* the missing chunks' -inf gives 0, unused */
+                f[i] = i < nb ? rows[i * cstride] : -INFINITY;
+            m = _mm256_loadu_ps(f);
+        }
+        _mm256_storeu_ps(f, exp8(_mm256_sub_ps(m, set1(mx))));
         for (size_t i = 0; i < nb; i++)
             sum += rows[i * cstride + 1] * f[i];
         size_t d = 0;
