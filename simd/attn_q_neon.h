@@ -3,7 +3,7 @@
  * set's flags and defines, before including it:
  *   ATTNQ_DOT(q0, q1, k0, k1)  four int32 sums that together hold the
  *                              exact dot of 32 int8 pairs (q0:q1, k0:k1)
- *   ATTNQ_ENTRY                the name of the function it defines.
+ *   ATTNQ_ENTRY                the name of the function it defines (attn_q_driver.h).
  * Bit-identical to simd_attn_q_ref, as attn_q_x86.h is: each block's
  * integer dot is exact, four positions' sums are gathered by pairwise
  * adds into one vector, and each lane takes the reference's float steps;
@@ -133,22 +133,7 @@ AI void q_heads(const simd_attn_q_args *a, const attnq_buf *b, const simd_block_
         q_vsum(b, hd, n, e, nh, d, o);
 }
 
-void ATTNQ_ENTRY(const simd_attn_q_args *a, size_t nt, size_t qtstride, size_t ptstride)
-{
-    attnq_buf b = attnq_unpack_chunk(a, 0);
-    for (size_t t = 0; t < nt; t++) {
-        const simd_block_q8a *qt = a->q + t * qtstride;
-        float *part = a->part + t * ptstride;
-        size_t h = 0;
-        for (; h + ATTN_HB <= a->nq; h += ATTN_HB)
-            q_heads(a, &b, qt, part, h, ATTN_HB);
-        switch (a->nq - h) {
-        case 3: q_heads(a, &b, qt, part, h, 3); break;
-        case 2: q_heads(a, &b, qt, part, h, 2); break;
-        case 1: q_heads(a, &b, qt, part, h, 1); break;
-        default: break;
-        }
-    }
-}
+#define ATTNQ_KT 0 /* K as rows: q_scores reads a position's codes in order */
+#include "attn_q_driver.h"
 
 #endif

@@ -10,7 +10,7 @@
  *                       each pair sum at most 2 * 128 * 127, inside int16;
  *                       VNNI: dpbusd of k + 128, unsigned, against q,
  *                       then 128 * sum taken off)
- *   ATTNQ_ENTRY         the name of the function it defines.
+ *   ATTNQ_ENTRY         the name of the function it defines (attn_q_driver.h).
  * Bit-identical to simd_attn_q_ref:
  *  - scores: eight positions at a time, one per lane, four heads at a
  *    time (each K vector loaded once for them); a block's integer dot is
@@ -237,23 +237,7 @@ AI void q_heads(const simd_attn_q_args *a, const attnq_buf *b, const simd_block_
 #endif
 }
 
-void ATTNQ_ENTRY(const simd_attn_q_args *a, size_t nt, size_t qtstride, size_t ptstride)
-{
-    attnq_buf b = attnq_unpack_chunk(a, 1);
-    for (size_t t = 0; t < nt; t++) {
-        const simd_block_q8a *qt = a->q + t * qtstride;
-        float *part = a->part + t * ptstride;
-        size_t h = 0;
-        for (; h + ATTN_HB <= a->nq; h += ATTN_HB)
-            q_heads(a, &b, qt, part, h, ATTN_HB);
-        /* the rest with a constant head count, so each form is unrolled */
-        switch (a->nq - h) {
-        case 3: q_heads(a, &b, qt, part, h, 3); break;
-        case 2: q_heads(a, &b, qt, part, h, 2); break;
-        case 1: q_heads(a, &b, qt, part, h, 1); break;
-        default: break;
-        }
-    }
-}
+#define ATTNQ_KT 1 /* K interleaved: q_scores16 and q_scores read it so */
+#include "attn_q_driver.h"
 
 #endif
