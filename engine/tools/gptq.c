@@ -746,6 +746,73 @@ static void sum_pair(void *arg, uint32_t i0, uint32_t i1)
     tools_pair_sums(s->h, s->c, NULL, g->x, s->xf + (size_t)s->pos[1] * s->cols, g->nt, s->cols, i0, i1);
 }
 
+/* h's lower triangle (cols x cols) += wt[k] x[k] x[k]^T for k < n, and,
+ * with c, c += wt[k] x[k] z[k]^T (whole rows). Every entry takes the
+ * terms in k's order, so the sums are those of adding one token at a
+ * time; four tokens share a pass, so h and c are loaded and stored once
+ * for four products (these sums are most of --ffn-rows' time). */
+static void row_outer(double *h, double *c, uint32_t cols, uint32_t n, const double *wt, const float *const *x,
+                      const float *const *z)
+{
+    uint32_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+        const float *x0 = x[k], *x1 = x[k + 1], *x2 = x[k + 2], *x3 = x[k + 3];
+        for (uint32_t i = 0; i < cols; i++) {
+            double a0 = wt[k] * x0[i], a1 = wt[k + 1] * x1[i], a2 = wt[k + 2] * x2[i], a3 = wt[k + 3] * x3[i];
+            double *hi = h + (size_t)i * cols;
+            for (uint32_t j = 0; j <= i; j++) {
+                double t = hi[j];
+                t += a0 * x0[j];
+                t += a1 * x1[j];
+                t += a2 * x2[j];
+                t += a3 * x3[j];
+                hi[j] = t;
+            }
+            if (c) {
+                const float *z0 = z[k], *z1 = z[k + 1], *z2 = z[k + 2], *z3 = z[k + 3];
+                double *ci = c + (size_t)i * cols;
+                for (uint32_t j = 0; j < cols; j++) {
+                    double t = ci[j];
+                    t += a0 * z0[j];
+                    t += a1 * z1[j];
+                    t += a2 * z2[j];
+                    t += a3 * z3[j];
+                    ci[j] = t;
+                }
+            }
+        }
+    }
+    for (; k < n; k++)
+        for (uint32_t i = 0; i < cols; i++) {
+            double a = wt[k] * x[k][i], *hi = h + (size_t)i * cols;
+            for (uint32_t j = 0; j <= i; j++)
+                hi[j] += a * x[k][j];
+            if (c) {
+                double *ci = c + (size_t)i * cols;
+                for (uint32_t j = 0; j < cols; j++)
+                    ci[j] += a * z[k][j];
+            }
+        }
+}
+
+/* The tokens of one row's sums with a weight other than zero, gathered a
+ * few at a time in order and handed to row_outer. */
+enum { ROW_BATCH = 64 };
+typedef struct {
+    double wt[ROW_BATCH];
+    const float *x[ROW_BATCH], *z[ROW_BATCH];
+    uint32_t n;
+} row_batch;
+
+static void row_add(row_batch *b, double *h, double *c, uint32_t cols, double wt, const float *x, const float *z)
+{
+    if (wt == 0)
+        return;
+    b->wt[b->n] = wt, b->x[b->n] = x, b->z[b->n] = z;
+    if (++b->n == ROW_BATCH)
+        row_outer(h, c, cols, b->n, b->wt, b->x, b->z), b->n = 0;
+}
+
 /* Rows r0..r1 (of 2 * rows: gate's, then up's) of the current site's
  * per-row Hessians += the batch's weighted x x^T (lower triangles). */
 static void sum_row_hess(void *arg, uint32_t r0, uint32_t r1)
@@ -753,19 +820,14 @@ static void sum_row_hess(void *arg, uint32_t r0, uint32_t r1)
     eng_gptq *g = arg;
     site *s = g->cur;
     uint32_t cols = s->cols, rows = s->rows;
+    row_batch b;
     for (uint32_t r = r0; r < r1; r++) {
         double *h = s->hr + (size_t)r * cols * cols;
-        for (uint32_t tk = 0; tk < g->nt; tk++) {
-            double wt = g->rw[((size_t)tk * 2 + r / rows) * rows + r % rows];
-            if (wt == 0)
-                continue;
-            const float *x = g->x + (size_t)tk * cols;
-            for (uint32_t i = 0; i < cols; i++) {
-                double xi = wt * x[i], *hi = h + (size_t)i * cols;
-                for (uint32_t j = 0; j <= i; j++)
-                    hi[j] += xi * x[j];
-            }
-        }
+        b.n = 0;
+        for (uint32_t tk = 0; tk < g->nt; tk++)
+            row_add(&b, h, NULL, cols, g->rw[((size_t)tk * 2 + r / rows) * rows + r % rows],
+                    g->x + (size_t)tk * cols, NULL);
+        row_outer(h, NULL, cols, b.n, b.wt, b.x, b.z);
     }
 }
 
@@ -778,24 +840,14 @@ static void sum_row_pair(void *arg, uint32_t r0, uint32_t r1)
     eng_gptq *g = arg;
     site *s = g->cur;
     uint32_t cols = s->cols, rows = s->rows, p1 = s->pos[1];
+    row_batch b;
     for (uint32_t r = r0; r < r1; r++) {
         double *h = s->hr + (size_t)r * cols * cols, *c = s->hc ? s->hc + (size_t)r * cols * cols : NULL;
-        for (uint32_t tk = 0; tk < g->nt; tk++) {
-            double wt = s->rwf[((size_t)(p1 + tk) * 2 + r / rows) * rows + r % rows];
-            if (wt == 0)
-                continue;
-            const float *x = g->x + (size_t)tk * cols, *z = s->xf + (size_t)(p1 + tk) * cols;
-            for (uint32_t i = 0; i < cols; i++) {
-                double xi = wt * x[i], *hi = h + (size_t)i * cols;
-                for (uint32_t j = 0; j <= i; j++)
-                    hi[j] += xi * x[j];
-                if (c) {
-                    double *ci = c + (size_t)i * cols;
-                    for (uint32_t j = 0; j < cols; j++)
-                        ci[j] += xi * z[j];
-                }
-            }
-        }
+        b.n = 0;
+        for (uint32_t tk = 0; tk < g->nt; tk++)
+            row_add(&b, h, c, cols, s->rwf[((size_t)(p1 + tk) * 2 + r / rows) * rows + r % rows],
+                    g->x + (size_t)tk * cols, s->xf + (size_t)(p1 + tk) * cols);
+        row_outer(h, c, cols, b.n, b.wt, b.x, b.z);
     }
 }
 
