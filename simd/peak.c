@@ -21,17 +21,18 @@
 #define PEAK_OPAQUE(v, cons) ((void)0)
 #endif
 
-/* The scalar set: plain C, four products a step. */
+/* The scalar set: plain C, four products a step. The sums wrap (unsigned):
+ * a long run passes 2^31, where a signed one would be undefined. */
 static uint64_t peak_scalar(long iters, int32_t *sink)
 {
-    int32_t acc[4] = {0, 0, 0, 0};
+    uint32_t acc[4] = {0, 0, 0, 0};
     int8_t a = 3, b[4] = {5, 7, 11, 13};
     for (long i = 0; i < iters; i++) {
         PEAK_OPAQUE(a, "r");
         for (int c = 0; c < 4; c++)
-            acc[c] += (int32_t)a * b[c];
+            acc[c] += (uint32_t)((int32_t)a * b[c]);
     }
-    *sink = acc[0] ^ acc[1] ^ acc[2] ^ acc[3];
+    *sink = (int32_t)(acc[0] ^ acc[1] ^ acc[2] ^ acc[3]);
     return (uint64_t)iters * 4;
 }
 
