@@ -79,21 +79,29 @@ if [ -n "$objdump" ]; then
   [ "$sdot" = "$want" ] || { echo "FAIL: sdot found in: ${sdot:-nothing}"; exit 1; }
 fi
 
-fail=0
+# Each run starts at once, up to one per core (qemu-user runs one thread
+# per test here), and is reported in order when all have ended.
+par=$(nproc 2>/dev/null || echo 2)
+runs="$build/runs"
+rm -rf "$runs" && mkdir -p "$runs"
+n=0
 run() { # cpu test expected-line...
-  local cpu=$1 t=$2 out
+  local cpu=$1 t=$2 out=$runs/$n
   shift 2
-  echo "--- $t on qemu -cpu $cpu"
-  if ! out=$("$qemu" -L "$sysroot" -cpu "$cpu" "$build/out/$t" 2>&1); then
-    echo "$out"
-    echo "FAIL: $t on $cpu"
-    fail=1
-    return
-  fi
-  echo "$out"
-  for want in "$@"; do
-    grep -Eq "$want" <<<"$out" || { echo "FAIL: $t on $cpu: no line matching /$want/"; fail=1; }
-  done
+  n=$((n + 1))
+  while [ "$(jobs -rp | wc -l)" -ge "$par" ]; do wait -n || true; done
+  (
+    echo "--- $t on qemu -cpu $cpu"
+    if ! "$qemu" -L "$sysroot" -cpu "$cpu" "$build/out/$t" >"$out.log" 2>&1; then
+      cat "$out.log"
+      echo "run_arm: FAIL: $t on $cpu"
+      exit 0
+    fi
+    cat "$out.log"
+    for want in "$@"; do
+      grep -Eq "$want" "$out.log" || echo "run_arm: FAIL: $t on $cpu: no line matching /$want/"
+    done
+  ) >"$out" 2>&1 &
 }
 run max test_kernels '^neon +bit-identical' '^neon-dotprod +bit-identical'
 run max test_dispatch '^neon-dotprod +usable' '^cpu: aarch64: asimd asimddp'
@@ -124,6 +132,12 @@ if [ -f "$root/tests/simd/test_iquants.c" ]; then
   run max test_iquants '^neon +iquants bit-identical' '^neon-dotprod +iquants bit-identical'
   run cortex-a53 test_iquants '^neon +iquants bit-identical'
 fi
+wait
+fail=0
+for ((i = 0; i < n; i++)); do
+  cat "$runs/$i"
+  if grep -q '^run_arm: FAIL' "$runs/$i"; then fail=1; fi
+done
 
 if [ "$fail" = 0 ]; then
   echo "run_arm: neon and neon-dotprod bit-identical to scalar under qemu"
