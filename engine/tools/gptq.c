@@ -746,6 +746,22 @@ static void sum_pair(void *arg, uint32_t i0, uint32_t i1)
     tools_pair_sums(s->h, s->c, NULL, g->x, s->xf + (size_t)s->pos[1] * s->cols, g->nt, s->cols, i0, i1);
 }
 
+/* d[j] += a[0] v[0][j] + ... + a[3] v[3][j] for j < n, the four terms
+ * added one by one in that order. */
+static void add4(double *d, uint32_t n, const double *a, const float *const *v)
+{
+    const float *v0 = v[0], *v1 = v[1], *v2 = v[2], *v3 = v[3];
+    double a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+    for (uint32_t j = 0; j < n; j++) {
+        double t = d[j];
+        t += a0 * v0[j];
+        t += a1 * v1[j];
+        t += a2 * v2[j];
+        t += a3 * v3[j];
+        d[j] = t;
+    }
+}
+
 /* h's lower triangle (cols x cols) += wt[k] x[k] x[k]^T for k < n, and,
  * with c, c += wt[k] x[k] z[k]^T (whole rows). Every entry takes the
  * terms in k's order, so the sums are those of adding one token at a
@@ -755,33 +771,15 @@ static void row_outer(double *h, double *c, uint32_t cols, uint32_t n, const dou
                       const float *const *z)
 {
     uint32_t k = 0;
-    for (; k + 4 <= n; k += 4) {
-        const float *x0 = x[k], *x1 = x[k + 1], *x2 = x[k + 2], *x3 = x[k + 3];
+    for (; k + 4 <= n; k += 4)
         for (uint32_t i = 0; i < cols; i++) {
-            double a0 = wt[k] * x0[i], a1 = wt[k + 1] * x1[i], a2 = wt[k + 2] * x2[i], a3 = wt[k + 3] * x3[i];
-            double *hi = h + (size_t)i * cols;
-            for (uint32_t j = 0; j <= i; j++) {
-                double t = hi[j];
-                t += a0 * x0[j];
-                t += a1 * x1[j];
-                t += a2 * x2[j];
-                t += a3 * x3[j];
-                hi[j] = t;
-            }
-            if (c) {
-                const float *z0 = z[k], *z1 = z[k + 1], *z2 = z[k + 2], *z3 = z[k + 3];
-                double *ci = c + (size_t)i * cols;
-                for (uint32_t j = 0; j < cols; j++) {
-                    double t = ci[j];
-                    t += a0 * z0[j];
-                    t += a1 * z1[j];
-                    t += a2 * z2[j];
-                    t += a3 * z3[j];
-                    ci[j] = t;
-                }
-            }
+            double a[4];
+            for (int m = 0; m < 4; m++)
+                a[m] = wt[k + m] * x[k + m][i];
+            add4(h + (size_t)i * cols, i + 1, a, x + k);
+            if (c)
+                add4(c + (size_t)i * cols, cols, a, z + k);
         }
-    }
     for (; k < n; k++)
         for (uint32_t i = 0; i < cols; i++) {
             double a = wt[k] * x[k][i], *hi = h + (size_t)i * cols;
