@@ -23,12 +23,26 @@ art="$PWD/$b/fuzz-artifacts"
 mkdir -p "$art"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
+# up to one target a core at once (each is one process on one thread);
+# the results are reported in the order of $targets once all have ended
+par=$(nproc 2>/dev/null || echo 2)
+for t in $targets; do
+  while [ "$(jobs -rp | wc -l)" -ge "$par" ]; do wait -n || true; done
+  mkdir -p "$scratch/$t"
+  (
+    if "$b/tests/fuzz/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+         -artifact_prefix="$art/" -print_final_stats=1 "$scratch/$t" "tests/fuzz/corpus/$t" >"$scratch/$t.log" 2>&1; then
+      echo ok >"$scratch/$t.rc"
+    else
+      echo failed >"$scratch/$t.rc"
+    fi
+  ) &
+done
+wait
 fails=0
 for t in $targets; do
-  mkdir -p "$scratch/$t"
   log="$scratch/$t.log"
-  if "$b/tests/fuzz/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-       -artifact_prefix="$art/" -print_final_stats=1 "$scratch/$t" "tests/fuzz/corpus/$t" >"$log" 2>&1; then
+  if [ "$(cat "$scratch/$t.rc" 2>/dev/null)" = ok ]; then
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     echo "fuzz_$t: ${runs:-?} runs in ${secs}s, no crash"
   else
